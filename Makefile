@@ -1,0 +1,44 @@
+# Two commands on a fresh clone: `make demo` and `make test`. Both create .venv, install the
+# project, and make sure a MySQL-compatible server can be started (MYSQL_URL, Docker, or a
+# local mariadbd/mysqld, installing Debian's mariadb-server when run as root).
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+EXTRAS ?= test
+
+.PHONY: test demo bench server-bin venv clean
+
+$(VENV)/.installed-$(EXTRAS): setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
+	touch $@
+
+venv: $(VENV)/.installed-$(EXTRAS)
+
+server-bin:
+	@if [ -n "$$MYSQL_URL" ]; then echo "using MYSQL_URL"; \
+	elif command -v mariadbd >/dev/null 2>&1 || command -v mysqld >/dev/null 2>&1 || \
+	     [ -x /usr/sbin/mariadbd ] || [ -x /usr/sbin/mysqld ]; then :; \
+	elif docker info >/dev/null 2>&1; then echo "using Docker (testcontainers MySQL 8)"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian's mariadb-server (no server binary found)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-server >/dev/null; \
+	else \
+	    echo "No MySQL-compatible server found. Either set MYSQL_URL=mysql://user:pw@host:port/," >&2; \
+	    echo "or install one: sudo apt-get install -y mariadb-server (Debian/Ubuntu)," >&2; \
+	    echo "brew install mariadb (macOS), or start a Docker engine." >&2; exit 1; \
+	fi
+
+test: venv server-bin
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+demo: venv server-bin
+	$(PY) benchmarks/demo.py
+
+bench:
+	$(MAKE) EXTRAS=test,bench venv server-bin
+	$(PY) benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

@@ -1,0 +1,38 @@
+"""mysql-state: persist AI-agent state in MySQL.
+
+The Python port of AgentScope Java's ``MysqlAgentStateStore``: one table, a generic
+key / item-index store, incremental lists with change detection.
+
+>>> from mysql_state import MysqlAgentStateStore
+>>> store = MysqlAgentStateStore.from_url("mysql://root@127.0.0.1:3306/agentscope",
+...                                       create_if_not_exist=True)  # doctest: +SKIP
+"""
+
+from .errors import (
+    CommitUnknownError,
+    ConflictError,
+    MysqlStateError,
+    MysqlStateWarning,
+    PoolTimeoutError,
+    QueryError,
+    SchemaNotFoundError,
+    ServerUnavailableError,
+    ValueTooLargeError,
+)
+from .store import UNVERSIONED, MysqlAgentStateStore, VersionedState
+
+__all__ = [
+    "MysqlAgentStateStore",
+    "VersionedState",
+    "UNVERSIONED",
+    "MysqlStateError",
+    "SchemaNotFoundError",
+    "ServerUnavailableError",
+    "PoolTimeoutError",
+    "CommitUnknownError",
+    "ValueTooLargeError",
+    "ConflictError",
+    "QueryError",
+    "MysqlStateWarning",
+]
+__version__ = "0.1.0"

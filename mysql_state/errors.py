@@ -1,0 +1,123 @@
+"""The error hierarchy, and the one place where driver errors become ours.
+
+Every error the store raises for a database problem is a :class:`MysqlStateError`.
+Driver errors are translated by server error number (``exc.args[0]`` in pymysql),
+never by message text, and chained with ``from`` so the original stays visible.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+__all__ = [
+    "MysqlStateError",
+    "SchemaNotFoundError",
+    "ServerUnavailableError",
+    "PoolTimeoutError",
+    "CommitUnknownError",
+    "ValueTooLargeError",
+    "ConflictError",
+    "QueryError",
+    "MysqlStateWarning",
+    "errno_of",
+    "translate",
+    "CONNECTION_ERRNOS",
+    "RETRYABLE_LOCK_ERRNOS",
+]
+
+
+class MysqlStateError(Exception):
+    """Base class of every error raised by mysql-state for a database problem.
+
+    ``errno`` holds the server or client error number when there is one.
+    """
+
+    def __init__(self, message: str, errno: Optional[int] = None) -> None:
+        super().__init__(message)
+        self.errno = errno
+
+
+class SchemaNotFoundError(MysqlStateError):
+    """The database or table is missing and ``create_if_not_exist`` is False."""
+
+
+class ServerUnavailableError(MysqlStateError):
+    """The server cannot be reached, or the connection was lost and could not be restored."""
+
+
+class PoolTimeoutError(MysqlStateError):
+    """No pooled connection became free within ``pool_timeout`` seconds."""
+
+
+class CommitUnknownError(MysqlStateError):
+    """The connection was lost while COMMIT was in flight: the write may or may not be stored.
+
+    It is never retried automatically, because repeating an append could duplicate it.
+    Read the state back to find out.
+    """
+
+
+class ValueTooLargeError(MysqlStateError, ValueError):
+    """A single value is larger than the server's ``max_allowed_packet``; nothing was written."""
+
+
+class ConflictError(MysqlStateError):
+    """Lock conflicts (deadlock, lock wait timeout) persisted through every retry."""
+
+
+class QueryError(MysqlStateError):
+    """Any other server error."""
+
+
+class MysqlStateWarning(UserWarning):
+    """A configuration that works but weakens a guarantee (e.g. a case-insensitive table)."""
+
+
+# Client/server error numbers that mean "the connection is gone" (MySQL and MariaDB).
+#   0     pymysql InterfaceError on a closed connection
+#   1053  server shutdown in progress        1927  MariaDB: connection killed
+#   2002  can't connect through socket       2003  can't connect to host
+#   2006  server has gone away               2013  lost connection during query
+#   2055  lost connection (system error)     4031  MySQL 8: disconnected for inactivity
+CONNECTION_ERRNOS = frozenset({0, 1053, 1927, 2002, 2003, 2006, 2013, 2055, 4031})
+#: Error numbers that mean "could not connect at all" (nothing was sent).
+CONNECT_ERRNOS = frozenset({2002, 2003})
+# Lock conflicts that a retry of the whole transaction resolves: deadlock, lock wait timeout.
+RETRYABLE_LOCK_ERRNOS = frozenset({1213, 1205})
+DUPLICATE_KEY = 1062
+UNKNOWN_DATABASE = 1049
+NO_SUCH_TABLE = 1146
+PACKET_TOO_LARGE = 1153
+
+
+def errno_of(exc: BaseException) -> Optional[int]:
+    """The error number pymysql put in ``exc.args[0]``, or None."""
+    args = getattr(exc, "args", ())
+    if args and isinstance(args[0], int):
+        return args[0]
+    return None
+
+
+def translate(exc: BaseException, what: str) -> MysqlStateError:
+    """Map a driver exception to the matching :class:`MysqlStateError` subclass.
+
+    ``what`` names the operation (e.g. ``"save_list 'memory'"``) for the message.
+    The caller raises the result ``from exc``.
+    """
+    if isinstance(exc, MysqlStateError):
+        return exc
+    errno = errno_of(exc)
+    detail = exc.args[1] if len(getattr(exc, "args", ())) > 1 else str(exc)
+    if errno in CONNECTION_ERRNOS:
+        return ServerUnavailableError(
+            f"{what}: the MySQL server is unreachable or dropped the connection "
+            f"(error {errno}: {detail})",
+            errno,
+        )
+    if errno in RETRYABLE_LOCK_ERRNOS:
+        return ConflictError(f"{what}: lock conflict persisted after retries (error {errno}: {detail})", errno)
+    if errno in (UNKNOWN_DATABASE, NO_SUCH_TABLE):
+        return SchemaNotFoundError(f"{what}: {detail} (error {errno})", errno)
+    if errno == PACKET_TOO_LARGE:
+        return ValueTooLargeError(f"{what}: the server rejected a packet larger than max_allowed_packet", errno)
+    return QueryError(f"{what}: server error {errno}: {detail}", errno)

@@ -1,0 +1,131 @@
+"""Key packing and validation: the only place that decides what an id may be.
+
+``(user_id, session_id)`` is stored in the ``session_id`` column as ``"<user>:<session>"``
+(``__anon__`` for anonymous callers), exactly as the Java store does. The rules below make
+that packing unambiguous, so no two distinct ``(user, session, key)`` ever share a row.
+Every check runs before any SQL is sent.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+DEFAULT_DATABASE = "agentscope"
+DEFAULT_TABLE = "agentscope_sessions"
+ANONYMOUS = "__anon__"
+HASH_SUFFIX = ":_hash"
+SEPARATOR = ":"
+MAX_ID_CHARS = 255  # VARCHAR(255) counts characters (code points) in utf8mb4
+MAX_IDENTIFIER_CHARS = 64
+IDENTIFIER_RULE = r"^[a-zA-Z_][a-zA-Z0-9_-]*$"
+_IDENTIFIER = re.compile(r"[a-zA-Z_][a-zA-Z0-9_-]*")
+
+
+def identifier(name: Optional[str], what: str, default: str) -> str:
+    """Validate a database or table name; None or blank gives ``default``.
+
+    >>> identifier(None, "table name", "agentscope_sessions")
+    'agentscope_sessions'
+    >>> identifier("my-db", "database name", "agentscope")
+    'my-db'
+    """
+    if name is None:
+        return default
+    if not isinstance(name, str):
+        raise TypeError(f"{what} must be a str, got {type(name).__name__}: {name!r}")
+    if not name.strip():
+        return default
+    if len(name) > MAX_IDENTIFIER_CHARS or _IDENTIFIER.fullmatch(name) is None:
+        raise ValueError(
+            f"invalid {what} {name!r}: it must match {IDENTIFIER_RULE} "
+            f"and be at most {MAX_IDENTIFIER_CHARS} characters"
+        )
+    return name
+
+
+def quote_table(database: str, table: str) -> str:
+    """```db`.`table``` for names that :func:`identifier` accepted (no backtick can occur)."""
+    return f"`{database}`.`{table}`"
+
+
+def _check_text(value: object, what: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a str, got {type(value).__name__}: {value!r}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"{what} {value!r} is not valid Unicode text (it contains a lone surrogate), "
+            "so it cannot be stored in utf8mb4"
+        ) from None
+    return value
+
+
+def user_part(user_id: Optional[str]) -> str:
+    """The user half of the packed id: ``__anon__`` for None or blank.
+
+    >>> user_part(None), user_part("  "), user_part("alice")
+    ('__anon__', '__anon__', 'alice')
+    """
+    if user_id is None:
+        return ANONYMOUS
+    _check_text(user_id, "user_id")
+    if not user_id.strip():
+        return ANONYMOUS
+    if SEPARATOR in user_id:
+        raise ValueError(
+            f"user_id {user_id!r} contains ':', which would make the packed "
+            "'<user>:<session>' id ambiguous"
+        )
+    if user_id == ANONYMOUS:
+        raise ValueError(f"user_id {ANONYMOUS!r} is reserved for anonymous callers (pass None instead)")
+    return user_id
+
+
+def user_prefix(user_id: Optional[str]) -> str:
+    """``"<user>:"``, the prefix every packed id of this user starts with."""
+    return user_part(user_id) + SEPARATOR
+
+
+def pack(user_id: Optional[str], session_id: str) -> str:
+    """Pack ``(user_id, session_id)`` into the stored ``session_id`` column value.
+
+    >>> pack("alice", "s1"), pack(None, "s1")
+    ('alice:s1', '__anon__:s1')
+    """
+    user = user_part(user_id)
+    _check_text(session_id, "session_id")
+    if not session_id.strip():
+        raise ValueError(f"session_id {session_id!r} is blank")
+    packed = user + SEPARATOR + session_id
+    if len(packed) > MAX_ID_CHARS:
+        raise ValueError(
+            f"the packed session id '<user>:<session>' is {len(packed)} characters "
+            f"(user_id {user[:40]!r}..., session_id {session_id[:40]!r}...); "
+            f"at most {MAX_ID_CHARS} fit the session_id column"
+        )
+    return packed
+
+
+def state_key(key: str, *, is_list: bool = False) -> str:
+    """Validate a state key; a list key must leave room for its ``:_hash`` row.
+
+    >>> state_key("memory", is_list=True)
+    'memory'
+    """
+    _check_text(key, "key")
+    if not key.strip():
+        raise ValueError(f"key {key!r} is blank")
+    if key.endswith(HASH_SUFFIX):
+        raise ValueError(f"key {key!r} ends with {HASH_SUFFIX!r}, which is reserved for list hash rows")
+    limit = MAX_ID_CHARS - len(HASH_SUFFIX) if is_list else MAX_ID_CHARS
+    if len(key) > limit:
+        what = f"a list key (its hash key adds {len(HASH_SUFFIX)})" if is_list else "a key"
+        raise ValueError(f"key of {len(key)} characters is too long: {what} may have at most {limit}")
+    return key
+
+
+def hash_key(key: str) -> str:
+    """The state_key of a list's hash row."""
+    return key + HASH_SUFFIX

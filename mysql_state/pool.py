@@ -1,0 +1,321 @@
+"""Connections: checkout with a bounded wait, one transaction per write, retries by error number.
+
+DBUtils traps this module designs around:
+
+* ``with pool.connection()`` does not commit: every write here ends in an explicit COMMIT
+  (or ROLLBACK), so a connection always goes back with no open transaction.
+* Outside ``begin()`` DBUtils silently re-runs a failed statement on a new connection (a write
+  applied twice, or half a transaction committed on another connection). Statements here go
+  to the raw driver connection (``dbapi_connection``), which DBUtils documents as outside
+  its failover; the store retries whole transactions itself, by error number.
+* ``blocking=True`` waits forever for a free connection: a store-owned pool is guarded by a
+  semaphore with ``pool_timeout``; a given pool that raises ``TooManyConnections`` is polled
+  until ``pool_timeout``.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, TypeVar
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from . import errors
+from .errors import (
+    CONNECT_ERRNOS,
+    CONNECTION_ERRNOS,
+    RETRYABLE_LOCK_ERRNOS,
+    CommitUnknownError,
+    MysqlStateWarning,
+    PoolTimeoutError,
+    ServerUnavailableError,
+    errno_of,
+    translate,
+)
+
+T = TypeVar("T")
+
+DEFAULT_POOL_SIZE = 8
+DEFAULT_POOL_TIMEOUT = 10.0
+DEFAULT_CONNECT_TIMEOUT = 5.0
+DEFAULT_READ_TIMEOUT = 30.0
+DEFAULT_WRITE_TIMEOUT = 30.0
+DEFAULT_RETRIES = 8  # lock conflicts (1213, 1205): whole-transaction retries
+RECONNECTS = 2  # lost connections before anything was committed
+
+
+@dataclass
+class Stats:
+    """Counters a test or benchmark can read: what the store retried and why."""
+
+    lock_retries: int = 0
+    reconnects: int = 0
+    transactions: int = 0
+
+
+def _is_driver_error(exc: BaseException) -> bool:
+    import pymysql
+
+    return isinstance(exc, pymysql.err.Error)
+
+
+class Connector:
+    """Runs a function on a raw DB-API connection, inside a transaction for writes.
+
+    ``read_pool`` (optional) is used for reads: the store-owned one has autocommit on, so a
+    read is exactly one round trip.
+    """
+
+    def __init__(
+        self,
+        pool: Any,
+        *,
+        read_pool: Any = None,
+        owned: bool = False,
+        pool_size: Optional[int] = None,
+        pool_timeout: float = DEFAULT_POOL_TIMEOUT,
+        retries: int = DEFAULT_RETRIES,
+    ) -> None:
+        if pool is None or not callable(getattr(pool, "connection", None)):
+            raise TypeError(
+                f"pool must have a .connection() method returning a DB-API connection "
+                f"(e.g. a DBUtils PooledDB), got {type(pool).__name__}"
+            )
+        self.pool = pool
+        self.read_pool = read_pool or pool
+        self.owned = owned
+        self.pool_timeout = pool_timeout
+        self.retries = retries
+        self.stats = Stats()
+        self._limits = {}
+        if pool_size:
+            for p in {id(pool): pool, id(self.read_pool): self.read_pool}.values():
+                self._limits[id(p)] = threading.BoundedSemaphore(pool_size)
+        elif getattr(pool, "_blocking", False) and getattr(pool, "_maxconnections", 0):
+            warnings.warn(
+                "the given PooledDB has blocking=True: a checkout may wait forever when it is "
+                "exhausted; create it with blocking=False so the store can bound the wait "
+                f"(pool_timeout={pool_timeout}s)",
+                MysqlStateWarning,
+                stacklevel=3,
+            )
+
+    # ---- checkout --------------------------------------------------------------------------
+
+    def _checkout(self, pool: Any, what: str) -> Any:
+        deadline = time.monotonic() + self.pool_timeout
+        sem = self._limits.get(id(pool))
+        if sem is not None and not sem.acquire(timeout=self.pool_timeout):
+            raise PoolTimeoutError(
+                f"{what}: no pooled connection became free within pool_timeout={self.pool_timeout}s"
+            )
+        try:
+            delay = 0.001
+            while True:
+                try:
+                    return pool.connection()
+                except Exception as exc:  # noqa: BLE001 - sorted below
+                    if type(exc).__name__ in ("TooManyConnectionsError", "TooManyConnections"):
+                        if time.monotonic() + delay > deadline:
+                            raise PoolTimeoutError(
+                                f"{what}: the pool stayed exhausted for pool_timeout="
+                                f"{self.pool_timeout}s"
+                            ) from exc
+                        time.sleep(delay)
+                        delay = min(delay * 2, 0.05)
+                        continue
+                    if _is_driver_error(exc):
+                        raise translate(exc, what) from exc
+                    raise
+        except BaseException:
+            if sem is not None:
+                sem.release()
+            raise
+
+    def _checkin(self, pool: Any, con: Any, broken: bool) -> None:
+        sem = self._limits.get(id(pool))
+        try:
+            if broken:
+                raw = _raw(con)
+                try:
+                    raw.close()
+                except Exception:  # noqa: BLE001 - already gone
+                    pass
+            con.close()
+        except Exception:  # noqa: BLE001 - returning a dead connection must not mask the error
+            pass
+        finally:
+            if sem is not None:
+                sem.release()
+
+    # ---- running ---------------------------------------------------------------------------
+
+    def run(self, fn: Callable[[Any], T], what: str, *, write: bool, lock_retry: bool = True) -> T:
+        """Run ``fn(cursor)`` with retries; a write is one transaction ending in COMMIT.
+
+        Retried: lock conflicts (1213, 1205) for writes with ``lock_retry``, and a lost
+        connection whenever nothing was committed yet. A connection lost during COMMIT raises
+        :class:`CommitUnknownError` and is never retried.
+        """
+        pool = self.pool if write else self.read_pool
+        attempt = reconnects = 0
+        while True:
+            attempt += 1
+            con = self._checkout(pool, what)
+            raw = _raw(con)
+            broken = False
+            committing = False
+            restore_autocommit = None
+            try:
+                _reconnect_if_closed(raw)
+                auto = _get_autocommit(raw)
+                if write and auto:
+                    raw.autocommit(False)
+                    restore_autocommit = True
+                cur = raw.cursor()
+                try:
+                    result = fn(cur)
+                finally:
+                    cur.close()
+                if write:
+                    committing = True
+                    raw.commit()
+                    committing = False
+                    self.stats.transactions += 1
+                elif not auto:
+                    raw.rollback()  # end the read snapshot: no open transaction goes back
+                if restore_autocommit:
+                    raw.autocommit(True)
+                return result
+            except BaseException as exc:
+                errno = errno_of(exc) if _is_driver_error(exc) else None
+                lost = errno in CONNECTION_ERRNOS
+                timed_out = isinstance(exc.__context__, TimeoutError)
+                broken = lost or not _is_driver_error(exc)
+                if broken and restore_autocommit and hasattr(raw, "autocommit_mode"):
+                    raw.autocommit_mode = True  # a reconnect must restore the pool's mode
+                if not lost:
+                    try:
+                        raw.rollback()
+                        if restore_autocommit:
+                            raw.autocommit(True)
+                        broken = False
+                    except BaseException:  # noqa: BLE001 - cannot roll back: drop the connection
+                        broken = True
+                if not _is_driver_error(exc):
+                    raise
+                if lost and committing:
+                    raise CommitUnknownError(
+                        f"{what}: the connection was lost during COMMIT (error {errno}); the write "
+                        "may or may not be stored, read it back before repeating it",
+                        errno,
+                    ) from exc
+                if lost and not timed_out and reconnects < RECONNECTS:
+                    reconnects += 1
+                    self.stats.reconnects += 1
+                    _backoff(reconnects, 0.05 if errno in CONNECT_ERRNOS else 0.005)
+                    continue
+                if write and lock_retry and errno in RETRYABLE_LOCK_ERRNOS and attempt <= self.retries:
+                    self.stats.lock_retries += 1
+                    _backoff(attempt, 0.005)
+                    continue
+                raise translate(exc, what) from exc
+            finally:
+                self._checkin(pool, con, broken)
+
+    def close(self) -> None:
+        if self.owned:
+            for p in {id(self.pool): self.pool, id(self.read_pool): self.read_pool}.values():
+                p.close()
+
+
+def _backoff(attempt: int, base: float) -> None:
+    """Bounded, jittered exponential backoff."""
+    time.sleep(random.uniform(0, min(1.0, base * (2 ** (attempt - 1)))))
+
+
+def _raw(con: Any) -> Any:
+    """The driver connection under a DBUtils wrapper (outside DBUtils' silent failover)."""
+    try:
+        return con.dbapi_connection
+    except AttributeError:
+        return con
+
+
+def _get_autocommit(raw: Any) -> bool:
+    get = getattr(raw, "get_autocommit", None)
+    if get is not None:
+        return bool(get())
+    return bool(getattr(raw, "autocommit", False) is True)
+
+
+def _reconnect_if_closed(raw: Any) -> None:
+    """A pymysql connection whose socket died earlier reconnects in place (no round trip if open)."""
+    if getattr(raw, "_sock", True) is None and hasattr(raw, "ping"):
+        try:
+            raw.ping(reconnect=True)
+        except Exception as exc:  # noqa: BLE001
+            if _is_driver_error(exc):
+                raise
+            raise ServerUnavailableError(f"could not reconnect: {exc}") from exc
+
+
+# ---- from_url ---------------------------------------------------------------------------------
+
+
+def parse_url(url: str) -> tuple[dict, Optional[str]]:
+    """pymysql connect kwargs and the database named in the URL path (if any).
+
+    >>> parse_url("mysql://u:p%40ss@db:3307/agents?unix_socket=/run/mysqld.sock")[1]
+    'agents'
+    """
+    parts = urlsplit(url)
+    scheme = parts.scheme.split("+")[0]
+    if scheme not in ("mysql", "mariadb"):
+        raise ValueError(f"URL {url!r} must start with mysql:// (or mariadb://)")
+    kwargs: dict = {"user": unquote(parts.username or "root"), "password": unquote(parts.password or "")}
+    kwargs["host"] = parts.hostname or "localhost"
+    if parts.port:
+        kwargs["port"] = parts.port
+    query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+    if "unix_socket" in query:
+        kwargs["unix_socket"] = query.pop("unix_socket")
+    for name in ("connect_timeout", "read_timeout", "write_timeout"):
+        if name in query:
+            kwargs[name] = float(query.pop(name))
+    if query:
+        raise ValueError(f"URL {url!r}: unknown query parameters {sorted(query)}")
+    database = unquote(parts.path.lstrip("/")) or None
+    return kwargs, database
+
+
+def make_pools(
+    url: str,
+    *,
+    pool_size: int = DEFAULT_POOL_SIZE,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    read_timeout: float = DEFAULT_READ_TIMEOUT,
+    write_timeout: float = DEFAULT_WRITE_TIMEOUT,
+    **connect_kwargs: Any,
+) -> tuple[Any, Any, Optional[str]]:
+    """Two PooledDBs of pymysql connections (utf8mb4): writes (autocommit off), reads (on).
+
+    Connections are not pinged at checkout (that costs a round trip per call): a dead one is
+    detected by its error and reconnected in place.
+    """
+    import pymysql
+    from dbutils.pooled_db import PooledDB
+
+    kwargs, database = parse_url(url)
+    kwargs.setdefault("connect_timeout", connect_timeout)
+    kwargs.setdefault("read_timeout", read_timeout)
+    kwargs.setdefault("write_timeout", write_timeout)
+    kwargs.update(connect_kwargs)
+    kwargs["charset"] = "utf8mb4"
+    common = dict(maxconnections=pool_size, maxcached=pool_size, blocking=True, ping=0)
+    write_pool = PooledDB(pymysql, **common, autocommit=False, **kwargs)
+    read_pool = PooledDB(pymysql, **common, autocommit=True, **kwargs)
+    return write_pool, read_pool, database

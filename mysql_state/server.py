@@ -1,0 +1,191 @@
+"""A real MySQL-compatible server for tests, the demo and the benchmarks.
+
+:func:`server_url` gives one, in this order:
+
+1. the ``MYSQL_URL`` environment variable;
+2. where a Docker engine answers, a MySQL 8 container from testcontainers;
+3. a private throwaway server started from ``mariadbd``/``mysqld`` on PATH (temporary
+   datadir, free port and socket, removed at exit).
+
+>>> url = server_url()  # doctest: +SKIP
+>>> store = MysqlAgentStateStore.from_url(url, create_if_not_exist=True)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Optional
+
+_SBIN = ("/usr/sbin", "/usr/local/sbin", "/usr/local/mysql/bin")
+_CACHE: dict = {}
+
+
+def find_binary(*names: str) -> Optional[str]:
+    """The first of ``names`` on PATH or in the usual sbin folders."""
+    path = os.environ.get("PATH", "") + os.pathsep + os.pathsep.join(_SBIN)
+    for name in names:
+        found = shutil.which(name, path=path)
+        if found:
+            return found
+    return None
+
+
+def docker_available() -> bool:
+    """True when a Docker engine answers (not just the client)."""
+    if shutil.which("docker") is None:
+        return False
+    try:
+        return subprocess.run(["docker", "info"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LocalServer:
+    """A throwaway ``mariadbd``/``mysqld`` in a temporary datadir; ``stop()`` removes it all.
+
+    ``kill()`` and ``start()`` let fault tests crash and restart the same server and data.
+    """
+
+    def __init__(self, *extra_args: str, port: Optional[int] = None) -> None:
+        self.binary = find_binary("mariadbd", "mysqld")
+        if self.binary is None:
+            raise RuntimeError(
+                "no MySQL-compatible server found: install one (Debian/Ubuntu: "
+                "apt-get install -y mariadb-server), or set MYSQL_URL=mysql://user:pw@host:port/"
+            )
+        self.base = tempfile.mkdtemp(prefix="mysql-state-server-")
+        self.datadir = os.path.join(self.base, "data")
+        self.socket = os.path.join(self.base, "mysqld.sock")
+        self.port = port or _free_port()
+        self.extra_args = list(extra_args)
+        self.proc: Optional[subprocess.Popen] = None
+        self._init_datadir()
+        self.start()
+        atexit.register(self.stop)
+
+    @property
+    def url(self) -> str:
+        return f"mysql://root@127.0.0.1:{self.port}/"
+
+    def _init_datadir(self) -> None:
+        install = find_binary("mariadb-install-db", "mysql_install_db")
+        os.makedirs(self.datadir)
+        user = ["--user=root"] if os.geteuid() == 0 else []
+        if install and "mariadb" in os.path.basename(self.binary):
+            cmd = [install, "--no-defaults", f"--datadir={self.datadir}", "--auth-root-authentication-method=normal",
+                   "--skip-test-db", *user]
+        else:  # MySQL: mysqld --initialize-insecure
+            cmd = [self.binary, "--no-defaults", "--initialize-insecure", f"--datadir={self.datadir}", *user]
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError(f"could not initialise a datadir with {cmd[0]}: {out.stderr[-2000:]}")
+
+    def start(self, timeout: float = 60.0) -> None:
+        """Start (or restart after :meth:`kill`) the server on the same port and data."""
+        user = ["--user=root"] if os.geteuid() == 0 else []
+        cmd = [
+            self.binary, "--no-defaults", f"--datadir={self.datadir}", f"--socket={self.socket}",
+            f"--port={self.port}", "--bind-address=127.0.0.1", "--skip-name-resolve",
+            "--character-set-server=utf8mb4", "--collation-server=utf8mb4_unicode_ci",
+            "--innodb-buffer-pool-size=256M", "--max-connections=500",
+            f"--log-error={os.path.join(self.base, 'error.log')}", f"--pid-file={os.path.join(self.base, 'pid')}",
+            *user, *self.extra_args,
+        ]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.binary} exited at start: {self.error_log()[-2000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    if self._ready():
+                        return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(f"{self.binary} did not accept connections within {timeout}s")
+
+    def _ready(self) -> bool:
+        import pymysql
+
+        try:
+            pymysql.connect(host="127.0.0.1", port=self.port, user="root", connect_timeout=2).close()
+            return True
+        except pymysql.err.Error:
+            return False
+
+    def error_log(self) -> str:
+        try:
+            with open(os.path.join(self.base, "error.log"), errors="replace") as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        """SIGKILL the server (a crash, no clean shutdown)."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+def _container_url() -> str:
+    from testcontainers.mysql import MySqlContainer
+
+    container = MySqlContainer("mysql:8.0", username="root", password="test", dbname="agentscope")
+    container.start()
+    atexit.register(container.stop)
+    host, port = container.get_container_host_ip(), container.get_exposed_port(3306)
+    return f"mysql://root:test@{host}:{port}/"
+
+
+def server_url() -> str:
+    """A URL of a real server (see the module doc for the order); started once per process."""
+    if "url" not in _CACHE:
+        env = os.environ.get("MYSQL_URL")
+        if env:
+            _CACHE["url"] = env
+        elif docker_available():
+            _CACHE["url"] = _container_url()
+        else:
+            server = LocalServer()
+            _CACHE["server"] = server
+            _CACHE["url"] = server.url
+    return _CACHE["url"]
+
+
+def main() -> None:
+    """``python -m mysql_state.server``: start a throwaway server and print its URL."""
+    url = server_url()
+    print(url, flush=True)
+    try:
+        signal.pause()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""Fixtures: a real server (see mysql_state.server), a store on a database of its own per
+test, and plain SQL on the table for looking behind the store's back."""
+
+from __future__ import annotations
+
+import uuid
+
+import pymysql
+import pytest
+
+from mysql_state import MysqlAgentStateStore
+from mysql_state.pool import parse_url
+from mysql_state.server import server_url
+
+
+@pytest.fixture(scope="session")
+def url() -> str:
+    return server_url()
+
+
+def connect(url: str, **kw) -> pymysql.connections.Connection:
+    kwargs, _ = parse_url(url)
+    return pymysql.connect(charset="utf8mb4", autocommit=True, **kwargs, **kw)
+
+
+class Raw:
+    """Plain SQL on the server, outside the store."""
+
+    def __init__(self, url: str, database: str, table: str = "agentscope_sessions") -> None:
+        self.con = connect(url)
+        self.database, self.table = database, table
+
+    @property
+    def t(self) -> str:
+        return f"`{self.database}`.`{self.table}`"
+
+    def query(self, sql: str, params: tuple = ()) -> list[tuple]:
+        with self.con.cursor() as cur:
+            cur.execute(sql.replace("{t}", self.t), params)
+            return list(cur.fetchall())
+
+    def execute(self, sql: str, params: tuple = ()) -> int:
+        with self.con.cursor() as cur:
+            return cur.execute(sql.replace("{t}", self.t), params)
+
+    def rows(self, session_id: str | None = None) -> list[tuple]:
+        """(session_id, state_key, item_index, state_data, version), in key order."""
+        where, params = ("WHERE session_id = %s", (session_id,)) if session_id is not None else ("", ())
+        return self.query(
+            "SELECT session_id, state_key, item_index, state_data, version FROM {t} "
+            f"{where} ORDER BY session_id, state_key, item_index",
+            params,
+        )
+
+    def close(self) -> None:
+        self.con.close()
+
+
+@pytest.fixture
+def database(url: str):
+    """A fresh database name, dropped after the test."""
+    name = "t_" + uuid.uuid4().hex[:12]
+    yield name
+    con = connect(url)
+    with con.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+    con.close()
+
+
+@pytest.fixture
+def store(url: str, database: str):
+    s = MysqlAgentStateStore.from_url(url, database_name=database, create_if_not_exist=True)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def raw(url: str, database: str, store):
+    r = Raw(url, database)
+    yield r
+    r.close()
