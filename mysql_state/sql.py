@@ -106,6 +106,9 @@ DELETE_KEY = "DELETE FROM {t} WHERE session_id = %s AND state_key IN (%s, %s)"
 # A range on the primary key instead of LIKE: no wildcard in a user id can widen it.
 # ';' is the code point after ':', so [user + ':', user + ';') is exactly that user's ids.
 SESSIONS_OF_USER = "SELECT DISTINCT session_id FROM {t} WHERE session_id >= %s AND session_id < %s"
+# On a table whose key collation is not binary (the range above assumes code point order):
+# an escaped LIKE prefix; the store filters the result by the exact prefix as well.
+SESSIONS_OF_USER_LIKE = "SELECT DISTINCT session_id FROM {t} WHERE session_id LIKE %s ESCAPE '!'"
 COUNT_ROWS = "SELECT COUNT(*) FROM {t}"
 TRUNCATE = "TRUNCATE TABLE {t}"
 
@@ -156,6 +159,13 @@ def upsert_rows(
     return out
 
 
-def session_range(prefix: str) -> tuple[str, str]:
-    """``(low, high)`` bounds of ids starting with ``prefix`` (which ends with ':')."""
-    return prefix, prefix[:-1] + ";"
+def sessions_of_user(prefix: str, exact: bool) -> Statement:
+    """The query for ids starting with ``prefix`` (which ends with ':'); no wildcard can widen it.
+
+    >>> sessions_of_user("a_b:", exact=False)[1]
+    ('a!_b:%',)
+    """
+    if exact:
+        return SESSIONS_OF_USER, (prefix, prefix[:-1] + ";")
+    escaped = prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+    return SESSIONS_OF_USER_LIKE, (escaped + "%",)

@@ -540,10 +540,11 @@ class MysqlAgentStateStore:
         {'chat-1', 'chat-2'}
         """
         prefix = keys.user_prefix(user_id)
-        low, high = sql.session_range(prefix)
+        template, params = sql.sessions_of_user(prefix, self.exact_keys)
+        statement = sql.render(template, self._table)
 
         def read(cur: Any) -> list:
-            cur.execute(self._sql["SESSIONS_OF_USER"], (low, high))
+            cur.execute(statement, params)
             return cur.fetchall()
 
         rows = self._db.run(read, "list_session_ids", write=False)
