@@ -254,9 +254,9 @@ def _get_autocommit(raw: Any) -> bool:
 
 def _reconnect_if_closed(raw: Any) -> None:
     """A pymysql connection whose socket died earlier reconnects in place (no round trip if open)."""
-    if getattr(raw, "_sock", True) is None and hasattr(raw, "ping"):
+    if getattr(raw, "_sock", True) is None and hasattr(raw, "connect"):
         try:
-            raw.ping(reconnect=True)
+            raw.connect()
         except Exception as exc:  # noqa: BLE001
             if _is_driver_error(exc):
                 raise

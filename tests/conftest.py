@@ -79,3 +79,33 @@ def raw(url: str, database: str, store):
     r = Raw(url, database)
     yield r
     r.close()
+
+
+# ---- what the tests did: printed at the end of the run ---------------------------------------
+
+_REPORT: list[str] = []
+
+
+@pytest.fixture(scope="session")
+def report():
+    """``report("...")`` adds a line to the summary printed after the run."""
+    return _REPORT.append
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _REPORT:
+        terminalreporter.section("mysql-state: what the tests did")
+        for line in _REPORT:
+            terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="module")
+def local_server():
+    """A throwaway server of this module's own, which tests may kill and restart."""
+    from mysql_state.server import LocalServer, find_binary
+
+    if find_binary("mariadbd", "mysqld") is None:
+        pytest.skip("needs a mariadbd/mysqld binary to crash and restart (make test installs one)")
+    server = LocalServer()
+    yield server
+    server.stop()

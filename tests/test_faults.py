@@ -1,0 +1,186 @@
+"""Server faults: crashes, lost connections, a COMMIT whose answer never arrives, outages."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+
+from mysql_state import CommitUnknownError, MysqlAgentStateStore, ServerUnavailableError
+from mysql_state.listsync import ListHash, digests
+
+from .conftest import Raw, connect
+from .faultproxy import FaultProxy
+
+
+def check_list_rows(raw: Raw, sid: str, key: str) -> list:
+    """Rows of a list are exactly 0..n-1 and the hash row matches them; returns the items."""
+    import orjson
+
+    items = raw.query("SELECT item_index, state_data FROM {t} WHERE session_id=%s AND state_key=%s ORDER BY item_index",
+                      (sid, key))
+    assert [r[0] for r in items] == list(range(len(items)))
+    hash_rows = raw.query("SELECT state_data FROM {t} WHERE session_id=%s AND state_key=%s", (sid, key + ":_hash"))
+    assert len(hash_rows) == 1
+    stored = ListHash.parse(hash_rows[0][0])
+    assert stored == ListHash.of(digests([r[1].encode() for r in items]))
+    return [orjson.loads(r[1]) for r in items]
+
+
+@pytest.fixture
+def proxied(url, database):
+    """A store whose connections go through a FaultProxy to the shared test server."""
+    from mysql_state.pool import parse_url
+
+    kwargs, _ = parse_url(url)
+    proxy = FaultProxy(kwargs.get("host", "127.0.0.1"), kwargs.get("port", 3306))
+    user = kwargs["user"] + (":" + kwargs["password"] if kwargs["password"] else "")
+    store = MysqlAgentStateStore.from_url(f"mysql://{user}@127.0.0.1:{proxy.port}/", database_name=database,
+                                          create_if_not_exist=True, pool_size=4)
+    yield store, proxy
+    store.close()
+    proxy.close()
+
+
+def test_reads_and_uncommitted_writes_survive_dropped_connections(proxied, raw, report):
+    store, proxy = proxied
+    store.save_list("u", "s", "m", [1, 2, 3])
+    cuts = 0
+    for i in range(10):
+        cuts += proxy.cut_all()  # every pooled connection dies while idle
+        assert store.get_list("u", "s", "m")[:3] == [1, 2, 3]
+        cuts += proxy.cut_all()
+        assert store.append_list("u", "s", "m", [i]) == 4 + i
+    assert check_list_rows(raw, "u:s", "m") == [1, 2, 3] + list(range(10))
+    assert store.stats.reconnects >= 10
+    report(f"faults: {cuts} idle connections cut, {store.stats.reconnects} transparent reconnects, "
+           "no write lost or repeated")
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_commit_whose_outcome_is_unknown_is_reported_never_repeated(proxied, raw, when, report):
+    store, proxy = proxied
+    store.save_list("u", "s", "m", ["a"])
+    proxy.cut_on_commit = when
+    with pytest.raises(CommitUnknownError, match="during COMMIT"):
+        store.append_list("u", "s", "m", ["b"])
+    assert proxy.commits_cut == 1
+    expected = ["a"] if when == "before" else ["a", "b"]  # "after": the server did commit, once
+    assert check_list_rows(raw, "u:s", "m") == expected
+    assert store.get_list("u", "s", "m") == expected
+    store.save_list("u", "s", "m", ["a", "b", "c"])  # the store works on
+    assert check_list_rows(raw, "u:s", "m") == ["a", "b", "c"]
+    report(f"faults: COMMIT cut {when} reaching the server -> CommitUnknownError, stored {expected} exactly")
+
+
+def test_killed_connections_are_replaced(store, raw, url):
+    store.save("u", "s", "k", 1)
+    store.get("u", "s", "k")
+    admin = connect(url)
+    with admin.cursor() as cur:
+        cur.execute("SELECT ID FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND USER = 'root'"
+                    " AND COMMAND = 'Sleep'")
+        ids = [r[0] for r in cur.fetchall() if r[0] != raw.con.thread_id()]
+        for i in ids:
+            cur.execute(f"KILL CONNECTION {int(i)}")
+    admin.close()
+    assert ids
+    assert store.get("u", "s", "k") == 1
+    store.save("u", "s", "k", 2)
+    assert store.get_versioned("u", "s", "k") == (2, 2)
+
+
+def test_wait_timeout_disconnects_are_transparent(url, database):
+    store = MysqlAgentStateStore.from_url(url, database_name=database, create_if_not_exist=True,
+                                          init_command="SET SESSION wait_timeout = 1")
+    store.save_list("u", "s", "m", [1])
+    assert store.get_list("u", "s", "m") == [1]  # both pools now hold a connection
+    time.sleep(2.5)  # the server closes the idle pooled connections
+    assert store.get_list("u", "s", "m") == [1]
+    time.sleep(2.5)
+    assert store.append_list("u", "s", "m", [2]) == 2
+    assert store.stats.reconnects >= 2
+    store.close()
+
+
+def test_outage_fails_fast_with_a_clear_error_and_the_same_store_recovers(local_server, report):
+    store = MysqlAgentStateStore.from_url(local_server.url, database_name="outage", create_if_not_exist=True,
+                                          connect_timeout=2)
+    store.save_list("u", "s", "m", [1, 2])
+    local_server.kill()
+    timings = []
+    for call in (lambda: store.get_list("u", "s", "m"), lambda: store.save("u", "s", "k", 1),
+                 lambda: store.append_list("u", "s", "m", [3]), lambda: store.exists("u", "s")):
+        start = time.monotonic()
+        with pytest.raises(ServerUnavailableError, match="unreachable"):
+            call()
+        timings.append(time.monotonic() - start)
+    assert max(timings) < 10
+    local_server.start()
+    assert store.get_list("u", "s", "m") == [1, 2]
+    assert store.append_list("u", "s", "m", [3]) == 3
+    store.close()
+    report(f"faults: server down -> ServerUnavailableError in at most {max(timings):.2f}s; recovered after restart")
+
+
+def test_sigkill_during_a_stream_of_list_saves_leaves_only_whole_lists(local_server, report):
+    store = MysqlAgentStateStore.from_url(local_server.url, database_name="crash", create_if_not_exist=True,
+                                          connect_timeout=2)
+    keys = [("u1", "s", "m"), ("u2", "s", "m"), ("u3", "t", "ctx")]
+    attempted: dict = {k: [[]] for k in keys}  # every list ever passed to save_list (all complete)
+    stop = threading.Event()
+    errors: list = []
+    outcomes: dict = {}
+    rng = random.Random(7)
+
+    def writer(k) -> None:
+        current: list = []
+        while not stop.is_set():
+            nxt = [dict(x) for x in current]
+            op = rng.random()
+            if op < 0.5 or not nxt:
+                nxt += [{"i": len(nxt), "text": "x" * rng.randint(10, 3000)} for _ in range(rng.randint(1, 20))]
+            elif op < 0.7:
+                nxt[-1]["text"] += "grown"
+            elif op < 0.85:
+                nxt[rng.randrange(len(nxt))]["edit"] = rng.random()
+            else:
+                nxt = nxt[: rng.randrange(len(nxt))]
+            attempted[k].append(nxt)
+            try:
+                store.save_list(*k, nxt)
+                current = nxt
+            except (ServerUnavailableError, CommitUnknownError) as exc:
+                outcomes[type(exc).__name__] = outcomes.get(type(exc).__name__, 0) + 1
+                time.sleep(0.05)
+            except Exception as exc:  # noqa: BLE001 - anything else fails the test below
+                errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in keys]
+    [t.start() for t in threads]
+    kills = 0
+    for _ in range(3):
+        time.sleep(rng.uniform(0.3, 0.8))
+        local_server.kill()
+        kills += 1
+        time.sleep(0.2)
+        local_server.start()
+    time.sleep(0.3)
+    stop.set()
+    [t.join() for t in threads]
+    assert not errors, errors
+    raw = Raw(local_server.url, "crash")
+    for k in keys:
+        stored = check_list_rows(raw, f"{k[0]}:{k[1]}", k[2]) if raw.query(
+            "SELECT 1 FROM {t} WHERE session_id=%s AND state_key=%s", (f"{k[0]}:{k[1]}", k[2] + ":_hash")) else []
+        assert stored in attempted[k]
+        final = stored + [{"after": "restart"}]
+        store.save_list(*k, final)  # the same store object works again
+        assert store.get_list(*k) == final
+    raw.close()
+    store.close()
+    writes = sum(len(v) - 1 for v in attempted.values())
+    report(f"faults: {kills} SIGKILLs during {writes} save_list calls on {len(keys)} lists: "
+           f"every list whole afterwards, hash rows consistent (errors seen by writers: {outcomes})")
