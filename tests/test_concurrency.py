@@ -1,0 +1,109 @@
+"""Concurrent writers: threads and processes on one list, many sessions at once, CAS under load."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import threading
+
+from mysql_state import UNVERSIONED, MysqlAgentStateStore
+
+from .test_faults import check_list_rows
+
+
+def candidate(writer: int, size: int) -> list[dict]:
+    """Writer ``writer``'s complete list: recognisably its own in every item."""
+    return [{"writer": writer, "i": i, "text": f"w{writer}-{i} " * 20} for i in range(size)]
+
+
+def _process_writer(url: str, database: str, writer: int, rounds: int, queue) -> None:
+    store = MysqlAgentStateStore.from_url(url, database_name=database)
+    for r in range(rounds):
+        store.save_list("u", "shared", "m", candidate(writer, 5 + (r * 7 + writer) % 30))
+    queue.put(store.stats.lock_retries)
+    store.close()
+
+
+def test_threads_and_processes_writing_one_list_leave_exactly_one_callers_list(store, raw, url, database, report):
+    rounds, threads_n, procs_n = 15, 4, 3
+    barrier = threading.Barrier(threads_n)
+    errors: list = []
+
+    def thread_writer(w: int) -> None:
+        barrier.wait()
+        try:
+            for r in range(rounds):
+                store.save_list("u", "shared", "m", candidate(w, 5 + (r * 7 + w) % 30))
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_process_writer, args=(url, database, 100 + p, rounds, queue)) for p in range(procs_n)]
+    [p.start() for p in procs]
+    threads = [threading.Thread(target=thread_writer, args=(w,)) for w in range(threads_n)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    [p.join(120) for p in procs]
+    assert not errors, errors
+    assert all(p.exitcode == 0 for p in procs)
+    proc_retries = sum(queue.get(timeout=5) for _ in procs)
+    stored = check_list_rows(raw, "u:shared", "m")
+    writers = {item["writer"] for item in stored}
+    assert len(writers) == 1, "a mix of writers' lists"
+    w = writers.pop()
+    assert stored == candidate(w, len(stored))
+    assert store.get_list("u", "shared", "m") == stored
+    total = rounds * (threads_n + procs_n)
+    report(f"concurrency: {total} save_list calls by {threads_n} threads + {procs_n} processes on one key; "
+           f"final list is writer {w}'s alone; lock retries {store.stats.lock_retries + proc_retries}")
+
+
+def test_many_sessions_in_parallel_through_one_store(store, raw, report):
+    threads_n, sessions, turns = 16, 8, 6
+    errors: list = []
+
+    def worker(t: int) -> None:
+        try:
+            for s in range(sessions):
+                for turn in range(turns):
+                    store.append_list(f"user{t}", f"s{s}", "memory", [{"t": t, "s": s, "turn": turn}])
+                store.save(f"user{t}", f"s{s}", "summary", {"turns": turns})
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(threads_n)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert not errors, errors
+    count = raw.query("SELECT COUNT(*) FROM {t}")[0][0]
+    assert count == threads_n * sessions * (turns + 2)
+    for t in range(threads_n):
+        assert store.list_session_ids(f"user{t}") == {f"s{s}" for s in range(sessions)}
+        for s in range(sessions):
+            assert check_list_rows(raw, f"user{t}:s{s}", "memory") == [
+                {"t": t, "s": s, "turn": turn} for turn in range(turns)]
+    report(f"concurrency: {threads_n} threads wrote {threads_n * sessions * (turns + 1)} times to "
+           f"{threads_n * sessions} sessions; all {count} rows verified")
+
+
+def test_concurrent_cas_exactly_one_winner_per_version_under_load(store, report):
+    store.save_if_version("u", "s", "counter", 0, 0)
+    wins: list = []
+    lock = threading.Lock()
+
+    def contender(i: int) -> None:
+        for _ in range(25):
+            value, version = store.get_versioned("u", "s", "counter")
+            got = store.save_if_version("u", "s", "counter", value + 1, version)
+            if got != UNVERSIONED:
+                assert got == version + 1
+                with lock:
+                    wins.append(version)
+
+    threads = [threading.Thread(target=contender, args=(i,)) for i in range(8)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    value, version = store.get_versioned("u", "s", "counter")
+    assert sorted(wins) == list(range(1, version))  # one winner for every version, none twice
+    assert value == len(wins) and version == len(wins) + 1
+    report(f"concurrency: 8 threads x 25 CAS attempts: {len(wins)} wins, exactly one per version")
