@@ -1,0 +1,302 @@
+"""AsyncMysqlAgentStateStore: the sync store's operations as coroutines.
+
+pymysql and DBUtils are synchronous, so every call runs the *sync* store's method in a
+bounded thread pool (one thread per pooled connection) via ``loop.run_in_executor``: one
+implementation of the logic, and the event loop never waits on the network.
+
+Cancellation: cancelling the awaiting task never interrupts the thread. An operation that a
+thread already started finishes its transaction (commit or rollback) and returns its
+connection to the pool; one still queued is dropped before it starts. A list is therefore
+never half-written, and no connection leaks.
+
+>>> async with AsyncMysqlAgentStateStore.from_url(url, create_if_not_exist=True) as store:
+...     await store.save_list("alice", "chat-1", "memory", messages)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Optional, Sequence, TypeVar
+
+from .listsync import Plan
+from .pool import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_POOL_SIZE,
+    DEFAULT_POOL_TIMEOUT,
+    DEFAULT_READ_TIMEOUT,
+    DEFAULT_RETRIES,
+    DEFAULT_WRITE_TIMEOUT,
+    Stats,
+)
+from .store import DEFAULT_SNAPSHOT_BYTES, MysqlAgentStateStore, VersionedState
+
+__all__ = ["AsyncMysqlAgentStateStore"]
+
+T = TypeVar("T")
+
+#: The sync store's public operations, each mirrored here as a coroutine (checked by a test).
+OPERATIONS = (
+    "save",
+    "get",
+    "get_versioned",
+    "save_if_version",
+    "save_list",
+    "save_list_report",
+    "append_list",
+    "get_list",
+    "list_length",
+    "exists",
+    "delete",
+    "list_session_ids",
+    "truncate_all_sessions",
+)
+
+
+class AsyncMysqlAgentStateStore:
+    """An asyncio front for :class:`MysqlAgentStateStore`: same methods, same errors.
+
+    ``max_workers`` bounds the threads (default: the store's pool size), so calls beyond it
+    queue in the executor instead of holding a thread that waits for a connection.
+    ``aclose()`` (or ``async with``) waits for running operations, then closes the wrapped
+    store unless ``close_store=False``.
+
+    >>> store = AsyncMysqlAgentStateStore(MysqlAgentStateStore.from_url(url))  # doctest: +SKIP
+    >>> await store.save("alice", "chat-1", "plan", {"step": 1})  # doctest: +SKIP
+    >>> await store.aclose()  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        store: MysqlAgentStateStore,
+        *,
+        max_workers: Optional[int] = None,
+        close_store: bool = True,
+    ) -> None:
+        if not isinstance(store, MysqlAgentStateStore):
+            raise TypeError(f"store must be a MysqlAgentStateStore, got {type(store).__name__}")
+        size = max_workers or getattr(store, "pool_size", None) or DEFAULT_POOL_SIZE
+        if not isinstance(size, int) or size < 1:
+            raise ValueError(f"max_workers must be a positive int, got {max_workers!r}")
+        self.sync = store
+        self.max_workers = size
+        self._close_store = close_store
+        self._executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="mysql-state")
+        self._closed = False
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        database_name: Optional[str] = None,
+        table_name: Optional[str] = None,
+        create_if_not_exist: bool = False,
+        *,
+        pool_size: int = DEFAULT_POOL_SIZE,
+        pool_timeout: float = DEFAULT_POOL_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        read_timeout: float = DEFAULT_READ_TIMEOUT,
+        write_timeout: float = DEFAULT_WRITE_TIMEOUT,
+        retries: int = DEFAULT_RETRIES,
+        snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES,
+        **connect_kwargs: Any,
+    ) -> "AsyncMysqlAgentStateStore":
+        """A store with its own pools and ``pool_size`` threads; arguments as the sync one's.
+
+        It connects (and creates the table) right away, so call it where blocking briefly is
+        fine, e.g. at start-up; :meth:`aclose` closes everything.
+
+        >>> store = AsyncMysqlAgentStateStore.from_url(url, create_if_not_exist=True)  # doctest: +SKIP
+        """
+        sync = MysqlAgentStateStore.from_url(
+            url,
+            database_name,
+            table_name,
+            create_if_not_exist,
+            pool_size=pool_size,
+            pool_timeout=pool_timeout,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+            write_timeout=write_timeout,
+            retries=retries,
+            snapshot_bytes=snapshot_bytes,
+            **connect_kwargs,
+        )
+        return cls(sync, max_workers=pool_size)
+
+    @classmethod
+    async def open(cls, url: str, *args: Any, **kwargs: Any) -> "AsyncMysqlAgentStateStore":
+        """:meth:`from_url` without blocking the loop (it connects in a thread).
+
+        >>> store = await AsyncMysqlAgentStateStore.open(url, create_if_not_exist=True)  # doctest: +SKIP
+        """
+        return await asyncio.to_thread(cls.from_url, url, *args, **kwargs)
+
+    # ---- the one mechanism -----------------------------------------------------------------
+
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        if self._closed:
+            raise RuntimeError("this AsyncMysqlAgentStateStore is closed")
+        ctx = contextvars.copy_context()
+        call = functools.partial(ctx.run, fn, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+
+    # ---- single values -----------------------------------------------------------------------
+
+    async def save(self, user_id: Optional[str], session_id: str, key: str, value: Any) -> None:
+        """Store one value at ``key`` (see :meth:`MysqlAgentStateStore.save`).
+
+        >>> await store.save("alice", "chat-1", "summary", {"text": "talked about MySQL"})  # doctest: +SKIP
+        """
+        return await self._run(self.sync.save, user_id, session_id, key, value)
+
+    async def get(
+        self,
+        user_id: Optional[str],
+        session_id: str,
+        key: str,
+        type: Optional[type] = None,
+        default: Any = None,
+    ) -> Any:
+        """The value at ``key`` (an instance of ``type`` when given), or ``default``.
+
+        >>> await store.get("alice", "chat-1", "summary")  # doctest: +SKIP
+        {'text': 'talked about MySQL'}
+        """
+        return await self._run(self.sync.get, user_id, session_id, key, type, default)
+
+    async def get_versioned(
+        self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None
+    ) -> VersionedState:
+        """The value and its version; ``(None, 0)`` when absent.
+
+        >>> value, version = await store.get_versioned("alice", "chat-1", "plan")  # doctest: +SKIP
+        """
+        return await self._run(self.sync.get_versioned, user_id, session_id, key, type)
+
+    async def save_if_version(
+        self, user_id: Optional[str], session_id: str, key: str, value: Any, expected_version: int
+    ) -> int:
+        """Compare-and-set; the new version, or ``UNVERSIONED`` (-1) when nothing was written.
+
+        >>> v = await store.save_if_version("alice", "chat-1", "plan", {"step": 1}, 0)  # doctest: +SKIP
+        """
+        return await self._run(self.sync.save_if_version, user_id, session_id, key, value, expected_version)
+
+    # ---- lists ---------------------------------------------------------------------------------
+
+    async def save_list(self, user_id: Optional[str], session_id: str, key: str, values: Sequence[Any]) -> None:
+        """Store the whole list, writing only the items that changed (one transaction).
+
+        >>> await store.save_list("alice", "chat-1", "memory", messages)  # doctest: +SKIP
+        """
+        return await self._run(self.sync.save_list, user_id, session_id, key, values)
+
+    async def save_list_report(
+        self, user_id: Optional[str], session_id: str, key: str, values: Sequence[Any]
+    ) -> Plan:
+        """:meth:`save_list`, returning what it wrote (``kind``, ``rows_written``).
+
+        >>> (await store.save_list_report("alice", "chat-1", "memory", messages)).kind  # doctest: +SKIP
+        'append'
+        """
+        return await self._run(self.sync.save_list_report, user_id, session_id, key, values)
+
+    async def append_list(self, user_id: Optional[str], session_id: str, key: str, items: Sequence[Any]) -> int:
+        """Add ``items`` after the end of the list; returns the new length.
+
+        >>> await store.append_list("alice", "chat-1", "memory", [reply])  # doctest: +SKIP
+        12
+        """
+        return await self._run(self.sync.append_list, user_id, session_id, key, items)
+
+    async def get_list(
+        self,
+        user_id: Optional[str],
+        session_id: str,
+        key: str,
+        type: Optional[type] = None,
+        *,
+        offset: int = 0,
+        limit: Optional[int] = None,
+    ) -> list:
+        """The list's items in order; ``offset``/``limit`` read a window (negative: from the end).
+
+        >>> await store.get_list("alice", "chat-1", "memory", offset=-50)  # doctest: +SKIP
+        """
+        return await self._run(self.sync.get_list, user_id, session_id, key, type, offset=offset, limit=limit)
+
+    async def list_length(self, user_id: Optional[str], session_id: str, key: str) -> int:
+        """Number of items in the list.
+
+        >>> await store.list_length("alice", "chat-1", "memory")  # doctest: +SKIP
+        12
+        """
+        return await self._run(self.sync.list_length, user_id, session_id, key)
+
+    # ---- sessions ------------------------------------------------------------------------------
+
+    async def exists(self, user_id: Optional[str], session_id: str) -> bool:
+        """True while the session has any row.
+
+        >>> await store.exists("alice", "chat-1")  # doctest: +SKIP
+        True
+        """
+        return await self._run(self.sync.exists, user_id, session_id)
+
+    async def delete(self, user_id: Optional[str], session_id: str, key: Optional[str] = None) -> None:
+        """Delete the whole session, or one key.
+
+        >>> await store.delete("alice", "chat-1")  # doctest: +SKIP
+        """
+        return await self._run(self.sync.delete, user_id, session_id, key)
+
+    async def list_session_ids(self, user_id: Optional[str]) -> set[str]:
+        """The session ids of one user (None: anonymous sessions).
+
+        >>> await store.list_session_ids("alice")  # doctest: +SKIP
+        {'chat-1'}
+        """
+        return await self._run(self.sync.list_session_ids, user_id)
+
+    async def truncate_all_sessions(self) -> int:
+        """Remove every row; returns how many there were.
+
+        >>> await store.truncate_all_sessions()  # doctest: +SKIP
+        42
+        """
+        return await self._run(self.sync.truncate_all_sessions)
+
+    # ---- lifecycle -----------------------------------------------------------------------------
+
+    @property
+    def stats(self) -> Stats:
+        """The sync store's counters (retries, reconnects, transactions)."""
+        return self.sync.stats
+
+    async def aclose(self) -> None:
+        """Wait for running operations, stop the threads, close the wrapped store.
+
+        Idempotent.
+
+        >>> await store.aclose()  # doctest: +SKIP
+        """
+        if self._closed:
+            return
+        self._closed = True
+        await asyncio.to_thread(self._shutdown)
+
+    close = aclose  # the sync store's name, as a coroutine
+
+    def _shutdown(self) -> None:
+        self._executor.shutdown(wait=True)
+        if self._close_store:
+            self.sync.close()
+
+    async def __aenter__(self) -> "AsyncMysqlAgentStateStore":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -1,0 +1,335 @@
+"""AsyncMysqlAgentStateStore against the real server: same operations and errors as the sync
+store, a loop that keeps ticking during a burst, cancellation that leaves whole lists and a
+usable pool, and a lifecycle that waits for running work."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+import time
+
+import orjson
+import pytest
+
+from mysql_state import MysqlAgentStateStore, SchemaNotFoundError, UNVERSIONED
+from mysql_state.aio import OPERATIONS, AsyncMysqlAgentStateStore
+from mysql_state.listsync import HASH_FORMAT
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture
+def astore(url: str, database: str):
+    s = AsyncMysqlAgentStateStore.from_url(url, database_name=database, create_if_not_exist=True, pool_size=4)
+    yield s
+    run(s.aclose())
+
+
+def list_rows(raw, sid: str, key: str) -> tuple[list[bytes], dict | None]:
+    """(item JSONs in index order, decoded hash row) straight from the table."""
+    rows = raw.query(
+        "SELECT item_index, state_data FROM {t} WHERE session_id=%s AND state_key=%s ORDER BY item_index",
+        (sid, key),
+    )
+    assert [r[0] for r in rows] == list(range(len(rows))), f"gaps in item_index: {rows}"
+    h = raw.query("SELECT state_data FROM {t} WHERE session_id=%s AND state_key=%s", (sid, key + ":_hash"))
+    return [orjson.loads(r[1]) for r in rows], (orjson.loads(h[0][0]) if h else None)
+
+
+# ---- the surface ---------------------------------------------------------------------------------
+
+
+def test_every_sync_operation_has_a_coroutine_with_the_same_signature():
+    public = {
+        n
+        for n, v in vars(MysqlAgentStateStore).items()
+        if not n.startswith("_") and callable(v) and n not in ("from_url", "close")
+    }
+    assert public == set(OPERATIONS), "a sync operation has no async twin (or the list is stale)"
+    for name in OPERATIONS:
+        coro = getattr(AsyncMysqlAgentStateStore, name)
+        assert inspect.iscoroutinefunction(coro), name
+        sync_sig = inspect.signature(getattr(MysqlAgentStateStore, name))
+        assert inspect.signature(coro).parameters.keys() == sync_sig.parameters.keys(), name
+        assert [p.kind for p in inspect.signature(coro).parameters.values()] == [
+            p.kind for p in sync_sig.parameters.values()
+        ], name
+        assert coro.__doc__ and ">>>" in coro.__doc__, f"{name} lacks a docstring example"
+    from_url = inspect.signature(AsyncMysqlAgentStateStore.from_url).parameters
+    assert from_url.keys() == inspect.signature(MysqlAgentStateStore.from_url).parameters.keys()
+
+
+def test_operations_give_what_the_sync_store_gives(astore, raw):
+    async def go():
+        s = astore
+        assert not await s.exists("alice", "c1")
+        await s.save("alice", "c1", "plan", {"step": 1})
+        assert await s.get("alice", "c1", "plan") == {"step": 1}
+        assert await s.get("alice", "c1", "nope", default=7) == 7
+        assert tuple(await s.get_versioned("alice", "c1", "plan")) == ({"step": 1}, 1)
+        assert await s.save_if_version("alice", "c1", "plan", {"step": 2}, 1) == 2
+        assert await s.save_if_version("alice", "c1", "plan", {"step": 3}, 1) == UNVERSIONED
+        plan = await s.save_list_report("alice", "c1", "memory", ["a", "b"])
+        assert (plan.kind, plan.rows_written) == ("rewrite", 2)
+        assert await s.append_list("alice", "c1", "memory", ["c"]) == 3
+        plan = await s.save_list_report("alice", "c1", "memory", ["a", "b", "c", "d"])
+        assert (plan.kind, plan.rows_written) == ("append", 1)
+        await s.save_list("alice", "c1", "memory", ["a", "X", "c", "d"])
+        assert await s.get_list("alice", "c1", "memory") == ["a", "X", "c", "d"]
+        assert await s.get_list("alice", "c1", "memory", offset=-2) == ["c", "d"]
+        assert await s.get_list("alice", "c1", "memory", offset=1, limit=2) == ["X", "c"]
+        assert await s.list_length("alice", "c1", "memory") == 4
+        await s.save("alice", "c2", "x", 1)
+        assert await s.list_session_ids("alice") == {"c1", "c2"}
+        await s.delete("alice", "c1", "plan")
+        assert await s.get("alice", "c1", "plan") is None
+        await s.delete("alice", "c2")
+        assert await s.list_session_ids("alice") == {"c1"}
+        # what the coroutines wrote is what plain SQL sees
+        items, h = list_rows(raw, "alice:c1", "memory")
+        assert items == ["a", "X", "c", "d"] and h["fmt"] == HASH_FORMAT and h["n"] == 4
+        assert await s.truncate_all_sessions() == 5  # 4 items + hash row
+        assert raw.rows() == []
+        assert s.stats.transactions > 0
+
+    run(go())
+
+
+def test_errors_are_the_sync_stores_errors(astore, url, database):
+    async def go():
+        with pytest.raises(ValueError, match="blank"):
+            await astore.save("alice", "  ", "k", 1)
+        with pytest.raises(TypeError, match="cannot serialise"):
+            await astore.save_list("alice", "c", "k", [object()])
+        with pytest.raises(TypeError, match="expected_version"):
+            await astore.save_if_version("alice", "c", "k", 1, "1")
+        with pytest.raises(ValueError, match="limit"):
+            await astore.get_list("alice", "c", "k", limit=-1)
+
+    run(go())
+    with pytest.raises(SchemaNotFoundError):
+        AsyncMysqlAgentStateStore.from_url(url, database_name=database + "_missing")
+
+
+# ---- the loop is never blocked -------------------------------------------------------------------
+
+
+def _max_tick_gap(work, interval: float = 0.005) -> tuple[float, int, float]:
+    """Run ``work()`` beside a coroutine ticking every ``interval``; (max gap, ticks, seconds)."""
+
+    async def go():
+        stamps: list[float] = []
+        done = asyncio.Event()
+
+        async def ticker():
+            while not done.is_set():
+                stamps.append(time.perf_counter())
+                await asyncio.sleep(interval)
+
+        t = asyncio.create_task(ticker())
+        await asyncio.sleep(0.02)
+        start = time.perf_counter()
+        await work()
+        elapsed = time.perf_counter() - start
+        await asyncio.sleep(3 * interval)  # one tick after the work, to close the last gap
+        done.set()
+        await t
+        during = [start] + [s for s in stamps if s > start]
+        gaps = [b - a for a, b in zip(during, during[1:])]
+        return max(gaps), len(during), elapsed
+
+    return run(go())
+
+
+def test_a_ticking_coroutine_keeps_ticking_beside_a_burst_of_saves(url, database, raw):
+    big = [{"role": "user", "text": "x" * 2000, "i": i} for i in range(300)]
+    sync = MysqlAgentStateStore.from_url(url, database_name=database, create_if_not_exist=True, pool_size=4)
+    astore = AsyncMysqlAgentStateStore(sync, max_workers=4)
+
+    async def burst():
+        await asyncio.gather(*(astore.save_list("u", f"s{i}", "memory", big) for i in range(40)))
+
+    async def blocking_burst():  # the control: the same work called on the loop's thread
+        for i in range(40):
+            sync.save_list("u", f"b{i}", "memory", big)
+
+    try:
+        gap, ticks, elapsed = _max_tick_gap(burst)
+        assert elapsed > 0.2, "the burst is too small to show anything"
+        assert gap < 0.1, f"the loop stalled {gap * 1000:.0f} ms during the async burst"
+        assert ticks >= elapsed / 0.005 * 0.3, (ticks, elapsed)
+        blocked_gap, _, blocked_elapsed = _max_tick_gap(blocking_burst)
+        assert blocked_gap > 0.8 * blocked_elapsed, "the control should have frozen the ticker"
+    finally:
+        run(astore.aclose())
+    for i in range(40):  # and the burst really wrote everything
+        items, h = list_rows(raw, f"u:s{i}", "memory")
+        assert h["n"] == 300 and items == big
+
+
+def test_threads_are_bounded_by_max_workers(url, database):
+    sync = MysqlAgentStateStore.from_url(url, database_name=database, create_if_not_exist=True, pool_size=3)
+    astore = AsyncMysqlAgentStateStore(sync, max_workers=3)
+    seen: set[str] = set()
+
+    async def go():
+        async def watch():
+            while True:
+                seen.update(t.name for t in threading.enumerate() if t.name.startswith("mysql-state"))
+                await asyncio.sleep(0.002)
+
+        w = asyncio.create_task(watch())
+        await asyncio.gather(*(astore.save_list("u", f"s{i}", "m", list(range(500))) for i in range(30)))
+        w.cancel()
+        await astore.aclose()
+
+    run(go())
+    assert 1 <= len(seen) <= 3, seen
+
+
+# ---- cancellation --------------------------------------------------------------------------------
+
+
+def test_cancelling_a_burst_leaves_whole_lists_and_a_usable_pool(url, database, raw):
+    """Cancel 60 saves mid-flight: each list is absent or complete, never partial; the
+    started ones still finish; afterwards the pool serves 3x its size at once."""
+    size = 4
+    sync = MysqlAgentStateStore.from_url(
+        url, database_name=database, create_if_not_exist=True, pool_size=size, pool_timeout=2.0
+    )
+    astore = AsyncMysqlAgentStateStore(sync)
+    lists = {f"s{i}": [{"i": i, "j": j, "pad": "p" * 500} for j in range(400)] for i in range(60)}
+
+    async def go():
+        tasks = [asyncio.create_task(astore.save_list("u", sid, "memory", v)) for sid, v in lists.items()]
+        await asyncio.sleep(0.15)
+        running = sum(not t.done() for t in tasks)
+        for t in tasks:
+            t.cancel()
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        cancelled = sum(isinstance(r, asyncio.CancelledError) for r in results)
+        assert running > size and cancelled > 0, (running, cancelled)
+        await astore.aclose()  # waits for threads that had started
+        return cancelled
+
+    run(go())
+    complete = absent = 0
+    for sid, v in lists.items():
+        items, h = list_rows(raw, f"u:{sid}", "memory")
+        if h is None:
+            assert items == [], f"{sid}: item rows without a hash row"
+            absent += 1
+        else:
+            assert h["n"] == len(v) and items == v, f"{sid}: a half-written list"
+            complete += 1
+    assert absent > 0, "nothing was cancelled before it started"
+    assert complete > 0, "no started save finished"
+
+    # The pool is whole: 3x its size of concurrent saves, none waiting past pool_timeout.
+    again = AsyncMysqlAgentStateStore.from_url(
+        url, database_name=database, pool_size=size, pool_timeout=2.0
+    )
+
+    async def after():
+        await asyncio.gather(*(again.save("u", f"after{i}", "k", i) for i in range(3 * size)))
+        await again.aclose()
+
+    run(after())
+
+
+def test_cancelled_rewrite_is_old_or_new_never_mixed(astore, raw):
+    old = [{"v": "old", "j": j, "pad": "o" * 300} for j in range(500)]
+    new = [{"v": "new", "j": j, "pad": "n" * 300} for j in range(500)]
+
+    async def go():
+        await astore.save_list("u", "s", "memory", old)
+        outcomes = []
+        for delay in (0, 0.001, 0.005, 0.02, 0.05):
+            await astore.save_list("u", "s", "memory", old)
+            t = asyncio.create_task(astore.save_list("u", "s", "memory", new))
+            await asyncio.sleep(delay)
+            t.cancel()
+            try:
+                await t
+            except asyncio.CancelledError:
+                pass
+            # wait for the thread: the next call queues behind nothing but needs a worker
+            await astore.list_length("u", "s", "memory")
+            await asyncio.sleep(0.3)
+            items, h = list_rows(raw, "u:s", "memory")
+            assert items in (old, new) and h["n"] == 500
+            outcomes.append(items[0]["v"])
+            assert await astore.get_list("u", "s", "memory") == items  # the snapshot agrees
+        return outcomes
+
+    outcomes = run(go())
+    assert "old" in outcomes or "new" in outcomes
+
+
+def test_pool_semaphores_are_all_released_after_cancellation(url, database):
+    size = 3
+    astore = AsyncMysqlAgentStateStore.from_url(url, database_name=database, create_if_not_exist=True, pool_size=size)
+    limits = list(astore.sync._db._limits.values())
+
+    async def go():
+        tasks = [asyncio.create_task(astore.save_list("u", f"s{i}", "m", list(range(2000)))) for i in range(20)]
+        await asyncio.sleep(0.05)
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.to_thread(astore._executor.shutdown, True)  # let started threads finish
+
+    run(go())
+    # every permit is back: a bounded semaphore acquires exactly `size` times without waiting
+    for sem in limits:
+        got = [sem.acquire(timeout=0) for _ in range(size)]
+        assert all(got) and not sem.acquire(timeout=0)
+        for _ in range(size):
+            sem.release()
+    run(astore.aclose())
+
+
+# ---- lifecycle -----------------------------------------------------------------------------------
+
+
+def test_async_with_waits_for_running_work_then_closes(url, database, raw):
+    payload = [{"j": j, "pad": "z" * 400} for j in range(800)]
+
+    async def go():
+        async with AsyncMysqlAgentStateStore.from_url(url, database_name=database, create_if_not_exist=True) as s:
+            t = asyncio.create_task(s.save_list("u", "s", "memory", payload))
+            await asyncio.sleep(0.01)
+            t.cancel()
+        with pytest.raises(RuntimeError, match="closed"):
+            await s.get("u", "s", "k")
+        await s.aclose()  # idempotent
+
+    run(go())
+    items, h = list_rows(raw, "u:s", "memory")
+    assert (h is None and items == []) or (h["n"] == 800 and items == payload)
+
+
+def test_wrapping_a_store_and_leaving_it_open(store, raw):
+    async def go():
+        a = AsyncMysqlAgentStateStore(store, close_store=False)
+        await a.save("u", "s", "k", {"a": 1})
+        await a.aclose()
+
+    run(go())
+    assert store.get("u", "s", "k") == {"a": 1}  # the sync store still works
+    assert [r[:4] for r in raw.rows()] == [("u:s", "k", 0, '{"a":1}')]
+    with pytest.raises(TypeError):
+        AsyncMysqlAgentStateStore("mysql://nope")  # type: ignore[arg-type]
+
+
+def test_open_connects_without_blocking_the_loop(url, database):
+    async def go():
+        s = await AsyncMysqlAgentStateStore.open(url, database_name=database, create_if_not_exist=True)
+        await s.save(None, "anon", "k", 1)
+        assert await s.list_session_ids(None) == {"anon"}
+        await s.aclose()
+
+    run(go())
