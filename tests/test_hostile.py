@@ -1,0 +1,143 @@
+"""Hostile input over the whole public API: arbitrary strings for every id and name.
+
+Each call either round-trips exactly or raises ValueError/TypeError before touching the
+database: never a raw driver error, never a row in another user's namespace, never a
+changed schema.
+"""
+
+from __future__ import annotations
+
+import pymysql
+from dbutils.pooled_db import PooledDB
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mysql_state import MysqlAgentStateStore, MysqlStateError
+from mysql_state.keys import IDENTIFIER_RULE
+
+from .conftest import connect
+
+# Everything, surrogates and NUL included; plus known troublemakers and huge strings.
+any_char = st.characters(codec=None, categories=None)
+hostile = st.one_of(
+    st.text(any_char, max_size=30),
+    st.sampled_from(["", " ", "a:b", "__anon__", "k:_hash", "x' OR '1'='1", "'; DROP TABLE agentscope_sessions; --",
+                     "%", "_", "\\", "\x00", "\ud800", "😀" * 10, "a" * 256, "b" * 65_535, "Ü", "u\u0308"]),
+)
+STATS = {"calls": 0, "round_trips": 0, "refused": 0}
+SENTINEL = ("sentinel-user", "sentinel-session", "sentinel-key")
+
+
+def schema_of(con, database: str) -> list:
+    with con.cursor() as cur:
+        cur.execute("SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, COLLATION_NAME FROM information_schema.COLUMNS"
+                    " WHERE TABLE_SCHEMA = %s ORDER BY TABLE_NAME, ORDINAL_POSITION", (database,))
+        return list(cur.fetchall())
+
+
+class CountingPool(PooledDB):
+    """A real PooledDB that counts checkouts: a refused call must not take a connection."""
+
+    checkouts = 0
+
+    def connection(self, *args, **kwargs):
+        CountingPool.checkouts += 1
+        return super().connection(*args, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def hostile_store(url):
+    import uuid
+
+    from mysql_state.pool import parse_url
+
+    database = "h_" + uuid.uuid4().hex[:12]
+    kwargs, _ = parse_url(url)
+    pool = CountingPool(pymysql, maxconnections=4, blocking=False, charset="utf8mb4", **kwargs)
+    store = MysqlAgentStateStore(pool, database_name=database, create_if_not_exist=True)
+    store.save(*SENTINEL, {"untouched": True})
+    con = connect(url)
+    yield store, con, database
+    with con.cursor() as cur:
+        cur.execute(f"DROP DATABASE `{database}`")
+    con.close()
+    store.close()
+    pool.close()
+
+
+def attempt(fn):
+    """Run one call: it returns, or raises ValueError/TypeError; anything else fails the test."""
+    STATS["calls"] += 1
+    checkouts = CountingPool.checkouts
+    try:
+        return True, fn()
+    except (ValueError, TypeError) as exc:
+        assert not isinstance(exc, pymysql.err.Error)
+        assert CountingPool.checkouts == checkouts, f"{exc!r} was raised after taking a connection"
+        STATS["refused"] += 1
+        return False, exc
+    except MysqlStateError as exc:  # a database error after validation passed is a bug here
+        raise AssertionError(f"validated input reached the server and failed: {exc!r}") from exc
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(user=st.one_of(st.none(), hostile), session=hostile, key=hostile, value=st.one_of(hostile, st.none()))
+def test_every_call_round_trips_or_is_refused_before_sql(hostile_store, user, session, key, value):
+    store, con, database = hostile_store
+    before = schema_of(con, database)
+    ok, _ = attempt(lambda: store.save(user, session, key, {"v": value}))
+    if ok:
+        assert store.get(user, session, key) == {"v": value}
+        assert store.exists(user, session)
+        STATS["round_trips"] += 1
+    ok, _ = attempt(lambda: store.save_list(user, session, key, [value, {"v": value}]))
+    if ok:
+        assert store.get_list(user, session, key) == [value, {"v": value}]
+        n_ok, n = attempt(lambda: store.append_list(user, session, key, [value]))
+        assert n_ok and n == 3 and store.list_length(user, session, key) == 3
+        assert store.get_list(user, session, key, offset=-1) == [value]
+        STATS["round_trips"] += 1
+    ok, ids = attempt(lambda: store.list_session_ids(user))
+    if ok:
+        assert all(isinstance(i, str) for i in ids)
+        if user is None or (isinstance(user, str) and not user.strip()):
+            pass
+        else:
+            assert "sentinel-session" not in ids or user == SENTINEL[0]
+    attempt(lambda: store.get_versioned(user, session, key))
+    attempt(lambda: store.save_if_version(user, session, key, value, 0))
+    attempt(lambda: store.delete(user, session, key))
+    attempt(lambda: store.delete(user, session))
+    # the sentinel is untouched, nothing lives under a namespace nobody wrote, schema unchanged
+    assert store.get(*SENTINEL) == {"untouched": True}
+    assert schema_of(con, database) == before
+    with con.cursor() as cur:
+        cur.execute(f"SELECT DISTINCT session_id FROM `{database}`.`agentscope_sessions`")
+        owners = {r[0] for r in cur.fetchall()}
+    assert owners == {"sentinel-user:sentinel-session"}  # every write above was deleted again
+
+
+@settings(max_examples=150, deadline=None)
+@given(name=hostile)
+def test_database_and_table_names_are_valid_or_refused_without_sql(name):
+    import re
+
+    valid = bool(name.strip()) and len(name) <= 64 and re.fullmatch(IDENTIFIER_RULE[1:-1], name) is not None
+    for kw in ("database_name", "table_name"):
+        STATS["calls"] += 1
+        try:
+            # an object with no .connection(): any SQL attempt would be a TypeError of another kind
+            MysqlAgentStateStore(object(), **{kw: name})
+        except ValueError as exc:
+            assert not valid and repr(name)[:30].rstrip("'") in str(exc) and "must match" in str(exc)
+            STATS["refused"] += 1
+        except TypeError as exc:
+            assert valid or not name.strip(), exc  # reached the pool check: the name passed validation
+            assert "pool must have a .connection()" in str(exc)
+
+
+def test_hostile_report(report):
+    report(f"hostile input: {STATS['calls']} calls with arbitrary ids and names; {STATS['round_trips']} "
+           f"round-tripped exactly, {STATS['refused']} refused with ValueError/TypeError before any SQL; "
+           "no driver error, no foreign row, schema unchanged")
