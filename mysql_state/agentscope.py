@@ -1,0 +1,249 @@
+"""AgentScope 2.x adapters: an agent's ``AgentState`` kept in this store.
+
+Install with ``pip install 'mysql-state[agentscope]'``; the core package never imports this.
+
+The state is split the way production platforms do: ``context`` (the conversation) is a list,
+one row per message, saved incrementally by the store's change detection (which compares the
+messages' JSON, so in-place growth of the last message, a resumed reply under the same id, or a
+compression that replaces the context with its tail are all found from the content, never from
+``summary``); every other field is one value, overwritten on each save.
+
+>>> store = AsyncMysqlAgentStateStore.from_url(url, create_if_not_exist=True)  # doctest: +SKIP
+>>> repo = AgentStateRepository(store)
+>>> agent = Agent(..., state=await repo.load("alice", "chat-1"))
+>>> await agent.reply(UserMsg("alice", "hi"))
+>>> await repo.save("alice", "chat-1", agent.state)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Optional
+
+try:
+    from agentscope.state import AgentState
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "mysql_state.agentscope needs AgentScope 2.x: pip install 'mysql-state[agentscope]'"
+    ) from exc
+
+from .aio import AsyncMysqlAgentStateStore
+from .listsync import Plan
+from .store import MysqlAgentStateStore
+
+if TYPE_CHECKING:  # pragma: no cover
+    from agentscope.app.storage import AsyncSQLAlchemyStorage, SessionRecord
+
+__all__ = ["AgentStateRepository", "SaveReport", "MysqlStateAppStorage", "CONTEXT_KEY", "STATE_KEY"]
+
+#: The list key holding ``AgentState.context``, one message per row.
+CONTEXT_KEY = "agentscope.context"
+#: The value key holding every other field of the ``AgentState``.
+STATE_KEY = "agentscope.state"
+
+
+@dataclass(frozen=True)
+class SaveReport:
+    """What :meth:`AgentStateRepository.save` wrote.
+
+    ``context`` is the store's plan for the message list (``kind`` is ``unchanged``,
+    ``append``, ``suffix``, ``rewrite`` or ``clear``; ``rows_written`` the message rows);
+    the rest of the state is always one row.
+    """
+
+    context: Plan
+    messages: int
+
+    @property
+    def rows_written(self) -> int:
+        """Message rows plus the one row of the rest (the list's hash row not counted)."""
+        return self.context.rows_written + 1
+
+    def __str__(self) -> str:
+        c = self.context
+        return f"{c.kind}: {c.rows_written} of {self.messages} message rows + 1 state row"
+
+
+class AgentStateRepository:
+    """Load and save an AgentScope 2.x ``AgentState`` per ``(user_id, session_id)``.
+
+    ``store`` is an :class:`AsyncMysqlAgentStateStore` (a sync store is wrapped). The
+    saved state loads back equal: ``model_dump(mode="json")`` is identical.
+
+    >>> repo = AgentStateRepository(store)  # doctest: +SKIP
+    >>> state = await repo.load("alice", "chat-1")  # doctest: +SKIP
+    >>> report = await repo.save("alice", "chat-1", state)  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        store: AsyncMysqlAgentStateStore | MysqlAgentStateStore,
+        *,
+        context_key: str = CONTEXT_KEY,
+        state_key: str = STATE_KEY,
+    ) -> None:
+        if isinstance(store, MysqlAgentStateStore):
+            store = AsyncMysqlAgentStateStore(store, close_store=False)
+        if not isinstance(store, AsyncMysqlAgentStateStore):
+            raise TypeError(f"store must be an AsyncMysqlAgentStateStore, got {type(store).__name__}")
+        self.store = store
+        self.context_key = context_key
+        self.state_key = state_key
+
+    async def load(self, user_id: Optional[str], session_id: str) -> AgentState:
+        """The stored state, or a fresh ``AgentState(session_id=session_id)``.
+
+        >>> agent = Agent(name="bot", ..., state=await repo.load("alice", "chat-1"))  # doctest: +SKIP
+        """
+        context, rest = await asyncio.gather(
+            self.store.get_list(user_id, session_id, self.context_key),
+            self.store.get(user_id, session_id, self.state_key),
+        )
+        if rest is None and not context:
+            return AgentState(session_id=session_id)
+        data: dict[str, Any] = {"session_id": session_id, **(rest or {})}
+        data["context"] = context
+        return AgentState.model_validate(data)
+
+    async def save(self, user_id: Optional[str], session_id: str, state: AgentState) -> SaveReport:
+        """Store ``state``: changed or new messages only, plus the rest as one row.
+
+        >>> report = await repo.save("alice", "chat-1", agent.state)  # doctest: +SKIP
+        >>> report.context.kind, report.context.rows_written  # doctest: +SKIP
+        ('append', 2)
+        """
+        if not isinstance(state, AgentState):
+            raise TypeError(f"state must be an agentscope AgentState, got {type(state).__name__}")
+        data = state.model_dump(mode="json")
+        context = data.pop("context")
+        plan, _ = await asyncio.gather(
+            self.store.save_list_report(user_id, session_id, self.context_key, context),
+            self.store.save(user_id, session_id, self.state_key, data),
+        )
+        return SaveReport(plan, len(context))
+
+    async def delete(self, user_id: Optional[str], session_id: str) -> None:
+        """Forget the state (only this repository's two keys; other keys stay).
+
+        >>> await repo.delete("alice", "chat-1")  # doctest: +SKIP
+        """
+        await asyncio.gather(
+            self.store.delete(user_id, session_id, self.context_key),
+            self.store.delete(user_id, session_id, self.state_key),
+        )
+
+    async def exists(self, user_id: Optional[str], session_id: str) -> bool:
+        """True when a state was saved for the session.
+
+        >>> await repo.exists("alice", "chat-1")  # doctest: +SKIP
+        True
+        """
+        return (await self.store.get_versioned(user_id, session_id, self.state_key)).version > 0
+
+    async def list_sessions(self, user_id: Optional[str]) -> set[str]:
+        """The user's session ids (every session with rows in the store).
+
+        >>> await repo.list_sessions("alice")  # doctest: +SKIP
+        {'chat-1'}
+        """
+        return await self.store.list_session_ids(user_id)
+
+
+# ---- agentscope.app storage --------------------------------------------------------------------
+
+_APP_STORAGE: dict[str, type] = {}
+
+
+def _app_storage_class() -> type:
+    """Build the storage subclass on first use: ``agentscope.app`` needs extra packages."""
+    if "cls" in _APP_STORAGE:
+        return _APP_STORAGE["cls"]
+    try:
+        from agentscope.app.storage import AsyncSQLAlchemyStorage
+        from agentscope.app.storage._sql._tables import SessionRow
+    except ImportError as exc:
+        raise ImportError(
+            "MysqlStateAppStorage needs agentscope.app's SQL storage: "
+            "pip install 'agentscope[storage-sql]' apscheduler (and an async driver such as aiomysql)"
+        ) from exc
+
+    class MysqlStateAppStorage(AsyncSQLAlchemyStorage):
+        """AgentScope's SQL app storage with the agents' session state kept in this store.
+
+        Everything but the state (users, agents, sessions' config, messages...) stays in
+        AgentScope's tables at ``url``; each session's ``AgentState`` goes through an
+        :class:`AgentStateRepository`, keyed by the session's owner and id, so a chat turn
+        writes only the messages that changed. The SQL row keeps a stub state.
+
+        >>> storage = MysqlStateAppStorage("mysql+aiomysql://u:pw@host/app", store)  # doctest: +SKIP
+        >>> app = create_app(storage=storage, message_bus=..., workspace_manager=...)  # doctest: +SKIP
+        """
+
+        def __init__(
+            self,
+            url: str,
+            store: AsyncMysqlAgentStateStore | MysqlAgentStateStore | AgentStateRepository,
+            **kwargs: Any,
+        ) -> None:
+            super().__init__(url, **kwargs)
+            self.repo = store if isinstance(store, AgentStateRepository) else AgentStateRepository(store)
+
+        async def _hydrate(self, rec: Optional["SessionRecord"]) -> Optional["SessionRecord"]:
+            if rec is not None and await self.repo.exists(rec.user_id, rec.id):
+                rec.state = await self.repo.load(rec.user_id, rec.id)
+            return rec
+
+        async def _owner(self, session_id: str) -> Optional[str]:
+            async with self._session() as sess:
+                row = await sess.get(SessionRow, session_id)
+            return None if row is None else row.user_id
+
+        async def upsert_session(self, user_id: str, agent_id: str, config: Any, state: Any = None,
+                                 session_id: Optional[str] = None, **kwargs: Any) -> "SessionRecord":
+            """Upsert the row with a stub state; the real state goes to the store."""
+            rec = await super().upsert_session(user_id, agent_id, config, None, session_id, **kwargs)
+            if state is not None:
+                await self.repo.save(rec.user_id, rec.id, state)
+                rec.state = state
+            elif not await self.repo.exists(rec.user_id, rec.id):
+                await self.repo.save(rec.user_id, rec.id, rec.state)  # new session: fresh state
+            else:
+                await self._hydrate(rec)
+            return rec
+
+        async def update_session_state(self, user_id: str, agent_id: str, session_id: str,
+                                       state: AgentState) -> None:
+            """The hot path after each chat turn: an incremental save, no payload rewrite."""
+            owner = await self._owner(session_id)
+            if owner is None:
+                raise KeyError(f"Session {session_id!r} not found.")
+            await self.repo.save(owner, session_id, state)
+
+        async def get_session(self, user_id: str, agent_id: str, session_id: str) -> Optional["SessionRecord"]:
+            return await self._hydrate(await super().get_session(user_id, agent_id, session_id))
+
+        async def list_sessions(self, user_id: str, agent_id: str) -> list["SessionRecord"]:
+            return [await self._hydrate(r) for r in await super().list_sessions(user_id, agent_id)]
+
+        async def list_sessions_by_schedule(self, user_id: str, schedule_id: str) -> list["SessionRecord"]:
+            return [await self._hydrate(r) for r in await super().list_sessions_by_schedule(user_id, schedule_id)]
+
+        async def list_sessions_by_channel(self, user_id: str, channel_id: str) -> list["SessionRecord"]:
+            return [await self._hydrate(r) for r in await super().list_sessions_by_channel(user_id, channel_id)]
+
+        async def _delete_session_impl(self, sess: Any, user_id: str, agent_id: str, session_id: str) -> bool:
+            # Every cascade (agent, team, schedule, SOP run) deletes sessions through here.
+            ok = await super()._delete_session_impl(sess, user_id, agent_id, session_id)
+            if ok:
+                await self.repo.delete(user_id, session_id)
+            return ok
+
+    _APP_STORAGE["cls"] = MysqlStateAppStorage
+    return MysqlStateAppStorage
+
+
+def __getattr__(name: str) -> Any:
+    if name == "MysqlStateAppStorage":
+        return _app_storage_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,339 @@
+"""The AgentScope 2.x adapter with the real framework, offline: a scripted ChatModelBase, a
+real tool, turns, a reply paused for confirmation and resumed by a new agent (on a new store,
+as after a process restart), and a compression. After each step the stored state equals
+``agent.state`` exactly, and the table shows that the write was proportional to the change."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import orjson
+import pytest
+
+agentscope = pytest.importorskip("agentscope", minversion="2.0", reason="the agentscope extra (2.x) is not installed")
+
+from agentscope.agent import Agent, ContextConfig, InjectionConfig  # noqa: E402
+from agentscope.credential import CredentialBase  # noqa: E402
+from agentscope.event import ConfirmResult, RequireUserConfirmEvent, UserConfirmResultEvent  # noqa: E402
+from agentscope.formatter import OpenAIChatFormatter  # noqa: E402
+from agentscope.message import TextBlock, ToolCallBlock, UserMsg  # noqa: E402
+from agentscope.model import ChatModelBase, ChatResponse, ChatUsage  # noqa: E402
+from agentscope.permission import PermissionBehavior, PermissionDecision  # noqa: E402
+from agentscope.state import AgentState  # noqa: E402
+from agentscope.tool import FunctionTool, Toolkit  # noqa: E402
+
+from mysql_state.agentscope import CONTEXT_KEY, STATE_KEY, AgentStateRepository  # noqa: E402
+from mysql_state.aio import AsyncMysqlAgentStateStore  # noqa: E402
+
+SUMMARY_FIELDS = ("task_overview", "current_state", "important_discoveries", "next_steps", "context_to_preserve")
+
+
+class ScriptedModel(ChatModelBase):
+    """An offline chat model: each call returns the next scripted list of blocks."""
+
+    def __init__(self, script: list[list], context_size: int = 32768) -> None:
+        super().__init__(
+            credential=CredentialBase(),
+            model="scripted",
+            parameters=ChatModelBase.Parameters(),
+            stream=False,
+            max_retries=0,
+            context_size=context_size,
+        )
+        self.formatter = OpenAIChatFormatter()
+        self.script = list(script)
+        self.compressions = 0
+
+    async def _call_api(self, model_name, messages, tools=None, tool_choice=None, **kwargs) -> ChatResponse:
+        names = [t["function"]["name"] for t in (tools or [])]
+        if names == ["generate_structured_output"]:
+            self.compressions += 1
+            summary = {k: f"{k} #{self.compressions}" for k in SUMMARY_FIELDS}
+            return ChatResponse(
+                content=[ToolCallBlock(id=f"cmp{self.compressions}", name="generate_structured_output",
+                                       input=json.dumps(summary))],
+                is_last=True,
+                usage=ChatUsage(input_tokens=10, output_tokens=5, time=0.0),
+            )
+        return ChatResponse(content=self.script.pop(0), is_last=True,
+                            usage=ChatUsage(input_tokens=3, output_tokens=2, time=0.0))
+
+
+CALLS: list[tuple[int, int]] = []
+
+
+def add(a: int, b: int) -> str:
+    """Add two integers.
+
+    Args:
+        a (int): the first
+        b (int): the second
+    """
+    CALLS.append((a, b))
+    return str(a + b)
+
+
+def toolkit() -> Toolkit:
+    allow = PermissionDecision(behavior=PermissionBehavior.ALLOW, message="ok")
+    return Toolkit(tools=[FunctionTool(add, permission=allow), FunctionTool(add, name="add_ask")])
+
+
+def make_agent(model: ScriptedModel, state: AgentState) -> Agent:
+    return Agent(
+        name="bot",
+        system_prompt="You are a calculator.",
+        model=model,
+        toolkit=toolkit(),
+        state=state,
+        injection_config=InjectionConfig(inject_runtime_state=False),
+    )
+
+
+def dump(state: AgentState) -> dict:
+    return state.model_dump(mode="json")
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture
+def astore(url, database):
+    s = AsyncMysqlAgentStateStore.from_url(url, database_name=database, create_if_not_exist=True, pool_size=4)
+    yield s
+    run(s.aclose())
+
+
+def table(raw, sid: str = "alice:chat-1"):
+    """(message dicts by item_index, {index: version}, rest-of-state dict) from plain SQL."""
+    rows = raw.query(
+        "SELECT item_index, state_data, version FROM {t} WHERE session_id=%s AND state_key=%s ORDER BY item_index",
+        (sid, CONTEXT_KEY),
+    )
+    assert [r[0] for r in rows] == list(range(len(rows)))
+    rest = raw.query("SELECT state_data FROM {t} WHERE session_id=%s AND state_key=%s", (sid, STATE_KEY))
+    return [orjson.loads(r[1]) for r in rows], {r[0]: r[2] for r in rows}, (orjson.loads(rest[0][0]) if rest else None)
+
+
+async def assert_stored(repo: AgentStateRepository, raw, state: AgentState) -> None:
+    loaded = await repo.load("alice", "chat-1")
+    assert dump(loaded) == dump(state)
+    messages, _, rest = table(raw)
+    expected = dump(state)
+    assert messages == expected.pop("context"), "one row per message, in order"
+    assert rest == expected, "everything else as one value"
+
+
+def test_turns_pause_resume_and_compression_persist_exactly_and_incrementally(url, database, astore, raw):
+    CALLS.clear()
+    script = [
+        [TextBlock(text="let me add"), ToolCallBlock(id="call1", name="add", input='{"a": 2, "b": 3}')],
+        [TextBlock(text="2+3=5")],
+        [TextBlock(text="you are welcome")],
+        [TextBlock(text="asking first"), ToolCallBlock(id="call2", name="add_ask", input='{"a": 1, "b": 1}')],
+        [TextBlock(text="1+1=2")],
+        [TextBlock(text="after compression")],
+    ]
+    repo = AgentStateRepository(astore)
+
+    async def go():
+        # A session nobody saved: a fresh state, and no row written by loading it.
+        state = await repo.load("alice", "chat-1")
+        assert state.summary == "" and state.middle_context == {}
+        assert state.session_id == "chat-1" and state.context == [] and raw.rows() == []
+        model = ScriptedModel(script)
+        agent = make_agent(model, state)
+
+        # Turn 1, streamed and saved after every event: a real tool call. The reply is one
+        # assistant message that grows in place (tool call, tool result, final text), so after
+        # the first save each save writes at most that one row.
+        saves = []
+        async for evt in agent.reply_stream(UserMsg("alice", "what is 2+3?")):
+            saves.append(await repo.save("alice", "chat-1", agent.state))
+            await assert_stored(repo, raw, agent.state)
+        assert CALLS == [(2, 3)]
+        assert [b.type for b in agent.state.context[-1].content] == ["text", "tool_call", "tool_result", "text"]
+        assert len(agent.state.context) == 2
+        first = next(s for s in saves if s.context.kind != "unchanged")
+        assert (first.context.kind, first.context.rows_written) == ("rewrite", 1)
+        later = [s for s in saves[saves.index(first) + 1 :] if s.context.kind != "unchanged"]
+        assert later and later[0].context.kind == "append", [str(s) for s in saves]
+        grew = [s for s in later[1:]]
+        assert len(grew) >= 1 and all((s.context.kind, s.context.rows_written) == ("suffix", 1) for s in grew), [
+            str(s) for s in saves
+        ]
+        _, versions1, _ = table(raw)
+        assert versions1[0] == 1, "the user message was written once"
+
+        # Turn 2: two new messages appended; the old rows are not touched.
+        await agent.reply(UserMsg("alice", "thanks"))
+        r2 = await repo.save("alice", "chat-1", agent.state)
+        assert (r2.context.kind, r2.context.rows_written, r2.messages) == ("append", 2, 4)
+        await assert_stored(repo, raw, agent.state)
+        _, versions2, _ = table(raw)
+        assert {i: versions2[i] for i in versions1} == versions1, "rows 0-1 were rewritten"
+
+        # Turn 3: the ask-tool pauses the reply for confirmation.
+        paused = None
+        async for evt in agent.reply_stream(UserMsg("alice", "and 1+1, carefully?")):
+            if isinstance(evt, RequireUserConfirmEvent):
+                paused = evt
+        assert paused is not None and [tc.id for tc in paused.tool_calls] == ["call2"]
+        r3 = await repo.save("alice", "chat-1", agent.state)
+        assert (r3.context.kind, r3.context.rows_written) == ("append", 2)
+        await assert_stored(repo, raw, agent.state)
+        assert [tc.id for tc in agent.state.get_awaiting_tool_calls("bot")] == ["call2"]
+        assert CALLS == [(2, 3)], "the ask-tool must not run before confirmation"
+        paused_id = agent.state.context[-1].id
+        assert agent.state.reply_id == paused_id
+        n_before_resume = len(agent.state.context)
+        _, versions_paused, _ = table(raw)
+        return model, paused, paused_id, n_before_resume, versions_paused
+
+    model, paused, paused_id, n, versions_paused = run(go())
+
+    # "Process restart": a new store (no snapshot cache), a new repository, a new agent.
+    async def resume():
+        async with AsyncMysqlAgentStateStore.from_url(url, database_name=database) as store2:
+            repo2 = AgentStateRepository(store2)
+            state2 = await repo2.load("alice", "chat-1")
+            assert [tc.id for tc in state2.get_awaiting_tool_calls("bot")] == ["call2"]
+            agent2 = make_agent(ScriptedModel(model.script), state2)
+            await agent2.reply(UserConfirmResultEvent(
+                reply_id=paused.reply_id,
+                confirm_results=[ConfirmResult(confirmed=True, tool_call=paused.tool_calls[0])],
+            ))
+            assert CALLS == [(2, 3), (1, 1)]
+            assert len(agent2.state.context) == n and agent2.state.context[-1].id == paused_id
+            assert [b.type for b in agent2.state.context[-1].content][-2:] == ["tool_result", "text"]
+            r = await repo2.save("alice", "chat-1", agent2.state)
+            # the resumed reply grew under the same id: that one row, found by comparing content
+            assert (r.context.kind, r.context.rows_written) == ("suffix", 1), str(r)
+            await assert_stored(repo2, raw, agent2.state)
+            _, versions, _ = table(raw)
+            changed = {i for i in versions if versions[i] != versions_paused.get(i)}
+            assert changed == {n - 1}
+
+            # Compression: a small context window makes the next turn summarize the history.
+            agent2.model.context_size = 200
+            agent2.context_config = ContextConfig(trigger_ratio=0.5, reserve_ratio=0.2)
+            before = [m.id for m in agent2.state.context]
+            await agent2.reply(UserMsg("alice", "now summarize please"))
+            after = [m.id for m in agent2.state.context]
+            assert agent2.model.compressions >= 1 and str(agent2.state.summary).startswith("<system-info>")
+            assert len(after) < len(before) + 2, (before, after)
+            r = await repo2.save("alice", "chat-1", agent2.state)
+            assert r.context.rows_written <= len(after) and r.context.delete_from == len(after), str(r)
+            print("compression:", len(before), "->", len(after), "messages;", r)
+            await assert_stored(repo2, raw, agent2.state)
+            messages, versions, rest = table(raw)
+            assert len(messages) == len(after) and rest["summary"] == agent2.state.summary
+            # Nothing of the dropped messages remains in the table.
+            dropped = set(before) - set(after)
+            assert dropped and not dropped & {m["id"] for m in messages}
+
+    run(resume())
+
+
+def test_compression_is_found_from_content_not_from_summary(astore, raw):
+    """The context replaced by a shorter one while ``summary`` stays the same (the framework's
+    truncation fallback), and ``summary`` changed while the context did not."""
+    repo = AgentStateRepository(astore)
+
+    async def go():
+        state = AgentState(session_id="chat-1")
+        state.context = [UserMsg("alice", f"message {i}") for i in range(6)]
+        state.summary = "old summary"
+        assert (await repo.save("alice", "chat-1", state)).context.rows_written == 6
+        # truncation without a new summary: keep the last two
+        state.context = [m.model_copy(deep=True) for m in state.context[-2:]]
+        r = await repo.save("alice", "chat-1", state)
+        assert (r.context.kind, r.context.rows_written) == ("suffix", 2)
+        await assert_stored(repo, raw, state)
+        assert len(table(raw)[0]) == 2
+        # a new summary only: the message rows are untouched
+        state.summary = [TextBlock(text="a structured summary")]
+        r = await repo.save("alice", "chat-1", state)
+        assert (r.context.kind, r.context.rows_written) == ("unchanged", 0)
+        await assert_stored(repo, raw, state)
+        # a boundary message shortened under the same id
+        first = state.context[0]
+        state.context[0] = first.model_copy(update={"content": [TextBlock(text="mess…")]})
+        r = await repo.save("alice", "chat-1", state)
+        assert (r.context.kind, r.context.rows_written) == ("suffix", 1)
+        await assert_stored(repo, raw, state)
+        assert table(raw)[0][0]["id"] == first.id
+        # an edit in the middle of a long context writes that one row
+        state.context = [UserMsg("alice", f"m{i}") for i in range(50)]
+        await repo.save("alice", "chat-1", state)
+        state.context[25] = state.context[25].model_copy(update={"metadata": {"edited": True}})
+        r = await repo.save("alice", "chat-1", state)
+        assert (r.context.kind, r.context.rows_written) == ("suffix", 1)
+        await assert_stored(repo, raw, state)
+        # cleared
+        state.context = []
+        r = await repo.save("alice", "chat-1", state)
+        assert r.context.kind == "clear" and table(raw)[0] == []
+        await assert_stored(repo, raw, state)
+
+    run(go())
+
+
+def test_sessions_are_separate_and_delete_removes_only_the_repository_keys(astore, raw):
+    repo = AgentStateRepository(astore)
+
+    async def go():
+        a = AgentState(session_id="chat-1", context=[UserMsg("alice", "hi")])
+        b = AgentState(session_id="chat-2", context=[UserMsg("alice", "yo"), UserMsg("alice", "there")])
+        await repo.save("alice", "chat-1", a)
+        await repo.save("alice", "chat-2", b)
+        await repo.save("bob", "chat-1", AgentState(session_id="chat-1"))
+        await astore.save("alice", "chat-1", "my-own-key", {"keep": True})
+        assert await repo.list_sessions("alice") == {"chat-1", "chat-2"}
+        assert dump(await repo.load("alice", "chat-2")) == dump(b)
+        assert (await repo.load("bob", "chat-1")).context == []
+        assert await repo.exists("alice", "chat-1")
+        await repo.delete("alice", "chat-1")
+        assert not await repo.exists("alice", "chat-1")
+        fresh = await repo.load("alice", "chat-1")
+        assert fresh.session_id == "chat-1" and fresh.context == []
+        assert [r[1] for r in raw.rows("alice:chat-1")] == ["my-own-key"]
+        assert dump(await repo.load("alice", "chat-2")) == dump(b)
+        with pytest.raises(TypeError):
+            await repo.save("alice", "chat-1", {"context": []})
+
+    run(go())
+
+
+def test_a_sync_store_is_accepted_and_left_open(store, raw):
+    repo = AgentStateRepository(store)
+    state = AgentState(session_id="s", context=[UserMsg("u", "hello")])
+    run(repo.save("u", "s", state))
+    assert dump(run(repo.load("u", "s"))) == dump(state)
+    assert store.list_length("u", "s", CONTEXT_KEY) == 1
+
+
+def test_core_imports_without_agentscope(tmp_path):
+    """``import mysql_state`` must not pull agentscope in (the adapters are extras)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, builtins\n"
+        "real = builtins.__import__\n"
+        "def guard(name, *a, **k):\n"
+        "    if name.split('.')[0] == 'agentscope': raise ImportError('blocked: ' + name)\n"
+        "    return real(name, *a, **k)\n"
+        "builtins.__import__ = guard\n"
+        "import mysql_state, mysql_state.aio\n"
+        "try:\n"
+        "    import mysql_state.agentscope\n"
+        "except ImportError as e:\n"
+        "    print('adapter:', e)\n"
+        "print('core ok', 'agentscope' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "core ok False" in out.stdout
+    assert "pip install 'mysql-state[agentscope]'" in out.stdout
