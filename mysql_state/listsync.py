@@ -225,14 +225,19 @@ def plan_against_stored(datas: Sequence[bytes], stored: Sequence[bytes]) -> Plan
     return plan
 
 
+def plan_rewrite(datas: Sequence[bytes], item_digests: Sequence[int]) -> Plan:
+    """Drop every item row and write the list whole."""
+    return Plan(upserts=list(enumerate(datas)), delete_all=True, new_hash=ListHash.of(item_digests), kind="rewrite")
+
+
 def plan_cold(datas: Sequence[bytes], item_digests: Sequence[int], stored: Optional[ListHash]) -> Optional[Plan]:
     """Plan without a snapshot; None when the stored items must be read to find the change.
 
     A missing or foreign hash row gives a full rewrite.
     """
-    new_hash = ListHash.of(item_digests)
     if stored is None:
-        return Plan(upserts=list(enumerate(datas)), delete_all=True, new_hash=new_hash, kind="rewrite")
+        return plan_rewrite(datas, item_digests)
+    new_hash = ListHash.of(item_digests)
     if stored == new_hash:
         return Plan(kind="unchanged")
     if stored.n <= len(datas) and (sum(item_digests[: stored.n]) & _MASK) == stored.total:

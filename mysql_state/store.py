@@ -351,26 +351,13 @@ class MysqlAgentStateStore:
             cur.execute(self._sql["LOCK_HASH_ROW"], (sid, hk))
             row = cur.fetchone()
             stored = ListHash.parse(row[0] if row else None)
-            plan = new_snap = None
+            planned: Optional[tuple[Plan, Optional[Snapshot]]] = None
             if snap is not None and stored is not None and stored == snap.hash:
-                plan, new_snap = snap.diff(blob, values, encode)
-                if new_snap is None:
-                    plan = None
-            if plan is None:
-                datas = encode(values, 0)
-                item_digests = listsync.digests(datas)
-                plan = listsync.plan_cold(datas, item_digests, stored)
-                if plan is None:
-                    cur.execute(self._sql["LOCK_ITEMS"], (sid, k))
-                    have = cur.fetchall()
-                    if [r[0] for r in have] == list(range(len(have))):
-                        plan = listsync.plan_against_stored(datas, [r[1].encode() for r in have])
-                    else:  # gaps in item_index: rewrite it whole
-                        plan = listsync.plan_cold(datas, item_digests, None)
-                    plan.new_hash = ListHash.of(item_digests)
-                new_snap = Snapshot.build(blob, datas, item_digests, ListHash.of(item_digests))
+                planned = snap.diff(blob, values, encode)
+            if planned is None or planned[1] is None:
+                planned = self._plan_cold(cur, sid, k, values, blob, stored)
+            plan, result["snap"] = planned
             self._apply(cur, sid, k, plan)
-            result["snap"] = new_snap
             return plan
 
         lock = snap.lock if snap is not None else contextlib.nullcontext()
@@ -378,6 +365,23 @@ class MysqlAgentStateStore:
             plan = self._db.run(tx, f"save_list {k!r}", write=True)
         self._snapshots.put(cache_key, result.get("snap"))
         return plan
+
+    def _plan_cold(
+        self, cur: Any, sid: str, k: str, values: Sequence[Any], blob: bytes, stored: Optional[ListHash]
+    ) -> tuple[Plan, Snapshot]:
+        """Plan without a usable snapshot: digest every item, read the stored ones if needed."""
+        datas = serde.encode_items(values, k)
+        item_digests = listsync.digests(datas)
+        plan = listsync.plan_cold(datas, item_digests, stored)
+        if plan is None:
+            cur.execute(self._sql["LOCK_ITEMS"], (sid, k))
+            have = cur.fetchall()
+            if [r[0] for r in have] == list(range(len(have))):
+                plan = listsync.plan_against_stored(datas, [r[1].encode() for r in have])
+                plan.new_hash = ListHash.of(item_digests)
+            else:  # gaps in item_index: rewrite it whole
+                plan = listsync.plan_rewrite(datas, item_digests)
+        return plan, Snapshot.build(blob, datas, item_digests, ListHash.of(item_digests))
 
     def _apply(self, cur: Any, sid: str, k: str, plan: Plan) -> None:
         if plan.new_hash is None:
