@@ -19,7 +19,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from typing import Optional
@@ -61,12 +60,13 @@ class LocalServer:
     """
 
     def __init__(self, *extra_args: str, port: Optional[int] = None) -> None:
-        self.binary = find_binary("mariadbd", "mysqld")
-        if self.binary is None:
+        binary = find_binary("mariadbd", "mysqld")
+        if binary is None:
             raise RuntimeError(
                 "no MySQL-compatible server found: install one (Debian/Ubuntu: "
                 "apt-get install -y mariadb-server), or set MYSQL_URL=mysql://user:pw@host:port/"
             )
+        self.binary: str = binary
         self.base = tempfile.mkdtemp(prefix="mysql-state-server-")
         self.datadir = os.path.join(self.base, "data")
         self.socket = os.path.join(self.base, "mysqld.sock")
@@ -188,4 +188,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
