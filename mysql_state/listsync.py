@@ -89,13 +89,14 @@ class Snapshot:
     costs O(new items)). Guarded by ``lock`` (one writer per list key in the process).
     """
 
-    __slots__ = ("blob", "ends", "digests", "pending", "lock", "hash")
+    __slots__ = ("blob", "ends", "digests", "pending", "pending_bytes", "lock", "hash")
 
     def __init__(self, blob: bytes, ends: list[int], item_digests: list[int], h: ListHash) -> None:
         self.blob = blob
         self.ends = ends
         self.digests = item_digests
         self.pending: list[bytes] = []
+        self.pending_bytes = 0
         self.lock = threading.Lock()
         self.hash = h
 
@@ -110,7 +111,7 @@ class Snapshot:
 
     @property
     def nbytes(self) -> int:
-        return len(self.blob) + sum(map(len, self.pending)) + 40 * len(self.ends)
+        return len(self.blob) + self.pending_bytes + 40 * (len(self.ends) + len(self.pending))
 
     def item(self, i: int) -> bytes:
         start = self.ends[i - 1] + 1 if i else 1
@@ -119,6 +120,7 @@ class Snapshot:
     def extend(self, datas: Sequence[bytes], new_digests: Sequence[int], h: ListHash) -> None:
         """Record an append (O(new items)); folded into ``blob`` on the next diff."""
         self.pending.extend(datas)
+        self.pending_bytes += sum(map(len, datas))
         self.digests.extend(new_digests)
         self.hash = h
 
@@ -134,6 +136,7 @@ class Snapshot:
             pos += len(d) + 1
         self.blob = body + (b"," if len(body) > 1 else b"") + joined + b"]"
         self.pending = []
+        self.pending_bytes = 0
 
     def diff(self, blob: bytes, values: Sequence, encode_items) -> tuple[Plan, Optional["Snapshot"]]:
         """Plan the writes that turn this snapshot into ``values`` (whose JSON is ``blob``).
