@@ -337,3 +337,128 @@ def test_core_imports_without_agentscope(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "core ok False" in out.stdout
     assert "pip install 'mysql-state[agentscope]'" in out.stdout
+
+
+# ---- agentscope.app storage ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def app_db(url, database):
+    """A second database on the same server for AgentScope's own app tables (aiomysql)."""
+    pytest.importorskip("sqlalchemy", reason="agentscope[storage-sql] is not installed")
+    pytest.importorskip("aiomysql", reason="aiomysql (the app storage's async driver) is not installed")
+    from mysql_state.pool import parse_url
+
+    from .conftest import connect
+
+    name = database + "_app"
+    con = connect(url)
+    with con.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{name}`")
+    kw, _ = parse_url(url)
+    auth = kw.get("user", "root") + (f":{kw['password']}" if kw.get("password") else "")
+    yield f"mysql+aiomysql://{auth}@{kw.get('host', '127.0.0.1')}:{kw.get('port', 3306)}/{name}", name
+    with con.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+    con.close()
+
+
+def test_app_storage_keeps_session_state_in_the_store(astore, raw, app_db):
+    from agentscope.app.storage import AsyncSQLAlchemyStorage, SessionConfig, StorageBase
+
+    from mysql_state.agentscope import MysqlStateAppStorage
+
+    app_url, app_name = app_db
+    CALLS.clear()
+
+    def payload_state(session_id: str) -> dict:
+        rows = raw.query(f"SELECT payload FROM `{app_name}`.`sessions` WHERE id=%s", (session_id,))
+        return orjson.loads(rows[0][0])["state"]
+
+    async def go():
+        storage = MysqlStateAppStorage(app_url, astore)
+        assert isinstance(storage, AsyncSQLAlchemyStorage) and isinstance(storage, StorageBase)
+        async with storage:
+            rec = await storage.upsert_session("alice", "agent-1", SessionConfig(workspace_id="w1"))
+            sid = f"alice:{rec.id}"
+            assert raw.rows(sid), "a new session has its (fresh) state in the store"
+
+            # What the chat service does per turn: load the record, run the agent, persist.
+            got = await storage.get_session("alice", "agent-1", rec.id)
+            got.state.session_id = rec.id
+            agent = make_agent(ScriptedModel([
+                [ToolCallBlock(id="c1", name="add", input='{"a": 4, "b": 5}')],
+                [TextBlock(text="9")],
+                [TextBlock(text="ok")],
+            ]), got.state)
+            await agent.reply(UserMsg("alice", "4+5?"))
+            await storage.update_session_state("alice", "agent-1", rec.id, agent.state)
+            assert CALLS == [(4, 5)]
+            messages, _, _ = table(raw, sid)
+            assert messages == dump(agent.state)["context"] and len(messages) == 2
+            assert payload_state(rec.id)["context"] == [], "the SQL payload keeps only a stub"
+
+            # Next turn on a record read back from the storage: only the new rows are written.
+            again = await storage.get_session("alice", "agent-1", rec.id)
+            assert dump(again.state) == dump(agent.state)
+            agent = make_agent(agent.model, again.state)
+            await agent.reply(UserMsg("alice", "thanks"))
+            before = raw.query("SELECT item_index, version FROM {t} WHERE session_id=%s AND state_key=%s",
+                               (sid, CONTEXT_KEY))
+            await storage.update_session_state("alice", "agent-1", rec.id, agent.state)
+            after = dict(raw.query("SELECT item_index, version FROM {t} WHERE session_id=%s AND state_key=%s",
+                                   (sid, CONTEXT_KEY)))
+            assert {i: after[i] for i, _ in before} == dict(before) and len(after) == 4
+
+            # A config-only upsert (rename) keeps the state; listings are hydrated.
+            await storage.upsert_session("alice", "agent-1", SessionConfig(workspace_id="w1", name="renamed"),
+                                         session_id=rec.id)
+            listed = await storage.list_sessions("alice", "agent-1")
+            assert [r.id for r in listed] == [rec.id] and dump(listed[0].state) == dump(agent.state)
+            assert listed[0].config.name == "renamed"
+
+            # Owner scoping is the parent's; a missing session is a KeyError, as in the parent.
+            assert await storage.get_session("mallory", "agent-1", rec.id) is None
+            with pytest.raises(KeyError):
+                await storage.update_session_state("alice", "agent-1", "no-such-session", agent.state)
+
+            # A session created with a state (a borrow); then deleting the agent cascades.
+            other = await storage.upsert_session("alice", "agent-1", SessionConfig(workspace_id="w1"),
+                                                 state=agent.state)
+            assert dump((await storage.get_session("alice", "agent-1", other.id)).state) == dump(agent.state)
+            assert await astore.list_session_ids("alice") == {rec.id, other.id}
+            assert await storage.delete_session("alice", "agent-1", rec.id)
+            assert raw.rows(sid) == []
+            await storage.delete_agent("alice", "agent-1")
+            assert raw.rows() == [], "the cascade removed the other session's state too"
+
+    run(go())
+
+
+def test_create_app_runs_on_the_storage(astore, raw, app_db, tmp_path):
+    """``create_app(storage=...)`` builds the FastAPI app, and its lifespan opens our storage
+    (AgentScope's tables appear in the app database) and closes it."""
+    pytest.importorskip("fastapi", reason="agentscope's service extra (fastapi) is not installed")
+    from agentscope.app import create_app
+    from agentscope.app.message_bus import InMemoryMessageBus
+    from agentscope.app.storage import SessionConfig
+    from agentscope.app.workspace_manager import LocalWorkspaceManager
+
+    from mysql_state.agentscope import MysqlStateAppStorage
+
+    app_url, app_name = app_db
+    storage = MysqlStateAppStorage(app_url, astore)
+    app = create_app(storage=storage, message_bus=InMemoryMessageBus(),
+                     workspace_manager=LocalWorkspaceManager(str(tmp_path)),
+                     enable_index_worker=False, enable_channel_worker=False, enable_scheduler=False)
+
+    async def go():
+        async with app.router.lifespan_context(app):
+            tables = {r[0] for r in raw.query(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema=%s", (app_name,))}
+            assert "sessions" in tables
+            rec = await storage.upsert_session("alice", "a", SessionConfig(workspace_id="w"),
+                                               state=AgentState(session_id="x", context=[UserMsg("alice", "hi")]))
+            assert [m["content"][0]["text"] for m in table(raw, f"alice:{rec.id}")[0]] == ["hi"]
+
+    run(go())
