@@ -1,0 +1,299 @@
+"""AgentScope 1.0.x adapters: a ``SessionBase`` and a working memory kept in this store.
+
+Install with ``pip install 'mysql-state[agentscope1]'`` (AgentScope 1.0.x cannot share an
+environment with 2.x: both are imported as ``agentscope``).
+
+* :class:`MysqlSession` behaves like AgentScope's ``JSONSession`` (one saved state per
+  ``(user_id, session_id)`` holding the modules passed to the last save), except that every
+  memory inside it (a state dict with ``content`` and ``_compressed_summary``) is stored as a
+  list, one row per message, so a save writes only the messages that changed.
+* :class:`MysqlMemory` is AgentScope's ``InMemoryMemory`` (same semantics, it *is* one) that
+  writes every change through to the store: ``add`` appends rows, a mark update rewrites only
+  the messages it touched, and a new process picks the memory up where it was.
+
+>>> store = AsyncMysqlAgentStateStore.from_url(url, create_if_not_exist=True)  # doctest: +SKIP
+>>> memory = MysqlMemory(store, user_id="alice", session_id="chat-1")
+>>> agent = ReActAgent(name="bot", ..., memory=memory)
+>>> session = MysqlSession(store)
+>>> await session.save_session_state("chat-1", user_id="alice", agent=agent)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+try:
+    from agentscope.memory import InMemoryMemory
+    from agentscope.message import Msg
+    from agentscope.module import StateModule
+    from agentscope.session import SessionBase
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "mysql_state.agentscope1 needs AgentScope 1.0.x: pip install 'mysql-state[agentscope1]'"
+    ) from exc
+
+from .aio import AsyncMysqlAgentStateStore
+from .store import MysqlAgentStateStore
+
+__all__ = ["MysqlSession", "MysqlMemory", "SESSION_KEY"]
+
+#: The value key of a saved session: ``{module name: state dict}`` with memories swapped out.
+SESSION_KEY = "agentscope1.session"
+_LIST_REF = "__mysql_state_list__"
+
+
+def _async(store: AsyncMysqlAgentStateStore | MysqlAgentStateStore) -> AsyncMysqlAgentStateStore:
+    if isinstance(store, MysqlAgentStateStore):
+        return AsyncMysqlAgentStateStore(store, close_store=False)
+    if not isinstance(store, AsyncMysqlAgentStateStore):
+        raise TypeError(f"store must be an AsyncMysqlAgentStateStore, got {type(store).__name__}")
+    return store
+
+
+def _user(user_id: str) -> Optional[str]:
+    return user_id or None  # JSONSession's "" (no user) is the store's anonymous user
+
+
+def _is_memory(d: Any) -> bool:
+    return isinstance(d, dict) and isinstance(d.get("content"), list) and "_compressed_summary" in d
+
+
+class MysqlSession(SessionBase):
+    """AgentScope 1.x session state in MySQL, with ``JSONSession``'s behaviour.
+
+    ``save_session_state`` replaces what was saved for the session by the modules passed now;
+    ``load_session_state`` loads the saved modules that are passed (strict, as JSONSession),
+    and raises ``ValueError`` for a missing session when ``allow_not_exist`` is False.
+
+    >>> session = MysqlSession(store)  # doctest: +SKIP
+    >>> await session.save_session_state("chat-1", user_id="alice", agent=agent)  # doctest: +SKIP
+    >>> await session.load_session_state("chat-1", user_id="alice", agent=agent)  # doctest: +SKIP
+    """
+
+    def __init__(self, store: AsyncMysqlAgentStateStore | MysqlAgentStateStore, *, key: str = SESSION_KEY) -> None:
+        self.store = _async(store)
+        self.key = key
+
+    def _list_key(self, path: tuple[str, ...]) -> str:
+        return ".".join((self.key, *path))
+
+    async def save_session_state(self, session_id: str, user_id: str = "", **state_modules_mapping: StateModule) -> None:
+        """Save the modules' ``state_dict()``; memories go to lists, written incrementally.
+
+        >>> await session.save_session_state("chat-1", user_id="alice", agent=agent)  # doctest: +SKIP
+        """
+        uid = _user(user_id)
+        lists: dict[str, list] = {}
+
+        def lift(obj: Any, path: tuple[str, ...]) -> Any:
+            if _is_memory(obj):
+                key = self._list_key(path)
+                lists[key] = obj["content"]
+                return {**obj, "content": {_LIST_REF: key}}
+            if isinstance(obj, dict):
+                return {k: lift(v, (*path, str(k))) for k, v in obj.items()}
+            return obj
+
+        states = {name: lift(module.state_dict(), (name,)) for name, module in state_modules_mapping.items()}
+        previous = await self.store.get(uid, session_id, self.key)
+        for key, items in lists.items():
+            await self.store.save_list(uid, session_id, key, items)
+        await self.store.save(uid, session_id, self.key, {"states": states, "lists": sorted(lists)})
+        for gone in set((previous or {}).get("lists", ())) - set(lists):
+            await self.store.delete(uid, session_id, gone)
+
+    async def load_session_state(
+        self,
+        session_id: str,
+        user_id: str = "",
+        allow_not_exist: bool = True,
+        **state_modules_mapping: StateModule,
+    ) -> None:
+        """Load the saved state into the modules passed (by name).
+
+        >>> await session.load_session_state("chat-1", user_id="alice", agent=agent)  # doctest: +SKIP
+        """
+        uid = _user(user_id)
+        saved = await self.store.get(uid, session_id, self.key)
+        if saved is None:
+            if allow_not_exist:
+                return
+            raise ValueError(
+                f"Failed to load session state for session {session_id!r} (user {user_id!r}): it does not exist."
+            )
+        states = saved["states"]
+
+        async def lower(obj: Any) -> Any:
+            if isinstance(obj, dict):
+                if set(obj) == {_LIST_REF}:
+                    return await self.store.get_list(uid, session_id, obj[_LIST_REF])
+                return {k: await lower(v) for k, v in obj.items()}
+            return obj
+
+        for name, module in state_modules_mapping.items():
+            if name in states:
+                module.load_state_dict(await lower(states[name]))
+
+
+class MysqlMemory(InMemoryMemory):
+    """``InMemoryMemory`` whose content is written through to the store, one row per message.
+
+    The list at ``key`` holds ``[msg.to_dict(), marks]`` per message (the layout of
+    ``InMemoryMemory.state_dict()``); the compressed summary is the value ``key + ".summary"``.
+    The stored memory is read on first use, so a new process continues the conversation.
+
+    >>> memory = MysqlMemory(store, user_id="alice", session_id="chat-1")  # doctest: +SKIP
+    >>> await memory.add(Msg("alice", "hi", "user"))  # doctest: +SKIP
+    >>> await memory.size()  # doctest: +SKIP
+    1
+    """
+
+    def __init__(
+        self,
+        store: AsyncMysqlAgentStateStore | MysqlAgentStateStore,
+        session_id: str,
+        user_id: Optional[str] = None,
+        *,
+        key: str = "agentscope1.memory",
+    ) -> None:
+        super().__init__()
+        self.store = _async(store)
+        self.user_id = user_id or None
+        self.session_id = session_id
+        self.key = key
+        self._loaded = False
+        self._pending_summary = False
+        self.last_plan = None  # what the last write did (kind, rows written), for callers and tests
+
+    @property
+    def summary_key(self) -> str:
+        return self.key + ".summary"
+
+    # ---- store I/O ---------------------------------------------------------------------------
+
+    async def _load(self) -> None:
+        if self._loaded:
+            return
+        rows = await self.store.get_list(self.user_id, self.session_id, self.key)
+        summary = await self.store.get(self.user_id, self.session_id, self.summary_key, default="")
+        InMemoryMemory.load_state_dict(self, {"content": rows, "_compressed_summary": summary}, strict=False)
+        self._loaded = True
+
+    async def _flush(self) -> None:
+        rows = [[msg.to_dict(), list(marks)] for msg, marks in self.content]
+        self.last_plan = await self.store.save_list_report(self.user_id, self.session_id, self.key, rows)
+        if self._pending_summary:
+            await self.store.save(self.user_id, self.session_id, self.summary_key, self._compressed_summary)
+            self._pending_summary = False
+
+    async def reload(self) -> None:
+        """Drop the local copy and read the stored memory again.
+
+        >>> await memory.reload()  # doctest: +SKIP
+        """
+        self._loaded = False
+        await self._load()
+
+    # ---- MemoryBase --------------------------------------------------------------------------
+
+    async def add(self, memories: Msg | list[Msg] | None, marks: str | list[str] | None = None, **kwargs: Any) -> None:
+        """Add messages (skipping ids already present, as ``InMemoryMemory``); appends rows.
+
+        >>> await memory.add([msg1, msg2], marks="hint")  # doctest: +SKIP
+        """
+        await self._load()
+        await super().add(memories, marks, **kwargs)
+        await self._flush()
+
+    async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
+        """Delete messages by id; returns how many.
+
+        >>> await memory.delete([msg1.id])  # doctest: +SKIP
+        1
+        """
+        await self._load()
+        n = await super().delete(msg_ids, **kwargs)
+        if n:
+            await self._flush()
+        return n
+
+    async def delete_by_mark(self, mark: str | list[str], *args: Any, **kwargs: Any) -> int:
+        """Delete the messages carrying any of the marks; returns how many.
+
+        >>> await memory.delete_by_mark("hint")  # doctest: +SKIP
+        0
+        """
+        await self._load()
+        n = await super().delete_by_mark(mark, *args, **kwargs)
+        if n:
+            await self._flush()
+        return n
+
+    async def update_messages_mark(
+        self, new_mark: str | None, old_mark: str | None = None, msg_ids: list[str] | None = None
+    ) -> int:
+        """Add/replace/remove a mark; only the messages it changed are rewritten.
+
+        >>> await memory.update_messages_mark("compressed", msg_ids=[msg1.id])  # doctest: +SKIP
+        1
+        """
+        await self._load()
+        n = await super().update_messages_mark(new_mark, old_mark, msg_ids)
+        await self._flush()
+        return n
+
+    async def size(self) -> int:
+        """Number of messages.
+
+        >>> await memory.size()  # doctest: +SKIP
+        2
+        """
+        await self._load()
+        return await super().size()
+
+    async def clear(self) -> None:
+        """Remove every message (the summary stays, as in ``InMemoryMemory``).
+
+        >>> await memory.clear()  # doctest: +SKIP
+        """
+        await self._load()
+        await super().clear()
+        await self._flush()
+
+    async def get_memory(
+        self, mark: str | None = None, exclude_mark: str | None = None, prepend_summary: bool = True, **kwargs: Any
+    ) -> list[Msg]:
+        """The messages, filtered by marks, with the summary first (as ``InMemoryMemory``).
+
+        >>> await memory.get_memory(exclude_mark="compressed")  # doctest: +SKIP
+        """
+        await self._load()
+        return await super().get_memory(mark, exclude_mark, prepend_summary, **kwargs)
+
+    async def update_compressed_summary(self, summary: str) -> None:
+        """Set the compressed summary (one value row).
+
+        >>> await memory.update_compressed_summary("we talked about MySQL")  # doctest: +SKIP
+        """
+        await self._load()
+        await super().update_compressed_summary(summary)
+        await self.store.save(self.user_id, self.session_id, self.summary_key, summary)
+
+    def load_state_dict(self, state_dict: dict, strict: bool = True) -> None:
+        """Replace the content (e.g. from a session); written to the store on the next change
+        or :meth:`flush`.
+
+        >>> memory.load_state_dict(saved["memory"])  # doctest: +SKIP
+        """
+        super().load_state_dict(state_dict, strict)
+        self._loaded = True
+        self._pending_summary = True
+
+    async def flush(self) -> None:
+        """Write the current content and summary to the store now.
+
+        >>> await memory.flush()  # doctest: +SKIP
+        """
+        await self._load()
+        self._pending_summary = True
+        await self._flush()

@@ -1,0 +1,253 @@
+"""AgentScope 1.0.x cases, run by tests/test_agentscope1.py inside .venv-agentscope1 (1.x and
+2.x cannot share an environment). Not named test_*: the default run never imports it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+
+import orjson
+import pytest
+
+import agentscope
+
+assert agentscope.__version__.startswith("1.0"), agentscope.__version__
+
+from agentscope.agent import ReActAgent  # noqa: E402
+from agentscope.formatter import OpenAIChatFormatter  # noqa: E402
+from agentscope.memory import InMemoryMemory  # noqa: E402
+from agentscope.message import Msg, TextBlock, ToolUseBlock  # noqa: E402
+from agentscope.model import ChatModelBase, ChatResponse  # noqa: E402
+from agentscope.session import JSONSession  # noqa: E402
+from agentscope.token import CharTokenCounter  # noqa: E402
+from agentscope.tool import Toolkit, ToolResponse  # noqa: E402
+
+from mysql_state.agentscope1 import SESSION_KEY, MysqlMemory, MysqlSession  # noqa: E402
+from mysql_state.aio import AsyncMysqlAgentStateStore  # noqa: E402
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+class ScriptedModel(ChatModelBase):
+    def __init__(self, script):
+        super().__init__(model_name="scripted", stream=False)
+        self.script = list(script)
+
+    async def __call__(self, messages, tools=None, tool_choice=None, structured_model=None, **kwargs):
+        if structured_model is not None:
+            return ChatResponse(content=[], metadata={k: f"<{k}>" for k in structured_model.model_fields})
+        return ChatResponse(content=self.script.pop(0))
+
+
+def add(a: int, b: int) -> ToolResponse:
+    """Add two integers.
+
+    Args:
+        a (int): first
+        b (int): second
+    """
+    return ToolResponse(content=[TextBlock(type="text", text=str(a + b))])
+
+
+SCRIPT = [
+    [TextBlock(type="text", text="let me add"), ToolUseBlock(type="tool_use", id="call1", name="add", input={"a": 2, "b": 3})],
+    [TextBlock(type="text", text="2+3=5")],
+    [TextBlock(type="text", text="bye")],
+    [TextBlock(type="text", text="again")],
+    [TextBlock(type="text", text="and again")],
+]
+
+
+def build(model, memory, compression=None):
+    tk = Toolkit()
+    tk.register_tool_function(add)
+    kw = {"compression_config": compression} if compression else {}
+    agent = ReActAgent(name="bot", sys_prompt="You are a bot.", model=model, formatter=OpenAIChatFormatter(),
+                       toolkit=tk, memory=memory, **kw)
+    agent.set_console_output_enabled(False)
+    return agent
+
+
+@pytest.fixture
+def astore(url, database):
+    s = AsyncMysqlAgentStateStore.from_url(url, database_name=database, create_if_not_exist=True, pool_size=2)
+    yield s
+    run(s.aclose())
+
+
+def memory_rows(raw, sid="alice:chat-1", key="agentscope1.memory"):
+    rows = raw.query("SELECT item_index, state_data, version FROM {t} WHERE session_id=%s AND state_key=%s "
+                     "ORDER BY item_index", (sid, key))
+    assert [r[0] for r in rows] == list(range(len(rows)))
+    return [orjson.loads(r[1]) for r in rows], [r[2] for r in rows]
+
+
+def test_react_agent_memory_is_written_through_incrementally(url, database, astore, raw):
+    async def go():
+        memory = MysqlMemory(astore, session_id="chat-1", user_id="alice")
+        agent = build(ScriptedModel(SCRIPT), memory)
+        r = await agent(Msg("user", "what is 2+3?", "user"))
+        assert r.get_text_content() == "2+3=5"
+        content, versions = memory_rows(raw)
+        assert content == orjson.loads(orjson.dumps(memory.state_dict()["content"]))
+        assert [c[0]["role"] for c in content] == ["user", "assistant", "system", "assistant"]
+        await agent(Msg("user", "thanks", "user"))
+        assert memory.last_plan.kind == "append" and memory.last_plan.rows_written == 1
+        content2, versions2 = memory_rows(raw)
+        assert len(content2) == 6 and versions2[:4] == versions, "old rows were rewritten"
+
+        # A new process: a new store, a new memory, a new agent; the conversation continues.
+        async with AsyncMysqlAgentStateStore.from_url(url, database_name=database) as store2:
+            memory2 = MysqlMemory(store2, session_id="chat-1", user_id="alice")
+            assert memory2.state_dict()["content"] == []  # nothing read before first use
+            assert await memory2.size() == 6
+            assert memory2.state_dict() == memory.state_dict()
+            agent2 = build(ScriptedModel(SCRIPT[3:]), memory2)
+            await agent2(Msg("user", "once more", "user"))
+            assert await memory2.size() == 8 and memory_rows(raw)[1][:6] == versions2
+
+    run(go())
+
+
+def test_compression_marks_rewrite_only_the_marked_rows(astore, raw):
+    async def go():
+        memory = MysqlMemory(astore, session_id="chat-1", user_id="alice")
+        cfg = ReActAgent.CompressionConfig(enable=True, agent_token_counter=CharTokenCounter(),
+                                           trigger_threshold=10, keep_recent=1)
+        agent = build(ScriptedModel(SCRIPT), memory, cfg)
+        await agent(Msg("user", "what is 2+3?", "user"))
+        await agent(Msg("user", "thanks " * 20, "user"))
+        content, _ = memory_rows(raw)
+        marked = [i for i, (_, marks) in enumerate(content) if "compressed" in marks]
+        assert marked, "the compression marked nothing"
+        assert content == orjson.loads(orjson.dumps(memory.state_dict()["content"]))
+        summary = raw.query("SELECT state_data FROM {t} WHERE session_id=%s AND state_key=%s",
+                            ("alice:chat-1", "agentscope1.memory.summary"))
+        assert json.loads(summary[0][0]) == memory._compressed_summary != ""
+        # marking a message in the middle rewrites exactly that row
+        _, before = memory_rows(raw)
+        target = [m for m, _ in memory.content][2]
+        assert await memory.update_messages_mark("pinned", msg_ids=[target.id]) == 1
+        assert memory.last_plan.rows_written == 1
+        _, after = memory_rows(raw)
+        assert [i for i, (a, b) in enumerate(zip(before, after)) if a != b] == [2]
+
+    run(go())
+
+
+def test_same_results_as_inmemorymemory(astore, raw):
+    """The same operations on InMemoryMemory and MysqlMemory: same returns, same state, and
+    the table always holds that state."""
+
+    async def go():
+        ref, mem = InMemoryMemory(), MysqlMemory(astore, session_id="s", user_id="u")
+        msgs = [Msg("user" if i % 2 == 0 else "bot", f"m{i}", "user" if i % 2 == 0 else "assistant") for i in range(8)]
+        ops = [
+            ("add", (msgs[:3],), {}),
+            ("add", (msgs[3],), {"marks": "hint"}),
+            ("add", (msgs[2:6],), {"marks": ["x", "y"]}),  # duplicates skipped
+            ("add", (msgs[6],), {"allow_duplicates": True}),
+            ("add", (msgs[6],), {"allow_duplicates": True}),
+            ("add", (None,), {}),
+            ("update_messages_mark", ("z",), {"old_mark": "x"}),
+            ("update_messages_mark", ("c",), {"msg_ids": [msgs[0].id]}),
+            ("update_messages_mark", (None,), {"old_mark": "y"}),
+            ("update_messages_mark", (None,), {}),
+            ("delete_by_mark", ("hint",), {}),
+            ("delete_by_mark", (["z", "c"],), {}),
+            ("delete", ([msgs[1].id, "nope"],), {}),
+            ("update_compressed_summary", ("sum",), {}),
+            ("size", (), {}),
+            ("add", (msgs[7],), {}),
+            ("clear", (), {}),
+            ("add", (msgs[:2],), {}),
+        ]
+        for name, args, kw in ops:
+            a = await getattr(ref, name)(*args, **kw)
+            b = await getattr(mem, name)(*args, **kw)
+            assert a == b, name
+            assert mem.state_dict() == ref.state_dict(), name
+            content, _ = memory_rows(raw, "u:s")
+            assert content == orjson.loads(orjson.dumps(ref.state_dict()["content"])), name
+            got = [(m.id, m.get_text_content()) for m in await mem.get_memory(prepend_summary=False)]
+            assert got == [(m.id, m.get_text_content()) for m in await ref.get_memory(prepend_summary=False)], name
+            texts = [m.get_text_content() for m in await mem.get_memory(exclude_mark="z")]
+            assert texts == [m.get_text_content() for m in await ref.get_memory(exclude_mark="z")], name
+        for bad in (lambda m: m.add(msgs[0], marks=3), lambda m: m.delete_by_mark([1])):
+            with pytest.raises(TypeError):
+                await bad(ref)
+            with pytest.raises(TypeError):
+                await bad(mem)
+        again = MysqlMemory(astore, session_id="s", user_id="u")
+        assert await again.size() == 2 and again.state_dict() == ref.state_dict()
+
+    run(go())
+
+
+def test_session_behaves_like_jsonsession(astore, raw):
+    async def go():
+        with tempfile.TemporaryDirectory() as d:
+            js, ms = JSONSession(save_dir=d), MysqlSession(astore)
+            agent = build(ScriptedModel(SCRIPT), InMemoryMemory())
+            await agent(Msg("user", "what is 2+3?", "user"))
+            for s in (js, ms):
+                await s.save_session_state("chat-1", user_id="alice", agent=agent)
+            with open(os.path.join(d, "alice_chat-1.json")) as f:
+                on_disk = json.load(f)
+            for s in (js, ms):
+                fresh = build(ScriptedModel([]), InMemoryMemory())
+                await s.load_session_state("chat-1", user_id="alice", agent=fresh)
+                assert fresh.state_dict() == agent.state_dict() == on_disk["agent"]
+            # the memory is a list: one row per message, and the session value refers to it
+            content, versions = memory_rows(raw, key=SESSION_KEY + ".agent.memory")
+            assert content == on_disk["agent"]["memory"]["content"] and len(content) == 4
+            await agent(Msg("user", "thanks", "user"))
+            await ms.save_session_state("chat-1", user_id="alice", agent=agent)
+            content2, versions2 = memory_rows(raw, key=SESSION_KEY + ".agent.memory")
+            assert len(content2) == 6 and versions2[:4] == versions, "a save rewrote old messages"
+            # a missing session
+            for s in (js, ms):
+                fresh = build(ScriptedModel([]), InMemoryMemory())
+                await s.load_session_state("nope", user_id="alice", agent=fresh)  # allow_not_exist: no-op
+                assert fresh.state_dict()["memory"]["content"] == []
+                with pytest.raises(ValueError):
+                    await s.load_session_state("nope", user_id="alice", allow_not_exist=False, agent=fresh)
+            # user "" is its own namespace, as JSONSession's file name
+            with pytest.raises(ValueError):
+                await ms.load_session_state("chat-1", allow_not_exist=False, agent=fresh)
+            # a save replaces the modules saved before (JSONSession rewrites the file)
+            other = InMemoryMemory()
+            await other.add(Msg("user", "solo", "user"))
+            for s in (js, ms):
+                await s.save_session_state("chat-1", user_id="alice", notes=other)
+            for s in (js, ms):
+                fresh = build(ScriptedModel([]), InMemoryMemory())
+                mem = InMemoryMemory()
+                await s.load_session_state("chat-1", user_id="alice", agent=fresh, notes=mem)
+                assert fresh.state_dict()["memory"]["content"] == [] and await mem.size() == 1
+            keys = {r[1] for r in raw.rows("alice:chat-1")}
+            assert keys == {SESSION_KEY, SESSION_KEY + ".notes", SESSION_KEY + ".notes:_hash"}
+
+    run(go())
+
+
+def test_session_with_mysql_memory_agent(astore, raw):
+    """MysqlMemory inside a session: its state dict is saved and loaded like InMemoryMemory's."""
+
+    async def go():
+        agent = build(ScriptedModel(SCRIPT), MysqlMemory(astore, session_id="chat-1", user_id="alice"))
+        await agent(Msg("user", "what is 2+3?", "user"))
+        ms = MysqlSession(astore)
+        await ms.save_session_state("chat-2", user_id="alice", agent=agent)
+        memory = MysqlMemory(astore, session_id="chat-3", user_id="alice")
+        fresh = build(ScriptedModel([]), memory)
+        await ms.load_session_state("chat-2", user_id="alice", agent=fresh)
+        assert fresh.state_dict() == agent.state_dict()
+        await memory.flush()
+        assert memory_rows(raw, "alice:chat-3")[0] == memory_rows(raw, "alice:chat-1")[0]
+
+    run(go())
