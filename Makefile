@@ -2,19 +2,20 @@
 # project, and make sure a MySQL-compatible server can be started (MYSQL_URL, Docker, or a
 # local mariadbd/mysqld, installing Debian's mariadb-server when run as root).
 PYTHON ?= python3
+comma  := ,
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
-EXTRAS ?= test
+EXTRAS ?= test,agentscope
 
 .PHONY: test demo bench server-bin venv clean
 
-$(VENV)/.installed-$(EXTRAS): setup.cfg pyproject.toml
+$(VENV)/.installed-$(subst $(comma),-,$(EXTRAS)): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[$(EXTRAS)]'
 	touch $@
 
-venv: $(VENV)/.installed-$(EXTRAS)
+venv: $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
 server-bin:
 	@if [ -n "$$MYSQL_URL" ]; then echo "using MYSQL_URL"; \
@@ -37,8 +38,8 @@ demo: venv server-bin
 	$(PY) benchmarks/demo.py
 
 bench:
-	$(MAKE) EXTRAS=test,bench venv server-bin
+	$(MAKE) EXTRAS=test,agentscope,bench venv server-bin
 	$(PY) benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) .venv-agentscope1 build *.egg-info .pytest_cache

@@ -20,9 +20,11 @@ from .errors import (
     ValueTooLargeError,
 )
 from .store import UNVERSIONED, MysqlAgentStateStore, VersionedState
+from .aio import AsyncMysqlAgentStateStore  # noqa: E402 (it imports the store)
 
 __all__ = [
     "MysqlAgentStateStore",
+    "AsyncMysqlAgentStateStore",
     "VersionedState",
     "UNVERSIONED",
     "MysqlStateError",

@@ -19,7 +19,7 @@ import asyncio
 import contextvars
 import functools
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Optional, Sequence, TypeVar
+from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
 
 from .listsync import Plan
 from .pool import (
@@ -45,6 +45,7 @@ OPERATIONS = (
     "save_if_version",
     "save_list",
     "save_list_report",
+    "save_many",
     "append_list",
     "get_list",
     "list_length",
@@ -203,6 +204,19 @@ class AsyncMysqlAgentStateStore:
         'append'
         """
         return await self._run(self.sync.save_list_report, user_id, session_id, key, values)
+
+    async def save_many(
+        self,
+        user_id: Optional[str],
+        session_id: str,
+        values: Optional[Mapping[str, Any]] = None,
+        lists: Optional[Mapping[str, Sequence[Any]]] = None,
+    ) -> dict[str, Plan]:
+        """Several values and lists of one session in one transaction; returns the lists' plans.
+
+        >>> await store.save_many("alice", "chat-1", values={"summary": s}, lists={"context": msgs})  # doctest: +SKIP
+        """
+        return await self._run(self.sync.save_many, user_id, session_id, values, lists)
 
     async def append_list(self, user_id: Optional[str], session_id: str, key: str, items: Sequence[Any]) -> int:
         """Add ``items`` after the end of the list; returns the new length.

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from typing import Any, NamedTuple, Optional, Sequence, TypeVar
+from dataclasses import dataclass
+from typing import Any, Mapping, NamedTuple, Optional, Sequence, TypeVar
 
 from . import keys, listsync, serde, sql
 from .errors import MysqlStateWarning, SchemaNotFoundError, ValueTooLargeError, errno_of
@@ -37,6 +38,22 @@ class VersionedState(NamedTuple):
 
     value: Any
     version: int
+
+
+@dataclass
+class _ListWrite:
+    """One list save, validated and encoded, on its way into a transaction."""
+
+    sid: str
+    key: str
+    values: Sequence[Any]
+    blob: bytes
+    snapshot: Optional[Snapshot]
+    new_snapshot: Optional[Snapshot] = None
+
+    def lock(self) -> Any:
+        """One writer per list key in this process while the snapshot is in use."""
+        return self.snapshot.lock if self.snapshot is not None else contextlib.nullcontext()
 
 
 class MysqlAgentStateStore:
@@ -85,6 +102,8 @@ class MysqlAgentStateStore:
             pool_timeout=pool_timeout,
             retries=retries,
         )
+        #: Connections per pool (None for a given pool); the async store sizes its threads to it.
+        self.pool_size: Optional[int] = _pool_size
         self._snapshots = SnapshotCache(snapshot_bytes)
         self._table = keys.quote_table(self.database_name, self.table_name)
         try:
@@ -234,19 +253,23 @@ class MysqlAgentStateStore:
         self._save_value(user_id, session_id, key, value)
 
     def _save_value(self, user_id, session_id, key, value) -> int:
+        sid, k, text = self._prepare_value(user_id, session_id, key, value)
+        version = self._db.run(lambda cur: self._value_tx(cur, sid, k, text), f"save {k!r}", write=True)
+        self._snapshots.drop((sid, k))
+        return version
+
+    def _prepare_value(self, user_id, session_id, key, value) -> tuple[str, str, str]:
+        """Validate and encode before any SQL: (packed session id, key, JSON text)."""
         sid, k = self._ids(user_id, session_id, key)
         data = serde.encode(value, k)
         self._check_size(data, f"save {k!r}")
-        text = data.decode()
+        return sid, k, data.decode()
 
-        def tx(cur: Any) -> int:
-            cur.execute(self._sql["DELETE_LIST_REMAINS"], (sid, k, keys.hash_key(k)))
-            affected = cur.execute(self._sql["UPSERT_VALUE"], (sid, k, text))
-            return 1 if affected == 1 else int(cur.lastrowid)
-
-        version = self._db.run(tx, f"save {k!r}", write=True)
-        self._snapshots.drop((sid, k))
-        return version
+    def _value_tx(self, cur: Any, sid: str, k: str, text: str) -> int:
+        """Upsert one value (removing what a list left under the key); returns its version."""
+        cur.execute(self._sql["DELETE_LIST_REMAINS"], (sid, k, keys.hash_key(k)))
+        affected = cur.execute(self._sql["UPSERT_VALUE"], (sid, k, text))
+        return 1 if affected == 1 else int(cur.lastrowid)
 
     def get(
         self,
@@ -300,10 +323,7 @@ class MysqlAgentStateStore:
             raise ValueError(f"expected_version {expected_version} must be >= -1 (UNVERSIONED)")
         if expected_version == UNVERSIONED:
             return self._save_value(user_id, session_id, key, value)
-        sid, k = self._ids(user_id, session_id, key)
-        data = serde.encode(value, k)
-        self._check_size(data, f"save_if_version {k!r}")
-        text = data.decode()
+        sid, k, text = self._prepare_value(user_id, session_id, key, value)
 
         def tx(cur: Any) -> int:
             if expected_version == 0:
@@ -337,33 +357,69 @@ class MysqlAgentStateStore:
         self, user_id: Optional[str], session_id: str, key: str, values: Sequence[Any]
     ) -> Plan:
         """:meth:`save_list`, returning what it wrote (kind of save, rows written)."""
+        w = self._prepare_list(user_id, session_id, key, values)
+        with w.lock():
+            plan = self._db.run(lambda cur: self._list_tx(cur, w), f"save_list {w.key!r}", write=True)
+        self._snapshots.put((w.sid, w.key), w.new_snapshot)
+        return plan
+
+    def save_many(
+        self,
+        user_id: Optional[str],
+        session_id: str,
+        values: Optional[Mapping[str, Any]] = None,
+        lists: Optional[Mapping[str, Sequence[Any]]] = None,
+    ) -> dict[str, Plan]:
+        """Save several values and lists of one session in ONE transaction (all or nothing).
+
+        Lists are saved as :meth:`save_list` does (only what changed); returns each list's plan.
+
+        >>> store.save_many("alice", "chat-1", values={"summary": s}, lists={"context": msgs})  # doctest: +SKIP
+        """
+        values, lists = dict(values or {}), dict(lists or {})
+        both = set(values) & set(lists)
+        if both:
+            raise ValueError(f"keys {sorted(both)} are given both as a value and as a list")
+        writes = [self._prepare_list(user_id, session_id, k, v) for k, v in sorted(lists.items())]
+        prepared = [self._prepare_value(user_id, session_id, k, v) for k, v in sorted(values.items())]
+
+        def tx(cur: Any) -> dict[str, Plan]:
+            plans = {w.key: self._list_tx(cur, w) for w in writes}
+            for sid, k, text in prepared:
+                self._value_tx(cur, sid, k, text)
+            return plans
+
+        with contextlib.ExitStack() as stack:
+            for w in writes:
+                stack.enter_context(w.lock())
+            plans = self._db.run(tx, f"save_many {sorted(lists) + sorted(values)}", write=True)
+        for w in writes:
+            self._snapshots.put((w.sid, w.key), w.new_snapshot)
+        for sid, k, _ in prepared:
+            self._snapshots.drop((sid, k))
+        return plans
+
+    def _prepare_list(self, user_id, session_id, key, values) -> "_ListWrite":
+        """Validate and encode a list save before any SQL."""
         sid, k = self._ids(user_id, session_id, key, is_list=True)
-        hk = keys.hash_key(k)
         if not isinstance(values, (list, tuple)):
             values = list(values)
         blob = serde.encode_list(values, k)
-        encode = lambda vs, start: serde.encode_items(vs, k, start)  # noqa: E731
-        cache_key = (sid, k)
-        snap = self._snapshots.get(cache_key)
-        result: dict = {}
+        return _ListWrite(sid, k, values, blob, self._snapshots.get((sid, k)))
 
-        def tx(cur: Any) -> Plan:
-            cur.execute(self._sql["LOCK_HASH_ROW"], (sid, hk))
-            row = cur.fetchone()
-            stored = ListHash.parse(row[0] if row else None)
-            planned: Optional[tuple[Plan, Optional[Snapshot]]] = None
-            if snap is not None and stored is not None and stored == snap.hash:
-                planned = snap.diff(blob, values, encode)
-            if planned is None or planned[1] is None:
-                planned = self._plan_cold(cur, sid, k, values, blob, stored)
-            plan, result["snap"] = planned
-            self._apply(cur, sid, k, plan)
-            return plan
-
-        lock = snap.lock if snap is not None else contextlib.nullcontext()
-        with lock:
-            plan = self._db.run(tx, f"save_list {k!r}", write=True)
-        self._snapshots.put(cache_key, result.get("snap"))
+    def _list_tx(self, cur: Any, w: "_ListWrite") -> Plan:
+        """Lock the hash row, plan from the snapshot (or cold), write the plan."""
+        cur.execute(self._sql["LOCK_HASH_ROW"], (w.sid, keys.hash_key(w.key)))
+        row = cur.fetchone()
+        stored = ListHash.parse(row[0] if row else None)
+        planned: Optional[tuple[Plan, Optional[Snapshot]]] = None
+        snap = w.snapshot
+        if snap is not None and stored is not None and stored == snap.hash:
+            planned = snap.diff(w.blob, w.values, lambda vs, start: serde.encode_items(vs, w.key, start))
+        if planned is None or planned[1] is None:
+            planned = self._plan_cold(cur, w.sid, w.key, w.values, w.blob, stored)
+        plan, w.new_snapshot = planned
+        self._apply(cur, w.sid, w.key, plan)
         return plan
 
     def _plan_cold(

@@ -184,3 +184,14 @@ def test_sigkill_during_a_stream_of_list_saves_leaves_only_whole_lists(local_ser
     writes = sum(len(v) - 1 for v in attempted.values())
     report(f"faults: {kills} SIGKILLs during {writes} save_list calls on {len(keys)} lists: "
            f"every list whole afterwards, hash rows consistent (errors seen by writers: {outcomes})")
+
+
+def test_save_many_is_all_or_nothing_when_its_commit_never_arrives(proxied, raw):
+    store, proxy = proxied
+    store.save_many("u", "s", values={"summary": "old"}, lists={"context": ["a"]})
+    before = raw.rows()
+    proxy.cut_on_commit = "before"
+    with pytest.raises(CommitUnknownError):
+        store.save_many("u", "s", values={"summary": "new"}, lists={"context": ["a", "b"]})
+    assert raw.rows() == before  # neither the list nor the value: one transaction, rolled back
+    assert store.get("u", "s", "summary") == "old" and store.get_list("u", "s", "context") == ["a"]

@@ -352,3 +352,26 @@ def test_unserialisable_value_is_a_type_error_and_writes_nothing(store, raw):
         store.append_list("u", "s", "memory", [object()])
     assert [r[1] for r in raw.rows()] == ["memory", "memory:_hash"]
     assert store.get_list("u", "s", "memory") == [1]
+
+
+def test_save_many_writes_values_and_lists_in_one_transaction(store, raw):
+    plans = store.save_many("u", "s", values={"summary": {"t": 1}, "plan": [1]}, lists={"context": msgs(3)})
+    assert plans["context"].kind == "rewrite" and plans["context"].rows_written == 3
+    assert store.get("u", "s", "summary") == {"t": 1} and store.get_list("u", "s", "context") == msgs(3)
+    plans = store.save_many("u", "s", values={"summary": {"t": 2}}, lists={"context": msgs(4)})
+    assert plans["context"].kind == "append" and plans["context"].rows_written == 1
+    before = raw.rows()
+    # one bad part (the list's second item cannot be serialised) and nothing of the call is written
+    with pytest.raises(TypeError, match="item 1 of list 'context'"):
+        store.save_many("u", "s", values={"summary": {"t": 3}}, lists={"context": [1, object()]})
+    # a value too large for the server: refused before anything of the call is written
+    store_small = store
+    store_small.max_allowed_packet, real = 10_000, store.max_allowed_packet
+    try:
+        with pytest.raises(ValueError, match="max_allowed_packet"):
+            store.save_many("u", "s", values={"summary": "x" * 20_000}, lists={"context": msgs(5)})
+    finally:
+        store_small.max_allowed_packet = real
+    assert raw.rows() == before
+    with pytest.raises(ValueError, match="both as a value and as a list"):
+        store.save_many("u", "s", values={"k": 1}, lists={"k": [1]})
