@@ -117,11 +117,10 @@ class AgentStateRepository:
             raise TypeError(f"state must be an agentscope AgentState, got {type(state).__name__}")
         data = state.model_dump(mode="json")
         context = data.pop("context")
-        plan, _ = await asyncio.gather(
-            self.store.save_list_report(user_id, session_id, self.context_key, context),
-            self.store.save(user_id, session_id, self.state_key, data),
+        plans = await self.store.save_many(  # one transaction: context and the rest never diverge
+            user_id, session_id, values={self.state_key: data}, lists={self.context_key: context}
         )
-        return SaveReport(plan, len(context))
+        return SaveReport(plans[self.context_key], len(context))
 
     async def delete(self, user_id: Optional[str], session_id: str) -> None:
         """Forget the state (only this repository's two keys; other keys stay).
