@@ -303,8 +303,9 @@ def make_pools(
 ) -> tuple[Any, Any, Optional[str]]:
     """Two PooledDBs of pymysql connections (utf8mb4): writes (autocommit off), reads (on).
 
-    Connections are not pinged at checkout (that costs a round trip per call): a dead one is
-    detected by its error and reconnected in place.
+    Connections are not pinged at checkout nor rolled back at check-in (each costs a round trip
+    per call): a dead one is detected by its error and reconnected in place, and every call
+    ends its own transaction.
     """
     import pymysql
     from dbutils.pooled_db import PooledDB
@@ -315,7 +316,9 @@ def make_pools(
     kwargs.setdefault("write_timeout", write_timeout)
     kwargs.update(connect_kwargs)
     kwargs["charset"] = "utf8mb4"
-    common = dict(maxconnections=pool_size, maxcached=pool_size, blocking=True, ping=0)
+    # reset=False: DBUtils would send a ROLLBACK at every check-in; every call here ends its
+    # transaction itself (COMMIT, or ROLLBACK on error), so that round trip buys nothing.
+    common = dict(maxconnections=pool_size, maxcached=pool_size, blocking=True, ping=0, reset=False)
     write_pool = PooledDB(pymysql, **common, autocommit=False, **kwargs)
     read_pool = PooledDB(pymysql, **common, autocommit=True, **kwargs)
     return write_pool, read_pool, database

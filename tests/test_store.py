@@ -375,3 +375,25 @@ def test_save_many_writes_values_and_lists_in_one_transaction(store, raw):
     assert raw.rows() == before
     with pytest.raises(ValueError, match="both as a value and as a list"):
         store.save_many("u", "s", values={"k": 1}, lists={"k": [1]})
+
+
+def test_round_trips_per_operation(store, raw):
+    """Statements the server receives (its Questions counter): append is 3 with the COMMIT."""
+
+    def questions() -> int:
+        return int(raw.query("SHOW GLOBAL STATUS LIKE 'Questions'")[0][1])
+
+    def count(fn) -> int:
+        before = questions()
+        fn()
+        return questions() - before - 1  # minus the SHOW STATUS itself
+
+    store.save_list("u", "s", "m", msgs(50))
+    store.get_list("u", "s", "m")  # both pools hold a connection now
+    assert count(lambda: store.append_list("u", "s", "m", msgs(1, 50))) == 3  # lock hash row, INSERT, COMMIT
+    assert count(lambda: store.save_list("u", "s", "m", msgs(53))) == 3
+    assert count(lambda: store.get_list("u", "s", "m")) == 1
+    assert count(lambda: store.get_list("u", "s", "m", offset=-10)) == 1
+    assert count(lambda: store.list_length("u", "s", "m")) == 1
+    assert count(lambda: store.save("u", "s", "v", {"x": 1})) == 3  # DELETE list remains, upsert, COMMIT
+    assert count(lambda: store.get("u", "s", "v")) == 1
