@@ -16,22 +16,15 @@ never half-written, and no connection leaks.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import contextvars
 import functools
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
 
 from .listsync import Plan
-from .pool import (
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_POOL_SIZE,
-    DEFAULT_POOL_TIMEOUT,
-    DEFAULT_READ_TIMEOUT,
-    DEFAULT_RETRIES,
-    DEFAULT_WRITE_TIMEOUT,
-    Stats,
-)
-from .store import DEFAULT_SNAPSHOT_BYTES, MysqlAgentStateStore, VersionedState
+from .pool import DEFAULT_POOL_SIZE, Stats
+from .store import MysqlAgentStateStore, VersionedState
 
 __all__ = ["AsyncMysqlAgentStateStore"]
 
@@ -78,7 +71,7 @@ class AsyncMysqlAgentStateStore:
     ) -> None:
         if not isinstance(store, MysqlAgentStateStore):
             raise TypeError(f"store must be a MysqlAgentStateStore, got {type(store).__name__}")
-        size = max_workers or getattr(store, "pool_size", None) or DEFAULT_POOL_SIZE
+        size = max_workers or store.pool_size or DEFAULT_POOL_SIZE
         if not isinstance(size, int) or size < 1:
             raise ValueError(f"max_workers must be a positive int, got {max_workers!r}")
         self.sync = store
@@ -88,44 +81,21 @@ class AsyncMysqlAgentStateStore:
         self._closed = False
 
     @classmethod
-    def from_url(
-        cls,
-        url: str,
-        database_name: Optional[str] = None,
-        table_name: Optional[str] = None,
-        create_if_not_exist: bool = False,
-        *,
-        pool_size: int = DEFAULT_POOL_SIZE,
-        pool_timeout: float = DEFAULT_POOL_TIMEOUT,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        read_timeout: float = DEFAULT_READ_TIMEOUT,
-        write_timeout: float = DEFAULT_WRITE_TIMEOUT,
-        retries: int = DEFAULT_RETRIES,
-        snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES,
-        **connect_kwargs: Any,
-    ) -> "AsyncMysqlAgentStateStore":
-        """A store with its own pools and ``pool_size`` threads; arguments as the sync one's.
+    def from_url(cls, url: str, *args: Any, **kwargs: Any) -> "AsyncMysqlAgentStateStore":
+        """A store with its own pools and ``pool_size`` threads; arguments as the sync one's
+        (forwarded unchanged, so the two cannot drift).
 
         It connects (and creates the table) right away, so call it where blocking briefly is
         fine, e.g. at start-up; :meth:`aclose` closes everything.
 
         >>> store = AsyncMysqlAgentStateStore.from_url(url, create_if_not_exist=True)  # doctest: +SKIP
         """
-        sync = MysqlAgentStateStore.from_url(
-            url,
-            database_name,
-            table_name,
-            create_if_not_exist,
-            pool_size=pool_size,
-            pool_timeout=pool_timeout,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-            write_timeout=write_timeout,
-            retries=retries,
-            snapshot_bytes=snapshot_bytes,
-            **connect_kwargs,
-        )
-        return cls(sync, max_workers=pool_size)
+        sync = MysqlAgentStateStore.from_url(url, *args, **kwargs)
+        return cls(sync, max_workers=sync.pool_size)
+
+    from_url.__func__.__signature__ = inspect.signature(  # type: ignore[attr-defined]
+        MysqlAgentStateStore.from_url.__func__  # type: ignore[attr-defined]
+    ).replace(return_annotation="AsyncMysqlAgentStateStore")
 
     @classmethod
     async def open(cls, url: str, *args: Any, **kwargs: Any) -> "AsyncMysqlAgentStateStore":
