@@ -1,0 +1,182 @@
+"""Timing: interleaved, side-by-side medians; round trips from the server's counters."""
+
+from __future__ import annotations
+
+import random
+import statistics
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import pymysql
+
+
+@dataclass
+class Subject:
+    """One system doing one workload: ``op`` is timed, ``before``/``after`` are not."""
+
+    name: str
+    kind: str  # store | floor | baseline | peer
+    op: Callable[[], Any]
+    before: Optional[Callable[[], Any]] = None
+    after: Optional[Callable[[], Any]] = None
+    samples: list[int] = field(default_factory=list)  # ns
+    round_trips: Optional[int] = None
+    error: Optional[str] = None
+    spent: float = 0.0  # seconds, incl. untimed reset
+
+    def summary(self) -> dict:
+        out: dict = {"name": self.name, "kind": self.kind}
+        if self.error:
+            out["error"] = self.error
+        if self.samples:
+            us = [s / 1000 for s in self.samples]
+            out.update(
+                median_us=statistics.median(us),
+                min_us=min(us),
+                p90_us=sorted(us)[int(0.9 * (len(us) - 1))],
+                runs=len(us),
+                samples_us=[round(u, 1) for u in us],
+            )
+        if self.round_trips is not None:
+            out["round_trips"] = self.round_trips
+        return out
+
+
+class Counter:
+    """Statements the server received: ``Questions`` + ``Com_admin_commands`` (COM_PING counts
+    there, not in Questions), read on a connection of its own; COMMIT and ROLLBACK count in
+    Questions like any statement. Calibrated for the counter's own SHOW.
+
+    The count is global: nothing else may use the server while it runs (the benchmark is
+    single-threaded then).
+    """
+
+    def __init__(self, kwargs: dict) -> None:
+        self.con = pymysql.connect(autocommit=True, **kwargs)
+        self.calibration = 0
+        a = self.read()
+        b = self.read()
+        self.calibration = b - a
+
+    def read(self) -> int:
+        with self.con.cursor() as cur:
+            cur.execute(
+                "SHOW GLOBAL STATUS WHERE Variable_name IN ('Questions', 'Com_admin_commands')"
+            )
+            return sum(int(v) for _, v in cur.fetchall())
+
+    def count(self, fn: Callable[[], Any]) -> int:
+        a = self.read()
+        fn()
+        b = self.read()
+        return b - a - self.calibration
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def run_cell(
+    subjects: list[Subject],
+    *,
+    rounds: int,
+    min_runs: int,
+    budget_s: float,
+    counter: Optional[Counter],
+    rng: random.Random,
+    tick: Callable[[], None] = lambda: None,
+    rt_runs: int = 3,
+) -> None:
+    """Rounds of every subject in a fresh random order (side by side, interleaved).
+
+    A subject that has spent ``budget_s`` (timed + reset) stops after ``min_runs`` runs.
+    Then ``rt_runs`` more runs per subject count its round trips (the minimum is kept).
+    """
+    for r in range(rounds):
+        order = [s for s in subjects if s.error is None]
+        rng.shuffle(order)
+        for s in order:
+            if len(s.samples) >= min_runs and s.spent > budget_s:
+                continue
+            start = time.perf_counter()
+            try:
+                if s.before:
+                    s.before()
+                t0 = time.perf_counter_ns()
+                s.op()
+                t1 = time.perf_counter_ns()
+                if s.after:
+                    s.after()
+            except Exception as exc:  # noqa: BLE001 - a failing subject is reported, not fatal
+                s.error = f"{type(exc).__name__}: {exc}"[:500]
+                continue
+            s.samples.append(t1 - t0)
+            s.spent += time.perf_counter() - start
+        tick()
+    if counter is None:
+        return
+    for s in subjects:
+        if s.error is not None:
+            continue
+        try:
+            counts = []
+            for _ in range(rt_runs):
+                if s.before:
+                    s.before()
+                counts.append(counter.count(s.op))
+                if s.after:
+                    s.after()
+            s.round_trips = min(counts)  # the counter is global: min drops stray statements
+        except Exception as exc:  # noqa: BLE001
+            s.error = f"round-trip count: {type(exc).__name__}: {exc}"[:500]
+
+
+def throughput(make_op: Callable[[int], Callable[[int], Any]], threads: int, ops_per_thread: int) -> dict:
+    """Wall-clock throughput of ``threads`` threads each running ``op(j)`` for j < ops_per_thread.
+
+    ``make_op(i)`` (untimed) gives thread i its operation. Returns ops/s and latency quantiles.
+    """
+    lat: list[list[int]] = [[] for _ in range(threads)]
+    errors: list[str] = []
+    barrier = threading.Barrier(threads + 1)
+    done = threading.Barrier(threads + 1)
+
+    def loop(i: int) -> None:
+        op = None
+        try:
+            op = make_op(i)
+        except Exception as exc:  # noqa: BLE001
+            errors.append(f"{type(exc).__name__}: {exc}"[:300])
+        barrier.wait()
+        try:
+            if op is not None:
+                for j in range(ops_per_thread):
+                    t0 = time.perf_counter_ns()
+                    op(j)
+                    lat[i].append(time.perf_counter_ns() - t0)
+        except Exception as exc:  # noqa: BLE001
+            errors.append(f"{type(exc).__name__}: {exc}"[:300])
+        done.wait()
+
+    ts = [threading.Thread(target=loop, args=(i,), daemon=True) for i in range(threads)]
+    for t in ts:
+        t.start()
+    barrier.wait()
+    t0 = time.perf_counter()
+    done.wait()
+    elapsed = time.perf_counter() - t0
+    for t in ts:
+        t.join()
+    all_lat = sorted(x for lst in lat for x in lst)
+    out: dict = {
+        "threads": threads,
+        "ops": len(all_lat),
+        "seconds": elapsed,
+        "ops_per_s": len(all_lat) / elapsed if elapsed else 0.0,
+        "median_latency_us": (all_lat[len(all_lat) // 2] / 1000) if all_lat else None,
+        "p90_latency_us": (all_lat[int(0.9 * (len(all_lat) - 1))] / 1000) if all_lat else None,
+    }
+    if errors:
+        out["errors"] = errors[:3]
+    return out

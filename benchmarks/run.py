@@ -1,0 +1,530 @@
+"""``make bench``: what one agent turn costs, side by side with the baselines and the peers.
+
+    .venv/bin/python benchmarks/run.py            # full run (~15 min on 2 cores)
+    .venv/bin/python benchmarks/run.py --quick    # 1-2 minute smoke (not committed)
+
+Uses ``MYSQL_URL`` if set, else the embedded default server (``mysql_state.server``). Writes
+``benchmarks/results/<date>.json`` (every sample), ``<date>.md`` (tables, targets) and
+``<date>.png`` (cost against conversation length). See benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import gc
+import json
+import os
+import platform
+import random
+import subprocess
+import sys
+import time
+from typing import Any, Callable
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(1, os.path.dirname(HERE))
+
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import orjson  # noqa: E402
+import pymysql  # noqa: E402
+
+from mysql_state import MysqlAgentStateStore, keys  # noqa: E402
+from mysql_state.pool import parse_url  # noqa: E402
+from mysql_state.server import server_url  # noqa: E402
+
+import baselines  # noqa: E402
+import data  # noqa: E402
+import harness  # noqa: E402
+import peers as peers_mod  # noqa: E402
+import report  # noqa: E402
+from harness import Subject  # noqa: E402
+
+U = "bench"
+K = "memory"
+DBS = {
+    "store": "msbench",
+    "langgraph": "msbench_langgraph",
+    "openai-agents": "msbench_openai_agents",
+    "google-adk": "msbench_google_adk",
+}
+OURS = "mysql-state"
+
+PROFILES = {
+    # rounds: interleaved rounds per cell; min_runs/budget: a subject that spent budget_s
+    # seconds (timed + reset) in a cell stops after min_runs runs.
+    "full": dict(sizes=(10, 100, 1000, 10000), rounds=41, min_runs=9, budget_s=8.0,
+                 tp_threads=(1, 4, 16), tp_rounds=5, tp_sessions=8, tp_turns=8,
+                 value_rounds=61),
+    "quick": dict(sizes=(10, 100, 1000), rounds=5, min_runs=3, budget_s=0.5,
+                  tp_threads=(1, 4), tp_rounds=1, tp_sessions=4, tp_turns=4,
+                  value_rounds=7),
+}
+
+
+def machine(admin) -> dict:
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        cpu = platform.processor() or "?"
+    ram = None
+    try:
+        with open("/proc/meminfo") as f:
+            ram = round(int(f.readline().split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    with admin.cursor() as cur:
+        cur.execute("SELECT VERSION(), @@innodb_flush_log_at_trx_commit, @@sync_binlog, @@log_bin, @@innodb_buffer_pool_size")
+        ver, flush, sync_binlog, log_bin, bp = cur.fetchone()
+    try:
+        commit = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        commit = "?"
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "ram_gb": ram,
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "server": ver,
+        "server_settings": {
+            "innodb_flush_log_at_trx_commit": int(flush),
+            "sync_binlog": int(sync_binlog),
+            "log_bin": int(log_bin),
+            "innodb_buffer_pool_size_mb": int(bp) // (1024 * 1024),
+        },
+        "connection": "MYSQL_URL" if os.environ.get("MYSQL_URL") else "embedded default server (mysql_state.server)",
+        "git_commit": commit,
+        "packages": {p: peers_mod.version(p) for p in (
+            "mysql-state", "PyMySQL", "DBUtils", "orjson", "langgraph-checkpoint-mysql", "langgraph",
+            "openai-agents", "SQLAlchemy", "aiomysql", "google-adk")},
+    }
+
+
+class Bench:
+    def __init__(self, args) -> None:
+        self.args = args
+        self.profile = PROFILES["quick" if args.quick else "full"]
+        if args.sizes:
+            self.profile["sizes"] = tuple(int(x) for x in args.sizes.split(","))
+        self.rng = random.Random(20240601)
+        self.url = server_url()
+        self.kwargs, _ = parse_url(self.url)
+        self.admin = pymysql.connect(autocommit=True, charset="utf8mb4", **self.kwargs)
+        with self.admin.cursor() as cur:
+            for name, db in DBS.items():
+                # langgraph-checkpoint-mysql fails with error 1267 (illegal mix of collations)
+                # in a utf8mb4_unicode_ci database on MariaDB: give it general_ci (see peers.py).
+                coll = "utf8mb4_general_ci" if name == "langgraph" else "utf8mb4_unicode_ci"
+                cur.execute(f"DROP DATABASE IF EXISTS `{db}`")
+                cur.execute(f"CREATE DATABASE `{db}` DEFAULT CHARACTER SET utf8mb4 COLLATE {coll}")
+        db = DBS["store"]
+        self.store = self.new_store()
+        self.table = f"`{db}`.`{self.store.table_name}`"
+        self.floor = baselines.Floor(self.kwargs, db)
+        self.java = baselines.JavaReplica(self.kwargs, db)
+        self.naive = baselines.NaiveStore(self.kwargs, db)
+        self.blob = baselines.BlobStore(self.kwargs, db)
+        self.loop = asyncio.new_event_loop()
+        self.peers: dict[str, Any] = {}
+        self.peer_errors: dict[str, str] = {}
+        if not args.no_peers:
+            self.peers, self.peer_errors = peers_mod.start_peers(self.kwargs, DBS, self.loop)
+            probe = data.Conversation(4).base
+            for name in list(self.peers):
+                err = peers_mod.check_peer(self.peers[name], "probe", probe)
+                if err:
+                    self.peer_errors[name] = err
+                    self.peers.pop(name)
+        self.counter = harness.Counter(self.kwargs)
+        self.cells: list[dict] = []
+        self.throughput: list[dict] = []
+        self.machine = machine(self.admin)
+
+    def new_store(self) -> MysqlAgentStateStore:
+        return MysqlAgentStateStore.from_url(self.url, database_name=DBS["store"], create_if_not_exist=True, pool_size=16)
+
+    # ---- per-N setup ------------------------------------------------------------------------
+
+    def seed(self, conv: data.Conversation) -> dict:
+        n = conv.n
+        sid = f"n{n}"
+        ctx: dict = {"sid": sid, "packed": keys.pack(U, sid), "conv": conv}
+        self.store.save_list(U, sid, K, conv.base)
+        self.java.restore(sid, K, conv.base, 0)
+        self.naive.save_list(sid, K, conv.base)
+        self.blob.save(sid, {K: conv.base})
+        ctx["peer_items"] = {}
+        for name, p in self.peers.items():
+            items = {
+                "base": p.convert(conv.base),
+                "turn1": p.convert(conv.turn1),
+                "turn2": p.convert(conv.turn2),
+                "grow": p.convert([conv.grown_last, conv.grow_new]),
+                "summary": p.convert([conv.summary]),
+            }
+            items["full1"] = items["base"] + items["turn1"]
+            items["full2"] = items["base"] + items["turn2"]
+            items["grown"] = items["base"][:-1] + items["grow"]
+            items["compacted"] = items["summary"] + items["base"][-10:]
+            ctx["peer_items"][name] = items
+            try:
+                p.seed(sid, items["base"])
+            except Exception as exc:  # noqa: BLE001
+                self.peer_errors[name] = f"seed at N={n}: {type(exc).__name__}: {exc}"[:500]
+        for name in [n_ for n_ in self.peers if n_ in self.peer_errors]:
+            self.peers.pop(name)
+        return ctx
+
+    def unseed(self, ctx: dict) -> None:
+        sid = ctx["sid"]
+        self.store.delete(U, sid)
+        with self.admin.cursor() as cur:
+            for t in ("java_sessions", "naive_sessions", "blob_sessions"):
+                cur.execute(f"DELETE FROM `{DBS['store']}`.`{t}` WHERE session_id = %s", (sid,))
+            cur.execute(f"TRUNCATE TABLE `{DBS['store']}`.`floor_rows`")
+        lg = self.peers.get("langgraph")
+        if lg is not None:
+            lg.saver.delete_thread(sid)
+
+    # ---- subjects ---------------------------------------------------------------------------
+
+    def ours_reset(self, sid: str, base: list) -> Callable[[], None]:
+        return lambda: self.store.save_list(U, sid, K, base)
+
+    def cold(self, sid: str, base: list, values_of: Callable[[], list]) -> Subject:
+        """save_list from a store object that never saw the list (fresh pools, empty snapshots)."""
+        holder: dict = {}
+
+        def before() -> None:
+            self.store.save_list(U, sid, K, base)
+            holder["s"] = self.new_store()
+
+        def after() -> None:
+            holder.pop("s").close()
+
+        values = values_of()
+        return Subject(f"{OURS} save_list (cold: fresh store)", "store",
+                       lambda: holder["s"].save_list(U, sid, K, values), before, after)
+
+    def write_subjects(self, ctx: dict, workload: str) -> list[Subject]:
+        conv: data.Conversation = ctx["conv"]
+        sid, base, n = ctx["sid"], conv.base, conv.n
+        reset = self.ours_reset(sid, base)
+        enc = lambda msgs: [orjson.dumps(m).decode() for m in msgs]  # noqa: E731
+        out: list[Subject] = []
+        if workload in ("append1", "append2"):
+            k = 1 if workload == "append1" else 2
+            turn, full = conv.turn(k), conv.with_turn(k)
+            texts = enc(turn)
+            out += [
+                Subject(f"{OURS} append_list", "store", lambda: self.store.append_list(U, sid, K, turn), reset),
+                Subject(f"{OURS} save_list (warm)", "store", lambda: self.store.save_list(U, sid, K, full), reset),
+                self.cold(sid, base, lambda: full),
+                Subject("floor: 1 INSERT + COMMIT", "floor", lambda: self.floor.insert(texts)),
+                Subject("Java store algorithm (replica)", "baseline", lambda: self.java.save_list(sid, K, full),
+                        lambda: self.java.restore(sid, K, base, n)),
+                Subject("naive: rewrite whole list", "baseline", lambda: self.naive.save_list(sid, K, full)),
+                Subject("one JSON blob per session", "baseline", lambda: self.blob.save(sid, {K: full})),
+            ]
+            for name, p in self.peers.items():
+                it = ctx["peer_items"][name]
+                if name == "langgraph":
+                    out.append(Subject(p.label, "peer", lambda p=p, v=it[f"full{k}"]: p.write_list(sid, v)))
+                elif name == "openai-agents":
+                    out.append(Subject(p.label, "peer", lambda p=p, v=it[f"turn{k}"]: p.append(sid, v),
+                                       after=lambda p=p: p.pop(sid, k)))
+                elif name == "google-adk":
+                    box: dict = {}
+
+                    def before(p=p, v=it[f"turn{k}"], box=box):
+                        box["e"] = p.fresh(v)
+
+                    out.append(Subject(p.label, "peer", lambda p=p, box=box: p.append(sid, box["e"]), before,
+                                       lambda p=p, box=box: p.drop_events(sid, box["e"])))
+        elif workload == "grow":
+            texts = enc([conv.grown_last, conv.grow_new])
+            out += [
+                Subject(f"{OURS} save_list (warm)", "store", lambda: self.store.save_list(U, sid, K, conv.grown), reset),
+                self.cold(sid, base, lambda: conv.grown),
+                Subject("floor: 1 INSERT + COMMIT", "floor", lambda: self.floor.insert(texts)),
+                Subject("Java store algorithm (replica)", "baseline", lambda: self.java.save_list(sid, K, conv.grown),
+                        lambda: self.java.restore(sid, K, base, n - 1)),
+                Subject("naive: rewrite whole list", "baseline", lambda: self.naive.save_list(sid, K, conv.grown)),
+                Subject("one JSON blob per session", "baseline", lambda: self.blob.save(sid, {K: conv.grown})),
+            ]
+            for name, p in self.peers.items():
+                it = ctx["peer_items"][name]
+                if name == "langgraph":
+                    out.append(Subject(p.label, "peer", lambda p=p, v=it["grown"]: p.write_list(sid, v)))
+                elif name == "openai-agents":
+                    def restore(p=p, last=it["base"][-1:]):
+                        p.pop(sid, 2)
+                        p.append(sid, last)
+
+                    out.append(Subject(p.label, "peer", lambda p=p, v=it["grow"]: p.replace_last(sid, v),
+                                       after=restore))
+        elif workload == "compact":
+            texts = enc(conv.compacted)
+            out += [
+                Subject(f"{OURS} save_list (warm)", "store", lambda: self.store.save_list(U, sid, K, conv.compacted), reset),
+                self.cold(sid, base, lambda: conv.compacted),
+                Subject("floor: 1 INSERT + COMMIT", "floor", lambda: self.floor.insert(texts)),
+                Subject("Java store algorithm (replica)", "baseline", lambda: self.java.save_list(sid, K, conv.compacted),
+                        lambda: self.java.restore(sid, K, base, 0)),
+                Subject("naive: rewrite whole list", "baseline", lambda: self.naive.save_list(sid, K, conv.compacted),
+                        lambda: self.naive.save_list(sid, K, base)),
+                Subject("one JSON blob per session", "baseline", lambda: self.blob.save(sid, {K: conv.compacted}),
+                        lambda: self.blob.save(sid, {K: base})),
+            ]
+            for name, p in self.peers.items():
+                it = ctx["peer_items"][name]
+                if name == "langgraph":
+                    out.append(Subject(p.label, "peer", lambda p=p, v=it["compacted"]: p.write_list(sid, v)))
+                elif name == "openai-agents":
+                    out.append(Subject(p.label, "peer", lambda p=p, v=it["compacted"]: p.replace_all(sid, v),
+                                       after=lambda p=p, v=it["base"]: p.replace_all(sid, v)))
+        return out
+
+    def read_subjects(self, ctx: dict, workload: str) -> list[Subject]:
+        sid, packed = ctx["sid"], ctx["packed"]
+        out: list[Subject] = []
+        if workload == "load_all":
+            out += [
+                Subject(f"{OURS} get_list", "store", lambda: self.store.get_list(U, sid, K)),
+                Subject("bare SELECT ORDER BY item_index + orjson.loads", "floor",
+                        lambda: self.floor.select_list(self.table, packed, K)),
+                Subject("floor: SELECT 1", "floor", self.floor.select1),
+                Subject("Java store algorithm (replica)", "baseline", lambda: self.java.get_list(sid, K)),
+                Subject("one JSON blob per session", "baseline", lambda: self.blob.load(sid)[K]),
+            ]
+            for name, p in self.peers.items():
+                out.append(Subject(p.label, "peer", lambda p=p: p.load_all(sid)))
+        else:
+            out += [
+                Subject(f"{OURS} get_list(offset=-50)", "store", lambda: self.store.get_list(U, sid, K, offset=-50)),
+                Subject("bare SELECT ... DESC LIMIT 50 + orjson.loads", "floor",
+                        lambda: self.floor.select_tail(self.table, packed, K, 50)),
+                Subject("floor: SELECT 1", "floor", self.floor.select1),
+                Subject("Java store algorithm (replica, loads all)", "baseline", lambda: self.java.get_list(sid, K)[-50:]),
+                Subject("one JSON blob per session", "baseline", lambda: self.blob.load(sid)[K][-50:]),
+            ]
+            for name, p in self.peers.items():
+                if name == "langgraph":
+                    out.append(Subject(p.label + " (loads all)", "peer", lambda p=p: p.load_all(sid)[-50:]))
+                else:
+                    out.append(Subject(p.label, "peer", lambda p=p: p.load_tail(sid, 50)))
+        return out
+
+    def not_applicable(self, workload: str) -> dict:
+        na = {}
+        for name in self.peers:
+            p = self.peers[name]
+            why = p.why_not.get(workload.rstrip("12"))
+            if why and workload.rstrip("12") not in p.supports:
+                na[p.label] = why
+        return na
+
+    # ---- running ----------------------------------------------------------------------------
+
+    def cell(self, workload: str, n: int, subjects: list[Subject], rounds: int, bar) -> None:
+        bar.set_postfix_str(f"N={n} {workload}")
+        harness.run_cell(subjects, rounds=rounds, min_runs=self.profile["min_runs"], budget_s=self.profile["budget_s"],
+                         counter=self.counter, rng=self.rng, tick=lambda: bar.update(1))
+        self.cells.append({"workload": workload, "n": n, "subjects": [s.summary() for s in subjects],
+                           "not_applicable": self.not_applicable(workload)})
+
+    def run_lists(self, bar) -> None:
+        rounds = self.profile["rounds"]
+        for n in self.profile["sizes"]:
+            bar.set_postfix_str(f"N={n} seeding")
+            ctx = self.seed(data.Conversation(n))
+            gc.collect()
+            gc.freeze()
+            for wl in ("load_all", "load_tail"):
+                self.cell(wl, n, self.read_subjects(ctx, wl), rounds, bar)
+            for wl in ("append1", "append2", "grow", "compact"):
+                self.cell(wl, n, self.write_subjects(ctx, wl), rounds, bar)
+            self.unseed(ctx)
+            gc.unfreeze()
+            gc.collect()
+
+    def run_values(self, bar) -> None:
+        rng = random.Random(7)
+        rounds = self.profile["value_rounds"]
+        db = DBS["store"]
+        for label, size in (("2 KB", 2000), ("200 KB", 200_000)):
+            value = {"kind": "blob", "text": data.text(rng, size - 30)}
+            text = orjson.dumps(value).decode()
+            sid = f"value-{size}"
+            packed = keys.pack(U, sid)
+            self.store.save(U, sid, "value", value)
+            self.java.save(sid, "value", value)
+            self.floor.upsert_value(sid, text)
+            saves = [
+                Subject(f"{OURS} save", "store", lambda: self.store.save(U, sid, "value", value)),
+                Subject("floor: 1 INSERT + COMMIT", "floor", lambda: self.floor.upsert_value(sid, text)),
+                Subject("Java store algorithm (replica)", "baseline", lambda: self.java.save(sid, "value", value)),
+            ]
+            self.cell(f"save {label}", 0, saves, rounds, bar)
+            gets = [
+                Subject(f"{OURS} get", "store", lambda: self.store.get(U, sid, "value")),
+                Subject("bare SELECT + orjson.loads", "floor",
+                        lambda: self.floor.select_value(f"`{db}`.`agentscope_sessions`", packed, "value")),
+                Subject("floor: SELECT 1", "floor", self.floor.select1),
+                Subject("Java store algorithm (replica)", "baseline", lambda: self.java.get(sid, "value")),
+            ]
+            self.cell(f"get {label}", 0, gets, rounds, bar)
+
+    def run_throughput(self, bar) -> None:
+        """Many sessions at once: each thread appends turns to its own sessions (N=100 at start)."""
+        p = self.profile
+        conv = data.Conversation(100)
+        sessions, turns = p["tp_sessions"], p["tp_turns"]
+        turn = conv.turn2
+        texts = [orjson.dumps(m).decode() for m in turn]
+
+        def sids(i: int) -> list[str]:
+            return [f"tp{i}-{j}" for j in range(sessions)]
+
+        def ours_append(i: int):
+            ss = sids(i)
+            for s in ss:
+                self.store.save_list(U, s, K, conv.base)
+            return lambda j: self.store.append_list(U, ss[j % sessions], K, turn)
+
+        def ours_save(i: int):
+            ss = sids(i)
+            lists = {s: list(conv.base) for s in ss}
+            for s in ss:
+                self.store.save_list(U, s, K, lists[s])
+
+            def op(j: int) -> None:
+                s = ss[j % sessions]
+                lists[s].extend(turn)
+                self.store.save_list(U, s, K, lists[s])
+            return op
+
+        def floor(i: int):
+            f = baselines.Floor(self.kwargs, DBS["store"])
+            return lambda j: f.insert(texts)
+
+        def java(i: int):
+            jv = baselines.JavaReplica(self.kwargs, DBS["store"])
+            ss = sids(i)
+            lists = {s: list(conv.base) for s in ss}
+            for s in ss:
+                jv.restore(s, K, conv.base, 0)
+
+            def op(j: int) -> None:
+                s = ss[j % sessions]
+                lists[s].extend(turn)
+                jv.save_list(s, K, lists[s])
+            return op
+
+        def blob(i: int):
+            b = baselines.BlobStore(self.kwargs, DBS["store"])
+            ss = sids(i)
+            lists = {s: list(conv.base) for s in ss}
+
+            def op(j: int) -> None:
+                s = ss[j % sessions]
+                lists[s].extend(turn)
+                b.save(s, {K: lists[s]})
+            return op
+
+        systems = [
+            (f"{OURS} append_list", "store", ours_append),
+            (f"{OURS} save_list (warm)", "store", ours_save),
+            ("floor: 1 INSERT + COMMIT", "floor", floor),
+            ("Java store algorithm (replica)", "baseline", java),
+            ("one JSON blob per session", "baseline", blob),
+        ]
+        for threads in p["tp_threads"]:
+            bar.set_postfix_str(f"throughput {threads} threads")
+            runs: dict[str, list[dict]] = {name: [] for name, _, _ in systems}
+            for _ in range(p["tp_rounds"]):
+                order = list(systems)
+                self.rng.shuffle(order)
+                for name, kind, make in order:
+                    runs[name].append(harness.throughput(make, threads, sessions * turns))
+                    with self.admin.cursor() as cur:  # sessions start at N=100 again
+                        for t in ("java_sessions", "blob_sessions"):
+                            cur.execute(f"DELETE FROM `{DBS['store']}`.`{t}` WHERE session_id LIKE 'tp%%'")
+                bar.update(1)
+            for name, kind, _ in systems:
+                rs = sorted(runs[name], key=lambda r: r["ops_per_s"])
+                mid = rs[len(rs) // 2]
+                self.throughput.append({"name": name, "kind": kind, "threads": threads,
+                                        "ops_per_s": mid["ops_per_s"], "median_latency_us": mid["median_latency_us"],
+                                        "p90_latency_us": mid["p90_latency_us"],
+                                        "runs_ops_per_s": [round(r["ops_per_s"], 1) for r in runs[name]],
+                                        "errors": [e for r in runs[name] for e in r.get("errors", [])][:3]})
+
+    def close(self) -> None:
+        for p in self.peers.values():
+            try:
+                p.close()
+            except Exception:  # noqa: BLE001
+                pass
+        self.store.close()
+        for b in (self.floor, self.java, self.naive, self.blob, self.counter):
+            b.close()
+        with self.admin.cursor() as cur:
+            for db in DBS.values():
+                cur.execute(f"DROP DATABASE IF EXISTS `{db}`")
+        self.admin.close()
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="1-2 minute smoke run (N <= 1000, few rounds)")
+    ap.add_argument("--sizes", help="comma-separated conversation lengths (overrides the profile)")
+    ap.add_argument("--no-peers", action="store_true", help="skip the Python peers")
+    ap.add_argument("--out", default=os.path.join(HERE, "results"), help="output folder")
+    ap.add_argument("--name", help="output file stem (default: the date; --quick adds -quick)")
+    args = ap.parse_args(argv)
+    from tqdm import tqdm
+
+    started = time.time()
+    bench = Bench(args)
+    p = bench.profile
+    total = len(p["sizes"]) * 6 * p["rounds"] + 4 * p["value_rounds"] + len(p["tp_threads"]) * p["tp_rounds"]
+    try:
+        with tqdm(total=total, unit="round", dynamic_ncols=True, desc="bench") as bar:
+            bench.run_lists(bar)
+            bench.run_values(bar)
+            bench.run_throughput(bar)
+    finally:
+        results = {
+            "date": dt.datetime.now().isoformat(timespec="seconds"),
+            "profile": "quick" if args.quick else "full",
+            "settings": {k: v for k, v in p.items()},
+            "machine": bench.machine,
+            "peer_errors": bench.peer_errors,
+            "peers": {name: peer.label for name, peer in bench.peers.items()},
+            "cells": bench.cells,
+            "throughput": bench.throughput,
+            "elapsed_s": round(time.time() - started, 1),
+            "command": "make bench" + ("" if not args.quick else "  (benchmarks/run.py --quick)"),
+        }
+        bench.close()
+    stem = args.name or (dt.date.today().isoformat() + ("-quick" if args.quick else ""))
+    os.makedirs(args.out, exist_ok=True)
+    paths = report.write_all(results, args.out, stem)
+    for path in paths:
+        print(path)
+    print(f"done in {results['elapsed_s']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
