@@ -39,7 +39,7 @@ demo: venv server-bin
 
 bench:
 	$(MAKE) EXTRAS=test,agentscope,bench venv server-bin
-	$(PY) benchmarks/run.py
+	$(PY) benchmarks/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .venv-agentscope1 build *.egg-info .pytest_cache
