@@ -199,7 +199,7 @@ class MysqlAgentStateStore:
                 cur.execute(sql.render(sql.ADD_VERSION_COLUMN, self._table))
             key_collations = {columns.get("session_id"), columns.get("state_key")}
             self.exact_keys = key_collations <= set(sql.EXACT_COLLATIONS)
-            self.pads_spaces = not key_collations <= set(sql.EXACT_COLLATIONS)
+            self.pads_spaces = not self.exact_keys  # conservative: refuse trailing spaces then
             if not self.exact_keys and (db, table) not in _WARNED:
                 _WARNED.add((db, table))
                 fix = sql.render(sql.MAKE_KEYS_EXACT, self._table, self.collation)
