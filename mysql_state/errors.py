@@ -114,8 +114,9 @@ def translate(exc: BaseException, what: str) -> MysqlStateError:
             f"(error {errno}: {detail})",
             errno,
         )
-    if errno in RETRYABLE_LOCK_ERRNOS:
-        return ConflictError(f"{what}: lock conflict persisted after retries (error {errno}: {detail})", errno)
+    if errno in RETRYABLE_LOCK_ERRNOS or errno == DUPLICATE_KEY:
+        return ConflictError(f"{what}: conflict with concurrent writers persisted after retries "
+                             f"(error {errno}: {detail})", errno)
     if errno in (UNKNOWN_DATABASE, NO_SUCH_TABLE):
         return SchemaNotFoundError(f"{what}: {detail} (error {errno})", errno)
     if errno == PACKET_TOO_LARGE:

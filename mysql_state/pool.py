@@ -19,15 +19,16 @@ import random
 import threading
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from . import errors
+from . import errors, sql
 from .errors import (
     CONNECT_ERRNOS,
     CONNECTION_ERRNOS,
     RETRYABLE_LOCK_ERRNOS,
+    DUPLICATE_KEY,
     CommitUnknownError,
     MysqlStateWarning,
     PoolTimeoutError,
@@ -37,6 +38,9 @@ from .errors import (
 )
 
 T = TypeVar("T")
+#: Retried as a whole transaction: deadlock, lock wait timeout, and the duplicate key of a
+#: lost race to create a list's hash row (see MysqlAgentStateStore._write_list).
+RETRYABLE_WRITE_ERRNOS = RETRYABLE_LOCK_ERRNOS | {DUPLICATE_KEY}
 
 DEFAULT_POOL_SIZE = 8
 DEFAULT_POOL_TIMEOUT = 10.0
@@ -54,6 +58,7 @@ class Stats:
     lock_retries: int = 0
     reconnects: int = 0
     transactions: int = 0
+    retries_by_errno: dict = field(default_factory=dict)  # e.g. {1213: 3, 1062: 5}
 
 
 def _is_driver_error(exc: BaseException) -> bool:
@@ -177,6 +182,8 @@ class Connector:
                     restore_autocommit = True
                 cur = raw.cursor()
                 try:
+                    if write:
+                        self._isolate(raw, cur)
                     result = fn(cur)
                 finally:
                     cur.close()
@@ -218,13 +225,24 @@ class Connector:
                     self.stats.reconnects += 1
                     _backoff(reconnects, 0.05 if errno in CONNECT_ERRNOS else 0.005)
                     continue
-                if write and lock_retry and errno in RETRYABLE_LOCK_ERRNOS and attempt <= self.retries:
+                if write and lock_retry and errno in RETRYABLE_WRITE_ERRNOS and attempt <= self.retries:
                     self.stats.lock_retries += 1
+                    self.stats.retries_by_errno[errno] = self.stats.retries_by_errno.get(errno, 0) + 1
                     _backoff(attempt, 0.005)
                     continue
                 raise translate(exc, what) from exc
             finally:
                 self._checkin(pool, con, broken)
+
+    def _isolate(self, raw: Any, cur: Any) -> None:
+        """READ COMMITTED for this write (see sql.READ_COMMITTED_SESSION for why)."""
+        if not self.owned:  # leave a given pool's sessions as they are: this transaction only
+            cur.execute(sql.READ_COMMITTED_NEXT)
+            return
+        thread = raw.thread_id() if hasattr(raw, "thread_id") else None
+        if getattr(raw, "_mysql_state_isolated", None) != thread or thread is None:
+            cur.execute(sql.READ_COMMITTED_SESSION)
+            raw._mysql_state_isolated = thread  # a reconnect gets a new thread id: set it again
 
     def close(self) -> None:
         if self.owned:

@@ -48,6 +48,11 @@ AVAILABLE_COLLATIONS = (
     "SELECT COLLATION_NAME FROM information_schema.COLLATIONS WHERE COLLATION_NAME IN (%s, %s, %s)"
 )
 MAX_ALLOWED_PACKET = "SELECT @@max_allowed_packet"
+# Writes run in READ COMMITTED: no gap locks, so writers creating lists in neighbouring key
+# ranges do not deadlock; the hash row's lock (or, for a new list, its duplicate key)
+# serialises writers of one list. Once per connection the store owns; per transaction else.
+READ_COMMITTED_SESSION = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"
+READ_COMMITTED_NEXT = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"
 
 # ---- single values --------------------------------------------------------------------------
 
@@ -77,6 +82,9 @@ UPDATE_IF_VERSION = (
 
 LOCK_HASH_ROW = (
     "SELECT state_data FROM {t} WHERE session_id = %s AND state_key = %s AND item_index = 0 FOR UPDATE"
+)
+INSERT_HASH_ROW = (
+    "INSERT INTO {t} (session_id, state_key, item_index, state_data, version) VALUES (%s, %s, 0, %s, 1)"
 )
 SELECT_HASH_ROW = "SELECT state_data FROM {t} WHERE session_id = %s AND state_key = %s AND item_index = 0"
 LOCK_ITEMS = (

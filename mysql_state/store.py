@@ -243,6 +243,22 @@ class MysqlAgentStateStore:
         for statement, params in sql.upsert_rows(self._upsert, sid, rows, limit):
             cur.execute(statement, params)
 
+    def _write_list(
+        self, cur: Any, sid: str, k: str, items: list[tuple[int, bytes]], new_hash: ListHash, hash_row_exists: bool
+    ) -> None:
+        """Items and the hash row; in the same multi-row upsert when the hash row exists.
+
+        A list that has no hash row yet gets it by a plain INSERT, first: of two writers
+        racing to create one list, the second waits on the first's row and then fails with
+        1062 (duplicate key), and its whole transaction is retried against the created list.
+        """
+        rows = [(k, i, d) for i, d in items]
+        if hash_row_exists:
+            rows.append((keys.hash_key(k), 0, new_hash.to_json()))
+        else:
+            cur.execute(self._sql["INSERT_HASH_ROW"], (sid, keys.hash_key(k), new_hash.to_json().decode()))
+        self._write_rows(cur, sid, rows)
+
     # ---- single values -------------------------------------------------------------------------
 
     def save(self, user_id: Optional[str], session_id: str, key: str, value: Any) -> None:
@@ -419,7 +435,7 @@ class MysqlAgentStateStore:
         if planned is None or planned[1] is None:
             planned = self._plan_cold(cur, w.sid, w.key, w.values, w.blob, stored)
         plan, w.new_snapshot = planned
-        self._apply(cur, w.sid, w.key, plan)
+        self._apply(cur, w.sid, w.key, plan, hash_row_exists=row is not None)
         return plan
 
     def _plan_cold(
@@ -439,7 +455,7 @@ class MysqlAgentStateStore:
                 plan = listsync.plan_rewrite(datas, item_digests)
         return plan, Snapshot.build(blob, datas, item_digests, ListHash.of(item_digests))
 
-    def _apply(self, cur: Any, sid: str, k: str, plan: Plan) -> None:
+    def _apply(self, cur: Any, sid: str, k: str, plan: Plan, *, hash_row_exists: bool) -> None:
         if plan.new_hash is None:
             return
         for i, d in plan.upserts:
@@ -448,9 +464,7 @@ class MysqlAgentStateStore:
             cur.execute(self._sql["DELETE_ITEMS_FROM"], (sid, k, 0))
         elif plan.delete_from is not None:
             cur.execute(self._sql["DELETE_ITEMS_FROM"], (sid, k, plan.delete_from))
-        rows = [(k, i, d) for i, d in plan.upserts]
-        rows.append((keys.hash_key(k), 0, plan.new_hash.to_json()))
-        self._write_rows(cur, sid, rows)
+        self._write_list(cur, sid, k, plan.upserts, plan.new_hash, hash_row_exists)
 
     def append_list(self, user_id: Optional[str], session_id: str, key: str, items: Sequence[Any]) -> int:
         """Add ``items`` after the end of the list without re-sending it; returns the new length.
@@ -485,9 +499,8 @@ class MysqlAgentStateStore:
                 base = stored
             new_digests = [listsync.digest(base.n + i, d) for i, d in enumerate(datas)]
             new_hash = ListHash(base.n + len(datas), (base.total + sum(new_digests)) & ((1 << 128) - 1))
-            rows = [(k, base.n + i, d) for i, d in enumerate(datas)]
-            rows.append((hk, 0, new_hash.to_json()))
-            self._write_rows(cur, sid, rows)
+            new_items = [(base.n + i, d) for i, d in enumerate(datas)]
+            self._write_list(cur, sid, k, new_items, new_hash, hash_row_exists=row is not None)
             return stored, new_hash, new_digests
 
         lock = snap.lock if snap is not None else contextlib.nullcontext()
