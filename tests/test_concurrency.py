@@ -15,6 +15,26 @@ def candidate(writer: int, size: int) -> list[dict]:
     return [{"writer": writer, "i": i, "text": f"w{writer}-{i} " * 20} for i in range(size)]
 
 
+def in_threads(fn, n: int) -> None:
+    """Run ``fn(i)`` for i in range(n) in n threads started together; re-raise the first error
+    (an assertion or exception in a thread would otherwise be lost)."""
+    barrier = threading.Barrier(n)
+    errors: list = []
+
+    def run(i: int) -> None:
+        barrier.wait()
+        try:
+            fn(i)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    if errors:
+        raise errors[0]
+
+
 def _process_writer(url: str, database: str, writer: int, rounds: int, queue) -> None:
     store = MysqlAgentStateStore.from_url(url, database_name=database)
     for r in range(rounds):
@@ -25,26 +45,17 @@ def _process_writer(url: str, database: str, writer: int, rounds: int, queue) ->
 
 def test_threads_and_processes_writing_one_list_leave_exactly_one_callers_list(store, raw, url, database, report):
     rounds, threads_n, procs_n = 15, 4, 3
-    barrier = threading.Barrier(threads_n)
-    errors: list = []
 
     def thread_writer(w: int) -> None:
-        barrier.wait()
-        try:
-            for r in range(rounds):
-                store.save_list("u", "shared", "m", candidate(w, 5 + (r * 7 + w) % 30))
-        except Exception as exc:  # noqa: BLE001
-            errors.append(exc)
+        for r in range(rounds):
+            store.save_list("u", "shared", "m", candidate(w, 5 + (r * 7 + w) % 30))
 
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     procs = [ctx.Process(target=_process_writer, args=(url, database, 100 + p, rounds, queue)) for p in range(procs_n)]
     [p.start() for p in procs]
-    threads = [threading.Thread(target=thread_writer, args=(w,)) for w in range(threads_n)]
-    [t.start() for t in threads]
-    [t.join() for t in threads]
+    in_threads(thread_writer, threads_n)
     [p.join(120) for p in procs]
-    assert not errors, errors
     assert all(p.exitcode == 0 for p in procs)
     proc_retries = sum(queue.get(timeout=5) for _ in procs)
     stored = check_list_rows(raw, "u:shared", "m")
@@ -60,21 +71,14 @@ def test_threads_and_processes_writing_one_list_leave_exactly_one_callers_list(s
 
 def test_many_sessions_in_parallel_through_one_store(store, raw, report):
     threads_n, sessions, turns = 16, 8, 6
-    errors: list = []
 
     def worker(t: int) -> None:
-        try:
-            for s in range(sessions):
-                for turn in range(turns):
-                    store.append_list(f"user{t}", f"s{s}", "memory", [{"t": t, "s": s, "turn": turn}])
-                store.save(f"user{t}", f"s{s}", "summary", {"turns": turns})
-        except Exception as exc:  # noqa: BLE001
-            errors.append(exc)
+        for s in range(sessions):
+            for turn in range(turns):
+                store.append_list(f"user{t}", f"s{s}", "memory", [{"t": t, "s": s, "turn": turn}])
+            store.save(f"user{t}", f"s{s}", "summary", {"turns": turns})
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(threads_n)]
-    [t.start() for t in threads]
-    [t.join() for t in threads]
-    assert not errors, errors
+    in_threads(worker, threads_n)
     count = raw.query("SELECT COUNT(*) FROM {t}")[0][0]
     assert count == threads_n * sessions * (turns + 2)
     for t in range(threads_n):
@@ -100,9 +104,7 @@ def test_concurrent_cas_exactly_one_winner_per_version_under_load(store, report)
                 with lock:
                     wins.append(version)
 
-    threads = [threading.Thread(target=contender, args=(i,)) for i in range(8)]
-    [t.start() for t in threads]
-    [t.join() for t in threads]
+    in_threads(contender, 8)
     value, version = store.get_versioned("u", "s", "counter")
     assert sorted(wins) == list(range(1, version))  # one winner for every version, none twice
     assert value == len(wins) and version == len(wins) + 1
@@ -111,21 +113,8 @@ def test_concurrent_cas_exactly_one_winner_per_version_under_load(store, report)
 
 def test_racing_to_create_the_same_new_list_deadlocks_are_retried_not_leaked(url, database, raw, report):
     store = MysqlAgentStateStore.from_url(url, database_name=database, create_if_not_exist=True, pool_size=8)
-    errors: list = []
     for r in range(12):
-        barrier = threading.Barrier(8)
-
-        def writer(w: int) -> None:
-            barrier.wait()
-            try:
-                store.save_list("u", "race", f"k{r}", candidate(w, w + 1))
-            except Exception as exc:  # noqa: BLE001
-                errors.append(exc)
-
-        threads = [threading.Thread(target=writer, args=(w,)) for w in range(8)]
-        [t.start() for t in threads]
-        [t.join() for t in threads]
-    assert not errors, errors
+        in_threads(lambda w: store.save_list("u", "race", f"k{r}", candidate(w, w + 1)), 8)
     for r in range(12):
         stored = check_list_rows(raw, "u:race", f"k{r}")
         assert stored == candidate(stored[0]["writer"], len(stored))
@@ -142,19 +131,12 @@ def test_creating_lists_in_neighbouring_sessions_at_once(url, database, raw, rep
     gap-lock each other (under REPEATABLE READ this deadlocked past every retry)."""
     store = MysqlAgentStateStore.from_url(url, database_name=database, create_if_not_exist=True, pool_size=8)
     big = [{"text": "x" * 2000, "i": i} for i in range(100)]
-    errors: list = []
 
     def writer(t: int) -> None:
-        try:
-            for i in range(10):
-                store.save_list("u", f"s{i}-{t}", "memory", big)
-        except Exception as exc:  # noqa: BLE001
-            errors.append(exc)
+        for i in range(10):
+            store.save_list("u", f"s{i}-{t}", "memory", big)
 
-    threads = [threading.Thread(target=writer, args=(t,)) for t in range(8)]
-    [t.start() for t in threads]
-    [t.join() for t in threads]
-    assert not errors, errors
+    in_threads(writer, 8)
     assert len(store.list_session_ids("u")) == 80
     for t in range(8):
         assert check_list_rows(raw, f"u:s3-{t}", "memory") == big
