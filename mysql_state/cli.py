@@ -1,0 +1,107 @@
+"""``mysql-state``: the maintenance calls of the store from the shell (mirrors the API).
+
+    export MYSQL_URL=mysql://user:pw@host:3306/agentscope   # or --url URL
+    mysql-state sessions alice                     # list_session_ids
+    mysql-state exists alice chat-1                # exit status 0 if it exists, 1 if not
+    mysql-state get alice chat-1 summary           # the value as JSON
+    mysql-state get-list alice chat-1 memory --offset -5
+    mysql-state length alice chat-1 memory         # list_length
+    mysql-state delete alice chat-1 [KEY]          # a whole session, or one key
+    mysql-state truncate --yes                     # truncate_all_sessions
+
+``--database`` and ``--table`` pick another database or table; ``-`` as the user means
+anonymous sessions. ``python -m mysql_state`` is the same command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Optional, Sequence
+
+import orjson
+
+from .errors import MysqlStateError
+from .store import MysqlAgentStateStore
+
+
+def _user(value: str) -> Optional[str]:
+    return None if value == "-" else value
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mysql-state", description="Inspect and maintain agent state stored by mysql-state.")
+    p.add_argument("--url", help="mysql://user:pw@host:port/database (default: $MYSQL_URL)")
+    p.add_argument("--database", help="database name (wins over the URL's path)")
+    p.add_argument("--table", help="table name (default agentscope_sessions)")
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("sessions", help="the session ids of a user ('-' for anonymous)")
+    s.add_argument("user")
+    e = sub.add_parser("exists", help="exit 0 if the session has rows, 1 if not")
+    e.add_argument("user")
+    e.add_argument("session")
+    for name, helptext in (("get", "a single value, as JSON"), ("length", "a list's length")):
+        c = sub.add_parser(name, help=helptext)
+        c.add_argument("user")
+        c.add_argument("session")
+        c.add_argument("key")
+    g = sub.add_parser("get-list", help="a list's items, one JSON document per line")
+    g.add_argument("user")
+    g.add_argument("session")
+    g.add_argument("key")
+    g.add_argument("--offset", type=int, default=0, help="first item; negative counts from the end")
+    g.add_argument("--limit", type=int, default=None)
+    d = sub.add_parser("delete", help="delete a whole session, or one key of it")
+    d.add_argument("user")
+    d.add_argument("session")
+    d.add_argument("key", nargs="?")
+    t = sub.add_parser("truncate", help="remove every row of the table")
+    t.add_argument("--yes", action="store_true", help="required: this deletes every session")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run one command; returns the exit status (2 for a usage or store error)."""
+    args = _parser().parse_args(argv)
+    url = args.url or os.environ.get("MYSQL_URL")
+    if not url:
+        print("mysql-state: give a URL (mysql://user:pw@host:port/database) or set MYSQL_URL", file=sys.stderr)
+        return 2
+    if args.command == "truncate" and not args.yes:
+        print("mysql-state: truncate removes every session; pass --yes to confirm", file=sys.stderr)
+        return 2
+    out = sys.stdout
+    try:
+        with MysqlAgentStateStore.from_url(url, args.database, args.table, pool_size=1) as store:
+            if args.command == "sessions":
+                for sid in sorted(store.list_session_ids(_user(args.user))):
+                    print(sid, file=out)
+            elif args.command == "exists":
+                found = store.exists(_user(args.user), args.session)
+                print("yes" if found else "no", file=out)
+                return 0 if found else 1
+            elif args.command == "get":
+                value, version = store.get_versioned(_user(args.user), args.session, args.key)
+                if version == 0 and value is None:
+                    print(f"mysql-state: no value at {args.key!r}", file=sys.stderr)
+                    return 1
+                print(orjson.dumps(value).decode(), file=out)
+            elif args.command == "length":
+                print(store.list_length(_user(args.user), args.session, args.key), file=out)
+            elif args.command == "get-list":
+                items = store.get_list(_user(args.user), args.session, args.key, offset=args.offset, limit=args.limit)
+                for item in items:
+                    print(orjson.dumps(item).decode(), file=out)
+            elif args.command == "delete":
+                store.delete(_user(args.user), args.session, args.key)
+            elif args.command == "truncate":
+                print(f"removed {store.truncate_all_sessions()} rows", file=out)
+    except (MysqlStateError, ValueError, TypeError) as exc:
+        print(f"mysql-state: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
