@@ -5,10 +5,10 @@ from __future__ import annotations
 import contextlib
 import warnings
 from dataclasses import dataclass
-from typing import Any, Mapping, NamedTuple, Optional, Sequence, TypeVar
+from typing import Any, Mapping, NamedTuple, Optional, Sequence
 
 from . import keys, listsync, serde, sql
-from .errors import MysqlStateWarning, SchemaNotFoundError, ValueTooLargeError, errno_of
+from .errors import DUPLICATE_KEY, MysqlStateWarning, SchemaNotFoundError, ValueTooLargeError, errno_of
 from .listsync import ListHash, Plan, Snapshot, SnapshotCache
 from .pool import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -23,8 +23,6 @@ from .pool import (
 )
 
 __all__ = ["MysqlAgentStateStore", "VersionedState", "UNVERSIONED"]
-
-T = TypeVar("T")
 
 #: ``save_if_version``'s "nothing written", and its "overwrite whatever is there" argument.
 UNVERSIONED = -1
@@ -346,7 +344,7 @@ class MysqlAgentStateStore:
                 try:
                     cur.execute(self._sql["INSERT_VALUE"], (sid, k, text))
                 except Exception as exc:
-                    if errno_of(exc) == 1062:  # the key exists: not ours to create
+                    if errno_of(exc) == DUPLICATE_KEY:  # the key exists: not ours to create
                         return UNVERSIONED
                     raise
                 return 1
