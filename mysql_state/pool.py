@@ -23,7 +23,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from . import errors, sql
+import pymysql
+
+from . import sql
 from .errors import (
     CONNECT_ERRNOS,
     CONNECTION_ERRNOS,
@@ -62,8 +64,6 @@ class Stats:
 
 
 def _is_driver_error(exc: BaseException) -> bool:
-    import pymysql
-
     return isinstance(exc, pymysql.err.Error)
 
 
@@ -95,9 +95,10 @@ class Connector:
         self.pool_timeout = pool_timeout
         self.retries = retries
         self.stats = Stats()
+        self._pools = list({id(pool): pool, id(self.read_pool): self.read_pool}.values())
         self._limits = {}
         if pool_size:
-            for p in {id(pool): pool, id(self.read_pool): self.read_pool}.values():
+            for p in self._pools:
                 self._limits[id(p)] = threading.BoundedSemaphore(pool_size)
         elif getattr(pool, "_blocking", False) and getattr(pool, "_maxconnections", 0):
             warnings.warn(
@@ -198,10 +199,11 @@ class Connector:
                     raw.autocommit(True)
                 return result
             except BaseException as exc:
-                errno = errno_of(exc) if _is_driver_error(exc) else None
+                driver = _is_driver_error(exc)
+                errno = errno_of(exc) if driver else None
                 lost = errno in CONNECTION_ERRNOS
                 timed_out = isinstance(exc.__context__, TimeoutError)
-                broken = lost or not _is_driver_error(exc)
+                broken = lost or not driver
                 if broken and restore_autocommit and hasattr(raw, "autocommit_mode"):
                     raw.autocommit_mode = True  # a reconnect must restore the pool's mode
                 if not lost:
@@ -212,7 +214,7 @@ class Connector:
                         broken = False
                     except BaseException:  # noqa: BLE001 - cannot roll back: drop the connection
                         broken = True
-                if not _is_driver_error(exc):
+                if not driver:
                     raise
                 if lost and committing:
                     raise CommitUnknownError(
@@ -246,7 +248,7 @@ class Connector:
 
     def close(self) -> None:
         if self.owned:
-            for p in {id(self.pool): self.pool, id(self.read_pool): self.read_pool}.values():
+            for p in self._pools:
                 p.close()
 
 
@@ -325,7 +327,6 @@ def make_pools(
     per call): a dead one is detected by its error and reconnected in place, and every call
     ends its own transaction.
     """
-    import pymysql
     from dbutils.pooled_db import PooledDB
 
     kwargs, database = parse_url(url)

@@ -50,8 +50,12 @@ class _ListWrite:
     new_snapshot: Optional[Snapshot] = None
 
     def lock(self) -> Any:
-        """One writer per list key in this process while the snapshot is in use."""
-        return self.snapshot.lock if self.snapshot is not None else contextlib.nullcontext()
+        return self.lock_of(self.snapshot)
+
+    @staticmethod
+    def lock_of(snapshot: Optional[Snapshot]) -> Any:
+        """One writer per list key in this process while its snapshot is in use."""
+        return snapshot.lock if snapshot is not None else contextlib.nullcontext()
 
 
 class MysqlAgentStateStore:
@@ -488,21 +492,20 @@ class MysqlAgentStateStore:
             if stored is None:  # no hash row of ours: derive it from the items
                 cur.execute(self._sql["LOCK_ITEMS"], (sid, k))
                 have = cur.fetchall()
-                if [r[0] for r in have] != list(range(len(have))):
-                    existing = [r[1].encode() for r in have]
+                existing = [r[1].encode() for r in have]
+                if [r[0] for r in have] != list(range(len(have))):  # gaps: renumber 0..n-1
                     cur.execute(self._sql["DELETE_ITEMS_FROM"], (sid, k, 0))
                     self._write_rows(cur, sid, [(k, i, d) for i, d in enumerate(existing)])
-                base = ListHash.of(listsync.digests([r[1].encode() for r in have]))
+                base = ListHash.of(listsync.digests(existing))
             else:
                 base = stored
-            new_digests = [listsync.digest(base.n + i, d) for i, d in enumerate(datas)]
-            new_hash = ListHash(base.n + len(datas), (base.total + sum(new_digests)) & ((1 << 128) - 1))
+            new_digests = listsync.digests(datas, base.n)
+            new_hash = base.extended(new_digests)
             new_items = [(base.n + i, d) for i, d in enumerate(datas)]
             self._write_list(cur, sid, k, new_items, new_hash, hash_row_exists=row is not None)
             return stored, new_hash, new_digests
 
-        lock = snap.lock if snap is not None else contextlib.nullcontext()
-        with lock:
+        with _ListWrite.lock_of(snap):
             stored, new_hash, new_digests = self._db.run(tx, f"append_list {k!r}", write=True)
             if snap is not None and stored == snap.hash:
                 snap.extend(datas, new_digests, new_hash)
