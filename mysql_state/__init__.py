@@ -11,6 +11,10 @@ key / item-index store, incremental lists with change detection.
 from .errors import (
     CommitUnknownError,
     ConflictError,
+    CorruptStateError,
+    LockTimeoutError,
+    StaleStateError,
+    StoreClosedError,
     MysqlStateError,
     MysqlStateWarning,
     PoolTimeoutError,
@@ -35,6 +39,10 @@ __all__ = [
     "ValueTooLargeError",
     "ConflictError",
     "QueryError",
+    "CorruptStateError",
+    "StaleStateError",
+    "LockTimeoutError",
+    "StoreClosedError",
     "MysqlStateWarning",
 ]
 __version__ = "0.1.0"

@@ -18,6 +18,10 @@ __all__ = [
     "ValueTooLargeError",
     "ConflictError",
     "QueryError",
+    "CorruptStateError",
+    "StaleStateError",
+    "LockTimeoutError",
+    "StoreClosedError",
     "MysqlStateWarning",
     "errno_of",
     "translate",
@@ -67,6 +71,38 @@ class ConflictError(MysqlStateError):
 
 class QueryError(MysqlStateError):
     """Any other server error."""
+
+
+class CorruptStateError(MysqlStateError):
+    """Stored rows cannot be read as what they claim to be: JSON that does not parse, or a list
+    whose item rows disagree with its hash row. Never taken for "no state yet".
+
+    ``session_id`` (the packed id), ``key`` and ``index`` (None for the list as a whole)
+    name the place.
+    """
+
+    def __init__(self, message: str, session_id: str, key: str, index: Optional[int] = None) -> None:
+        super().__init__(message)
+        self.session_id, self.key, self.index = session_id, key, index
+
+
+class StaleStateError(MysqlStateError):
+    """A versioned save found another version stored than the one it was based on; nothing written."""
+
+    def __init__(self, key: str, expected: int, stored: int) -> None:
+        super().__init__(
+            f"key {key!r}: expected version {expected}, but version {stored} is stored "
+            "(another writer saved in between); nothing was written"
+        )
+        self.key, self.expected, self.stored = key, expected, stored
+
+
+class LockTimeoutError(MysqlStateError):
+    """``session_lock`` could not take the session's lock within its timeout."""
+
+
+class StoreClosedError(MysqlStateError, RuntimeError):
+    """The store was closed; it opens no new connection."""
 
 
 class MysqlStateWarning(UserWarning):

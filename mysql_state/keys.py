@@ -9,6 +9,7 @@ Every check runs before any SQL is sent.
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Optional
 
 DEFAULT_DATABASE = "agentscope"
@@ -108,8 +109,17 @@ def pack(user_id: Optional[str], session_id: str) -> str:
     return packed
 
 
-def state_key(key: str, *, is_list: bool = False) -> str:
+def _loose(text: str) -> str:
+    """``text`` as a case- and accent-insensitive collation (``*_ci``) compares it."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+
+
+def state_key(key: str, *, is_list: bool = False, exact: bool = True) -> str:
     """Validate a state key; a list key must leave room for its ``:_hash`` row.
+
+    ``exact=False`` (a table whose key columns ignore case or accents) also refuses keys that
+    such a collation would take for a hash row, e.g. ``memory:_HASH``.
 
     >>> state_key("memory", is_list=True)
     'memory'
@@ -117,8 +127,12 @@ def state_key(key: str, *, is_list: bool = False) -> str:
     _check_text(key, "key")
     if not key.strip():
         raise ValueError(f"key {key!r} is blank")
-    if key.endswith(HASH_SUFFIX):
-        raise ValueError(f"key {key!r} ends with {HASH_SUFFIX!r}, which is reserved for list hash rows")
+    if key.endswith(HASH_SUFFIX) or (not exact and _loose(key).rstrip(" ").endswith(HASH_SUFFIX)):
+        raise ValueError(
+            f"key {key!r} ends with {HASH_SUFFIX!r}"
+            f"{'' if key.endswith(HASH_SUFFIX) else ' as this table compares keys (ignoring case and accents)'}"
+            ", which is reserved for list hash rows"
+        )
     limit = MAX_ID_CHARS - len(HASH_SUFFIX) if is_list else MAX_ID_CHARS
     if len(key) > limit:
         what = f"a list key (its hash key adds {len(HASH_SUFFIX)})" if is_list else "a key"

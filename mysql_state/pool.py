@@ -35,6 +35,7 @@ from .errors import (
     MysqlStateWarning,
     PoolTimeoutError,
     ServerUnavailableError,
+    StoreClosedError,
     errno_of,
     translate,
 )
@@ -50,7 +51,8 @@ DEFAULT_CONNECT_TIMEOUT = 5.0
 DEFAULT_READ_TIMEOUT = 30.0
 DEFAULT_WRITE_TIMEOUT = 30.0
 DEFAULT_RETRIES = 8  # lock conflicts (1213, 1205): whole-transaction retries
-RECONNECTS = 2  # lost connections before anything was committed
+RECONNECTS = 2  # failed re-connects (server down) before ServerUnavailableError
+STALE_RETRIES = 3  # connections found dead at first use (each retry re-opens a fresh one)
 
 
 @dataclass
@@ -83,7 +85,12 @@ class Connector:
         pool_size: Optional[int] = None,
         pool_timeout: float = DEFAULT_POOL_TIMEOUT,
         retries: int = DEFAULT_RETRIES,
+        name: str = "the store",
     ) -> None:
+        check_seconds("pool_timeout", pool_timeout)
+        check_int("retries", retries, 0)
+        if pool_size is not None:
+            check_int("pool_size", pool_size, 1)
         if pool is None or not callable(getattr(pool, "connection", None)):
             raise TypeError(
                 f"pool must have a .connection() method returning a DB-API connection "
@@ -95,6 +102,8 @@ class Connector:
         self.pool_timeout = pool_timeout
         self.retries = retries
         self.stats = Stats()
+        self.closed = False
+        self.name = name
         self._pools = list({id(pool): pool, id(self.read_pool): self.read_pool}.values())
         self._limits = {}
         if pool_size:
@@ -145,11 +154,7 @@ class Connector:
         sem = self._limits.get(id(pool))
         try:
             if broken:
-                raw = _raw(con)
-                try:
-                    raw.close()
-                except Exception:  # noqa: BLE001 - already gone
-                    pass
+                _drop(_raw(con), False)
             con.close()
         except Exception:  # noqa: BLE001 - returning a dead connection must not mask the error
             pass
@@ -162,79 +167,88 @@ class Connector:
     def run(self, fn: Callable[[Any], T], what: str, *, write: bool, lock_retry: bool = True) -> T:
         """Run ``fn(cursor)`` with retries; a write is one transaction ending in COMMIT.
 
-        Retried: lock conflicts (1213, 1205) for writes with ``lock_retry``, and a lost
-        connection whenever nothing was committed yet. A connection lost during COMMIT raises
-        :class:`CommitUnknownError` and is never retried.
+        Retried: lock conflicts (1213, 1205) and a lost creation race (1062) for writes with
+        ``lock_retry``, and a lost connection whenever nothing was committed yet. A lost
+        connection is re-opened in place, so however many idle connections the server cut
+        (``wait_timeout``, a proxy's idle timeout), the retry runs on a fresh one. A connection
+        lost during COMMIT raises :class:`CommitUnknownError` and is never retried.
         """
+        if self.closed:
+            raise StoreClosedError(f"{what}: {self.name} is closed; it opens no new connection")
         pool = self.pool if write else self.read_pool
-        attempt = reconnects = 0
-        while True:
-            attempt += 1
-            con = self._checkout(pool, what)
-            raw = _raw(con)
-            broken = False
-            committing = False
-            restore_autocommit = None
-            try:
-                _reconnect_if_closed(raw)
-                auto = _get_autocommit(raw)
-                if write and auto:
-                    raw.autocommit(False)
-                    restore_autocommit = True
-                cur = raw.cursor()
+        attempt = down = stale = 0
+        con = self._checkout(pool, what)
+        broken = False
+        try:
+            while True:
+                attempt += 1
+                raw = _raw(con)
+                flight = _Flight()
+                restore_autocommit = False
                 try:
+                    _reconnect_if_closed(raw)
+                    auto = _get_autocommit(raw)
+                    if write and auto:
+                        raw.autocommit(False)
+                        restore_autocommit = True
+                    cur = _Cursor(raw.cursor(), flight)
                     if write:
                         self._isolate(raw, cur)
                     result = fn(cur)
-                finally:
-                    cur.close()
-                if write:
-                    committing = True
-                    raw.commit()
-                    committing = False
-                    self.stats.transactions += 1
-                elif not auto:
-                    raw.rollback()  # end the read snapshot: no open transaction goes back
-                if restore_autocommit:
-                    raw.autocommit(True)
-                return result
-            except BaseException as exc:
-                driver = _is_driver_error(exc)
-                errno = errno_of(exc) if driver else None
-                lost = errno in CONNECTION_ERRNOS
-                timed_out = isinstance(exc.__context__, TimeoutError)
-                broken = lost or not driver
-                if broken and restore_autocommit and hasattr(raw, "autocommit_mode"):
-                    raw.autocommit_mode = True  # a reconnect must restore the pool's mode
-                if not lost:
-                    try:
-                        raw.rollback()
-                        if restore_autocommit:
-                            raw.autocommit(True)
-                        broken = False
-                    except BaseException:  # noqa: BLE001 - cannot roll back: drop the connection
-                        broken = True
-                if not driver:
-                    raise
-                if lost and committing:
-                    raise CommitUnknownError(
-                        f"{what}: the connection was lost during COMMIT (error {errno}); the write "
-                        "may or may not be stored, read it back before repeating it",
-                        errno,
-                    ) from exc
-                if lost and not timed_out and reconnects < RECONNECTS:
-                    reconnects += 1
-                    self.stats.reconnects += 1
-                    _backoff(reconnects, 0.05 if errno in CONNECT_ERRNOS else 0.005)
-                    continue
-                if write and lock_retry and errno in RETRYABLE_WRITE_ERRNOS and attempt <= self.retries:
-                    self.stats.lock_retries += 1
-                    self.stats.retries_by_errno[errno] = self.stats.retries_by_errno.get(errno, 0) + 1
-                    _backoff(attempt, 0.005)
-                    continue
-                raise translate(exc, what) from exc
-            finally:
-                self._checkin(pool, con, broken)
+                    flight.on = True
+                    if write:
+                        flight.committing = True
+                        raw.commit()
+                        self.stats.transactions += 1
+                    elif not auto:
+                        raw.rollback()  # end the read snapshot: no open transaction goes back
+                    if restore_autocommit:
+                        raw.autocommit(True)
+                    flight.on = False
+                    return result
+                except BaseException as exc:
+                    driver = _is_driver_error(exc)
+                    errno = errno_of(exc) if driver else None
+                    lost = errno in CONNECTION_ERRNOS
+                    # A statement sent whose reply was not read (an interrupt, a cancelled
+                    # thread): the protocol state is unknown, so the connection is dropped.
+                    unknown = flight.on and not driver
+                    if lost or unknown or not isinstance(exc, Exception):
+                        _drop(raw, restore_autocommit)
+                    else:
+                        try:
+                            raw.rollback()
+                            if restore_autocommit:
+                                raw.autocommit(True)
+                        except BaseException:  # noqa: BLE001 - cannot roll back: drop it
+                            _drop(raw, restore_autocommit)
+                    if not driver:
+                        raise
+                    if lost and flight.committing:
+                        raise CommitUnknownError(
+                            f"{what}: the connection was lost during COMMIT (error {errno}); the write "
+                            "may or may not be stored, read it back before repeating it",
+                            errno,
+                        ) from exc
+                    timed_out = isinstance(exc.__context__, TimeoutError)
+                    if lost and not timed_out:
+                        connect_failed = errno in CONNECT_ERRNOS
+                        down += connect_failed
+                        stale += not connect_failed
+                        if down <= RECONNECTS and stale <= STALE_RETRIES:
+                            self.stats.reconnects += 1
+                            if connect_failed:
+                                _backoff(down, 0.05)
+                            continue  # re-opened in place at the top of the loop
+                    if write and lock_retry and errno in RETRYABLE_WRITE_ERRNOS and attempt <= self.retries:
+                        self.stats.lock_retries += 1
+                        self.stats.retries_by_errno[errno] = self.stats.retries_by_errno.get(errno, 0) + 1
+                        _backoff(attempt, 0.005)
+                        continue
+                    broken = lost
+                    raise translate(exc, what) from exc
+        finally:
+            self._checkin(pool, con, broken)
 
     def _isolate(self, raw: Any, cur: Any) -> None:
         """READ COMMITTED for this write (see sql.READ_COMMITTED_SESSION for why)."""
@@ -247,9 +261,81 @@ class Connector:
             raw._mysql_state_isolated = thread  # a reconnect gets a new thread id: set it again
 
     def close(self) -> None:
+        self.closed = True
         if self.owned:
             for p in self._pools:
                 p.close()
+
+
+def check_int(name: str, value: Any, minimum: int) -> int:
+    """An option that must be an int of at least ``minimum``; the error names it."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}: {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def check_seconds(name: str, value: Any) -> float:
+    """A positive, finite number of seconds; the error names the option."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}: {value!r}")
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
+    return float(value)
+
+
+class _Flight:
+    """Whether a statement (or COMMIT) was sent and its reply not yet read."""
+
+    __slots__ = ("on", "committing")
+
+    def __init__(self) -> None:
+        self.on = False
+        self.committing = False
+
+
+class _Cursor:
+    """A driver cursor that records when a statement is in flight (see :class:`_Flight`)."""
+
+    __slots__ = ("_cur", "_flight")
+
+    def __init__(self, cur: Any, flight: _Flight) -> None:
+        self._cur, self._flight = cur, flight
+
+    def execute(self, query: str, args: Any = None) -> int:
+        self._flight.on = True
+        n = self._cur.execute(query, args)
+        self._flight.on = False
+        return n
+
+    def fetchone(self) -> Any:
+        return self._cur.fetchone()
+
+    def fetchall(self) -> Any:
+        return self._cur.fetchall()
+
+    @property
+    def lastrowid(self) -> Any:
+        return self._cur.lastrowid
+
+    @property
+    def rowcount(self) -> int:
+        return self._cur.rowcount
+
+
+def _drop(raw: Any, restore_autocommit: bool) -> None:
+    """Close a driver connection whose state is unknown; the next use re-opens it in place."""
+    if restore_autocommit and hasattr(raw, "autocommit_mode"):
+        raw.autocommit_mode = True  # a re-open must restore the pool's mode
+    force = getattr(raw, "_force_close", None)
+    try:
+        if force is not None:
+            force()  # no COM_QUIT on a socket whose protocol state is unknown
+        else:
+            raw.close()
+    except Exception:  # noqa: BLE001 - already gone
+        pass
 
 
 def _backoff(attempt: int, base: float) -> None:
@@ -329,6 +415,10 @@ def make_pools(
     """
     from dbutils.pooled_db import PooledDB
 
+    check_int("pool_size", pool_size, 1)
+    for name, value in (("connect_timeout", connect_timeout), ("read_timeout", read_timeout),
+                        ("write_timeout", write_timeout)):
+        check_seconds(name, value)
     kwargs, database = parse_url(url)
     kwargs.setdefault("connect_timeout", connect_timeout)
     kwargs.setdefault("read_timeout", read_timeout)

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import math
 import types
 import typing
 import uuid
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import orjson
+
+from .errors import CorruptStateError
 
 _LOADS = orjson.loads
 
@@ -31,12 +34,52 @@ def _fail(key: str, value: Any, exc: Exception, item: Optional[int] = None) -> T
     return TypeError(f"cannot serialise the value for {where}: {type(value).__name__} ({exc})")
 
 
+def _non_finite(obj: Any, depth: int = 0) -> Optional[float]:
+    """A NaN or infinity anywhere in ``obj`` (orjson would silently write it as null)."""
+    if isinstance(obj, float):
+        return None if math.isfinite(obj) else obj
+    if depth > 200:
+        return None
+    if isinstance(obj, dict):
+        items: Iterable[Any] = obj.values()
+    elif isinstance(obj, (list, tuple)):
+        items = obj
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        items = (getattr(obj, f.name) for f in dataclasses.fields(obj))
+    elif hasattr(obj, "model_dump") and hasattr(type(obj), "model_validate"):
+        items = obj.model_dump().values()
+    else:
+        return None
+    for v in items:
+        bad = _non_finite(v, depth + 1)
+        if bad is not None:
+            return bad
+    return None
+
+
+def check_finite(value: Any, data: bytes, key: str, item: Optional[int] = None) -> None:
+    """Refuse NaN and infinities: JSON has no such numbers, and null would change the data.
+
+    Only JSON holding ``null`` can hide one, so the walk runs on those values alone.
+    """
+    if b"null" in data:
+        bad = _non_finite(value)
+        if bad is not None:
+            where = f"item {item} of list {key!r}" if item is not None else f"key {key!r}"
+            raise ValueError(
+                f"the value for {where} holds the float {bad!r}, which JSON cannot represent "
+                "(it would be stored as null); nothing was written"
+            )
+
+
 def encode(value: Any, key: str) -> bytes:
     """The JSON of one value."""
     try:
-        return orjson.dumps(value, default=_default)
+        data = orjson.dumps(value, default=_default)
     except TypeError as exc:
         raise _fail(key, value, exc) from exc
+    check_finite(value, data, key)
+    return data
 
 
 def encode_list(values: Sequence[Any], key: str) -> bytes:
@@ -48,16 +91,46 @@ def encode_list(values: Sequence[Any], key: str) -> bytes:
         raise
 
 
-def encode_items(values: Iterable[Any], key: str, start: int = 0) -> list[bytes]:
-    """The JSON of each item; ``start`` is the index of the first one (for messages)."""
+def encode_items(values: Iterable[Any], key: str, start: int = 0, *, check: bool = True) -> list[bytes]:
+    """The JSON of each item; ``start`` is the index of the first one (for messages).
+
+    ``check=False`` leaves :func:`check_finite` to the caller, for the items it will write.
+    """
     dumps = orjson.dumps
     out = []
     for i, v in enumerate(values, start):
         try:
-            out.append(dumps(v, default=_default))
+            data = dumps(v, default=_default)
         except TypeError as exc:
             raise _fail(key, v, exc, i) from exc
+        if check and b"null" in data:
+            check_finite(v, data, key, i)
+        out.append(data)
     return out
+
+
+def check_sequence(values: Any, parameter: str) -> Sequence[Any]:
+    """A list's items as a sequence; a mapping, str or bytes is refused (it would store its
+    keys or characters), naming the parameter."""
+    if isinstance(values, (Mapping, str, bytes, bytearray, memoryview)) or not isinstance(values, Iterable):
+        raise TypeError(
+            f"{parameter} must be a list (or another sequence) of items, got "
+            f"{type(values).__name__}; wrap a single item as [item]"
+        )
+    return values if isinstance(values, (list, tuple)) else list(values)
+
+
+def decode_row(data: str | bytes, type: Optional[type], session_id: str, key: str, index: int) -> Any:
+    """:func:`decode`, raising :class:`CorruptStateError` naming the row when the JSON is invalid."""
+    try:
+        obj = _LOADS(data)
+    except orjson.JSONDecodeError as exc:
+        raise CorruptStateError(
+            f"the row of session {session_id!r}, key {key!r}, item_index {index} is not valid JSON "
+            f"({exc}); it was changed outside this store or cut short",
+            session_id, key, index,
+        ) from exc
+    return obj if type is None else convert(obj, type)
 
 
 def decode(data: str | bytes, type: Optional[type] = None) -> Any:

@@ -56,8 +56,19 @@ READ_COMMITTED_NEXT = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"
 
 # ---- single values --------------------------------------------------------------------------
 
+# A value and, in the same lookup, the hash row that would make the key a list. A row that a
+# writer unaware of the version column (the Java store, an old table) left at version 0 reads
+# as version 1: version 0 means "absent" in the compare-and-set contract.
 SELECT_VALUE = (
-    "SELECT state_data, version FROM {t} WHERE session_id = %s AND state_key = %s AND item_index = 0"
+    "SELECT state_key = %s, state_data, GREATEST(version, 1) FROM {t}"
+    " WHERE session_id = %s AND state_key IN (%s, %s) AND item_index = 0"
+)
+SELECT_VALUE_FOR_UPDATE = SELECT_VALUE + " FOR UPDATE"
+# Before a value replaces whatever is under a key: wait for a list writer (it holds the hash
+# row) and learn whether list rows remain. Reads at most three rows, whatever the list's size.
+LOCK_KEY_HEAD = (
+    "SELECT state_key = %s, item_index, GREATEST(version, 1) FROM {t}"
+    " WHERE session_id = %s AND state_key IN (%s, %s) AND item_index <= 1 FOR UPDATE"
 )
 # Remove what a list left under a key that now holds a single value (items 1.. and the hash row).
 DELETE_LIST_REMAINS = (
@@ -65,40 +76,62 @@ DELETE_LIST_REMAINS = (
     " AND ((state_key = %s AND item_index > 0) OR (state_key = %s AND item_index = 0))"
 )
 # LAST_INSERT_ID(expr) hands the new version back in the OK packet: one round trip.
+# The version given is one past what the writer locked; GREATEST keeps versions growing when
+# the row it meets is not the one it locked (a list's item 0, a row created beside it).
 UPSERT_VALUE = (
     "INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
-    " VALUES (%s, %s, 0, %s, 1)"
-    " ON DUPLICATE KEY UPDATE state_data = VALUES(state_data), version = LAST_INSERT_ID(version + 1)"
+    " VALUES (%s, %s, 0, %s, %s)"
+    " ON DUPLICATE KEY UPDATE state_data = VALUES(state_data),"
+    " version = LAST_INSERT_ID(GREATEST(VALUES(version), GREATEST(version, 1) + 1))"
 )
 INSERT_VALUE = (
     "INSERT INTO {t} (session_id, state_key, item_index, state_data, version) VALUES (%s, %s, 0, %s, 1)"
 )
 UPDATE_IF_VERSION = (
-    "UPDATE {t} SET state_data = %s, version = version + 1"
-    " WHERE session_id = %s AND state_key = %s AND item_index = 0 AND version = %s"
+    "UPDATE {t} SET state_data = %s, version = GREATEST(version, 1) + 1"
+    " WHERE session_id = %s AND state_key = %s AND item_index = 0 AND GREATEST(version, 1) = %s"
 )
 
 # ---- lists ----------------------------------------------------------------------------------
 
 LOCK_HASH_ROW = (
-    "SELECT state_data FROM {t} WHERE session_id = %s AND state_key = %s AND item_index = 0 FOR UPDATE"
+    "SELECT state_data, GREATEST(version, 1) FROM {t}"
+    " WHERE session_id = %s AND state_key = %s AND item_index = 0 FOR UPDATE"
 )
+# What the item rows are (count, lowest and highest index): a save that finds nothing to
+# write checks them against the hash row, so a row lost behind its back is written again.
+ITEMS_SHAPE = (
+    "SELECT COUNT(*), MIN(item_index), MAX(item_index) FROM {t} WHERE session_id = %s AND state_key = %s"
+)
+# A new list's hash row; its version is one past a value's that it replaces (versions of a
+# key never go back, so a compare-and-set cannot mistake a new list for an old value).
 INSERT_HASH_ROW = (
-    "INSERT INTO {t} (session_id, state_key, item_index, state_data, version) VALUES (%s, %s, 0, %s, 1)"
+    "INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+    " SELECT %s, %s, 0, %s, COALESCE(MAX(GREATEST(version, 1)), 0) + 1 FROM {t}"
+    " WHERE session_id = %s AND state_key = %s AND item_index = 0"
 )
 SELECT_HASH_ROW = "SELECT state_data FROM {t} WHERE session_id = %s AND state_key = %s AND item_index = 0"
 LOCK_ITEMS = (
     "SELECT item_index, state_data FROM {t} WHERE session_id = %s AND state_key = %s"
     " ORDER BY item_index FOR UPDATE"
 )
-SELECT_ITEMS = "SELECT state_data FROM {t} WHERE session_id = %s AND state_key = %s ORDER BY item_index"
+# Reads of a list bring its hash row in the same statement (one snapshot), so the items can
+# be checked against it: rows are (item_index, state_data, version); the hash row has index -1.
+SELECT_ITEMS = (
+    "SELECT IF(state_key = %s, -1, item_index), state_data, GREATEST(version, 1) FROM {t}"
+    " WHERE session_id = %s AND state_key IN (%s, %s) ORDER BY state_key, item_index"
+)
+_HASH_PART = (
+    " UNION ALL SELECT -1, state_data, GREATEST(version, 1) FROM {t}"
+    " WHERE session_id = %s AND state_key = %s AND item_index = 0"
+)
 SELECT_WINDOW = (
-    "SELECT state_data FROM {t} WHERE session_id = %s AND state_key = %s AND item_index >= %s"
-    " ORDER BY item_index LIMIT %s"
+    "(SELECT item_index, state_data, 0 FROM {t} WHERE session_id = %s AND state_key = %s"
+    " AND item_index >= %s ORDER BY item_index LIMIT %s)" + _HASH_PART
 )
 SELECT_TAIL = (
-    "SELECT state_data FROM {t} WHERE session_id = %s AND state_key = %s"
-    " ORDER BY item_index DESC LIMIT %s"
+    "(SELECT item_index, state_data, 0 FROM {t} WHERE session_id = %s AND state_key = %s"
+    " ORDER BY item_index DESC LIMIT %s)" + _HASH_PART
 )
 COUNT_ITEMS = "SELECT COUNT(*) FROM {t} WHERE session_id = %s AND state_key = %s"
 DELETE_ITEMS_FROM = "DELETE FROM {t} WHERE session_id = %s AND state_key = %s AND item_index >= %s"
@@ -109,6 +142,10 @@ UPSERT_ROWS_TAIL = " ON DUPLICATE KEY UPDATE state_data = VALUES(state_data), ve
 # ---- sessions -------------------------------------------------------------------------------
 
 SESSION_EXISTS = "SELECT 1 FROM {t} WHERE session_id = %s LIMIT 1"
+# Deletes first lock what they delete: under READ COMMITTED a DELETE skips rows a concurrent
+# writer inserted but had not committed, so it waits on the session's rows (and on every list
+# writer, who holds its list's hash row) before deleting; then no row is left behind.
+LOCK_SESSION = "SELECT COUNT(*) FROM {t} WHERE session_id = %s FOR UPDATE"
 DELETE_SESSION = "DELETE FROM {t} WHERE session_id = %s"
 DELETE_KEY = "DELETE FROM {t} WHERE session_id = %s AND state_key IN (%s, %s)"
 # A range on the primary key instead of LIKE: no wildcard in a user id can widen it.
@@ -129,12 +166,15 @@ def render(template: str, table: str, collation: str = "") -> str:
     return template.replace("{t}", table).replace("{c}", collation)
 
 
-def escaped_size(text: bytes) -> int:
-    """The bytes a JSON text takes on the wire once pymysql has escaped it.
+_ESCAPED = (b"\\", b"'", b'"', b"\0", b"\n", b"\r", b"\x1a")
 
-    JSON from orjson has no raw control characters, so only quotes and backslashes double.
+
+def escaped_size(text: bytes) -> int:
+    """The bytes a text takes on the wire once pymysql has quoted and escaped it.
+
+    pymysql writes each of backslash, both quotes, NUL, LF, CR and ^Z as two bytes.
     """
-    return len(text) + text.count(b"\\") + text.count(b'"') + text.count(b"'")
+    return len(text) + sum(text.count(c) for c in _ESCAPED) + 2
 
 
 def upsert_rows(
@@ -149,13 +189,14 @@ def upsert_rows(
     ``max_bytes`` still gets a statement of its own; the caller checks sizes beforehand.
     """
     head, tail = table_sql
-    fixed = len(head) + len(tail) + 2 * len(session.encode("utf-8"))
+    sid_cost = escaped_size(session.encode("utf-8"))
+    fixed = len(head) + len(tail)
     out: list[Statement] = []
     parts: list[str] = []
     params: list = []
     size = fixed
     for key, index, data in rows:
-        cost = escaped_size(data) + len(key.encode("utf-8")) + len(session.encode("utf-8")) + ROW_OVERHEAD
+        cost = escaped_size(data) + escaped_size(key.encode("utf-8")) + sid_cost + ROW_OVERHEAD
         if parts and size + cost > max_bytes:
             out.append((head + ",".join(parts) + tail, tuple(params)))
             parts, params, size = [], [], fixed

@@ -8,7 +8,14 @@ from dataclasses import dataclass
 from typing import Any, Mapping, NamedTuple, Optional, Sequence
 
 from . import keys, listsync, serde, sql
-from .errors import DUPLICATE_KEY, MysqlStateWarning, SchemaNotFoundError, ValueTooLargeError, errno_of
+from .errors import (
+    DUPLICATE_KEY,
+    CorruptStateError,
+    MysqlStateWarning,
+    SchemaNotFoundError,
+    ValueTooLargeError,
+    errno_of,
+)
 from .listsync import ListHash, Plan, Snapshot, SnapshotCache
 from .pool import (
     DEFAULT_CONNECT_TIMEOUT,
@@ -19,6 +26,8 @@ from .pool import (
     DEFAULT_WRITE_TIMEOUT,
     Connector,
     Stats,
+    check_int,
+    check_seconds,
     make_pools,
 )
 
@@ -27,7 +36,7 @@ __all__ = ["MysqlAgentStateStore", "VersionedState", "UNVERSIONED"]
 #: ``save_if_version``'s "nothing written", and its "overwrite whatever is there" argument.
 UNVERSIONED = -1
 DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024
-_NO_LIMIT = 1 << 62
+_NO_LIMIT = 1 << 62  # a LIMIT no list reaches (item_index is an INT), yet valid SQL
 _WARNED: set[tuple[str, str]] = set()
 
 
@@ -56,6 +65,38 @@ class _ListWrite:
     def lock_of(snapshot: Optional[Snapshot]) -> Any:
         """One writer per list key in this process while its snapshot is in use."""
         return snapshot.lock if snapshot is not None else contextlib.nullcontext()
+
+
+def _check_version(v: Any, name: str) -> int:
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise TypeError(f"{name} must be an int, got {type(v).__name__}: {v!r}")
+    if v < UNVERSIONED:
+        raise ValueError(f"{name} {v} must be >= -1 (UNVERSIONED)")
+    return v
+
+
+def _window(offset: Any, limit: Any) -> tuple[int, Optional[int]]:
+    """Check ``offset``/``limit`` and bring huge ones within what SQL accepts (same answer)."""
+    for name, v in (("offset", offset), ("limit", limit)):
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
+            raise TypeError(f"{name} must be an int, got {type(v).__name__}: {v!r}")
+    if offset is None:
+        raise TypeError("offset must be an int, got None")
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit {limit} must be >= 0 (or None for no limit)")
+    offset = max(-_NO_LIMIT, min(offset, _NO_LIMIT))
+    if limit is not None and limit >= _NO_LIMIT:
+        limit = None
+    return offset, limit
+
+
+def _rows_are_whole(count: Any, lo: Any, hi: Any, stored: Optional[ListHash]) -> bool:
+    """Whether a list's item rows are exactly ``0..n-1`` for the ``n`` its hash row says."""
+    if stored is None:
+        return True  # no hash row of ours: the cold path reads the rows anyway
+    if stored.n == 0:
+        return int(count) == 0
+    return int(count) == stored.n and lo == 0 and hi == stored.n - 1
 
 
 class MysqlAgentStateStore:
@@ -96,6 +137,7 @@ class MysqlAgentStateStore:
         """
         self.database_name = keys.identifier(database_name, "database name", keys.DEFAULT_DATABASE)
         self.table_name = keys.identifier(table_name, "table name", keys.DEFAULT_TABLE)
+        check_int("snapshot_bytes", snapshot_bytes, 0)
         self._db = Connector(
             pool,
             read_pool=_read_pool,
@@ -103,6 +145,7 @@ class MysqlAgentStateStore:
             pool_size=_pool_size,
             pool_timeout=pool_timeout,
             retries=retries,
+            name=f"the store of `{self.database_name}`.`{self.table_name}`",
         )
         #: Connections per pool (None for a given pool); the async store sizes its threads to it.
         self.pool_size: Optional[int] = _pool_size
@@ -144,6 +187,9 @@ class MysqlAgentStateStore:
         ...     s.exists("alice", "chat-1")  # doctest: +SKIP
         False
         """
+        check_int("snapshot_bytes", snapshot_bytes, 0)
+        check_int("retries", retries, 0)
+        check_seconds("pool_timeout", pool_timeout)
         write_pool, read_pool, url_database = make_pools(
             url,
             pool_size=pool_size,
@@ -219,8 +265,9 @@ class MysqlAgentStateStore:
     # ---- helpers -------------------------------------------------------------------------------
 
     def _ids(self, user_id: Optional[str], session_id: str, key: Optional[str] = None, *, is_list=False):
+        """Validate and pack ids; ``key=None`` means the whole session (only where allowed)."""
         sid = keys.pack(user_id, session_id)
-        k = keys.state_key(key, is_list=is_list) if key is not None else None
+        k = keys.state_key(key, is_list=is_list, exact=self.exact_keys) if key is not None else None
         if self.pads_spaces:
             for what, v in (("user_id", user_id or ""), ("session_id", session_id), ("key", k or "")):
                 if v.endswith(" "):
@@ -230,6 +277,12 @@ class MysqlAgentStateStore:
                         "key columns exact (see the warning at open) to allow it"
                     )
         return sid, k
+
+    def _key_ids(self, user_id: Optional[str], session_id: str, key: str, *, is_list=False) -> tuple[str, str]:
+        """:meth:`_ids` for calls whose key is required (None is refused, naming ``key``)."""
+        if key is None:
+            raise TypeError("key must be a str, got None")
+        return self._ids(user_id, session_id, key, is_list=is_list)
 
     def _check_size(self, data: bytes, what: str) -> None:
         need = sql.escaped_size(data) + 2 * 4 * 2 * keys.MAX_ID_CHARS + 256
@@ -246,25 +299,30 @@ class MysqlAgentStateStore:
             cur.execute(statement, params)
 
     def _write_list(
-        self, cur: Any, sid: str, k: str, items: list[tuple[int, bytes]], new_hash: ListHash, hash_row_exists: bool
+        self, cur: Any, sid: str, k: str, items: list[tuple[int, bytes]], new_hash: ListHash, with_hash: bool
     ) -> None:
-        """Items and the hash row; in the same multi-row upsert when the hash row exists.
-
-        A list that has no hash row yet gets it by a plain INSERT, first: of two writers
-        racing to create one list, the second waits on the first's row and then fails with
-        1062 (duplicate key), and its whole transaction is retried against the created list.
-        """
+        """Items, and the hash row in the same multi-row upsert when ``with_hash`` (a list
+        whose hash row exists; a new list's is created first by :meth:`_create_hash_row`)."""
         rows = [(k, i, d) for i, d in items]
-        if hash_row_exists:
+        if with_hash:
             rows.append((keys.hash_key(k), 0, new_hash.to_json()))
-        else:
-            cur.execute(self._sql["INSERT_HASH_ROW"], (sid, keys.hash_key(k), new_hash.to_json().decode()))
         self._write_rows(cur, sid, rows)
+
+    def _create_hash_row(self, cur: Any, sid: str, k: str, new_hash: ListHash) -> None:
+        """INSERT a new list's hash row, its version one past a value it replaces.
+
+        Of two writers racing to create one list, the second waits on the first's row and
+        then fails with 1062 (duplicate key): its whole transaction is retried against the
+        created list.
+        """
+        hk = keys.hash_key(k)
+        cur.execute(self._sql["INSERT_HASH_ROW"], (sid, hk, new_hash.to_json().decode(), sid, k))
 
     # ---- single values -------------------------------------------------------------------------
 
     def save(self, user_id: Optional[str], session_id: str, key: str, value: Any) -> None:
-        """Store one value at ``key`` (upsert; its version grows by one).
+        """Store one value at ``key`` (upsert; its version grows by one); a list under the key
+        is removed.
 
         >>> store.save("alice", "chat-1", "summary", {"text": "talked about MySQL"})  # doctest: +SKIP
         """
@@ -278,16 +336,40 @@ class MysqlAgentStateStore:
 
     def _prepare_value(self, user_id, session_id, key, value) -> tuple[str, str, str]:
         """Validate and encode before any SQL: (packed session id, key, JSON text)."""
-        sid, k = self._ids(user_id, session_id, key)
+        sid, k = self._key_ids(user_id, session_id, key)
         data = serde.encode(value, k)
         self._check_size(data, f"save {k!r}")
         return sid, k, data.decode()
 
-    def _value_tx(self, cur: Any, sid: str, k: str, text: str) -> int:
-        """Upsert one value (removing what a list left under the key); returns its version."""
-        cur.execute(self._sql["DELETE_LIST_REMAINS"], (sid, k, keys.hash_key(k)))
-        affected = cur.execute(self._sql["UPSERT_VALUE"], (sid, k, text))
-        return 1 if affected == 1 else int(cur.lastrowid)
+    def _key_head(self, cur: Any, sid: str, k: str) -> tuple[int, bool, bool]:
+        """Lock what is under ``k``: (its version, 0 when absent; is it a list; was there a row 0).
+
+        Waits for a list writer (who holds the hash row), so that rows it inserted are
+        committed, hence seen, by the DELETE that follows.
+        """
+        hk = keys.hash_key(k)
+        cur.execute(self._sql["LOCK_KEY_HEAD"], (hk, sid, k, hk))
+        rows = cur.fetchall()
+        hash_version = next((int(r[2]) for r in rows if r[0]), 0)
+        row0 = next((int(r[2]) for r in rows if not r[0] and r[1] == 0), 0)
+        is_list = bool(hash_version) or any(not r[0] and r[1] == 1 for r in rows)
+        return (hash_version or row0), is_list, bool(row0)
+
+    def _value_tx(self, cur: Any, sid: str, k: str, text: str, version: Optional[int] = None) -> int:
+        """Write one value, removing a list under the key; returns the new version.
+
+        ``version`` is the version to write (compare-and-set); by default one past the stored.
+        """
+        stored, is_list, had_row0 = self._key_head(cur, sid, k)
+        if is_list:
+            cur.execute(self._sql["DELETE_LIST_REMAINS"], (sid, k, keys.hash_key(k)))
+        new = stored + 1 if version is None else version
+        affected = cur.execute(self._sql["UPSERT_VALUE"], (sid, k, text, new))
+        if affected != 1 and not had_row0 and not is_list:
+            # Row 0 appeared after the lock: a list was being created beside us. It is
+            # committed now (the upsert waited for it), so its remains are visible.
+            cur.execute(self._sql["DELETE_LIST_REMAINS"], (sid, k, keys.hash_key(k)))
+        return new if affected == 1 else int(cur.lastrowid)
 
     def get(
         self,
@@ -299,29 +381,50 @@ class MysqlAgentStateStore:
     ) -> Any:
         """The value at ``key`` (an instance of ``type`` when given), or ``default``.
 
+        A key that holds a list raises ``TypeError`` (read it with :meth:`get_list`).
+
         >>> store.get("alice", "chat-1", "summary")  # doctest: +SKIP
         {'text': 'talked about MySQL'}
         """
-        found = self.get_versioned(user_id, session_id, key, type)
-        return default if found.version == 0 and found.value is None else found.value
+        sid, k = self._key_ids(user_id, session_id, key)
+        found = self._read_value(sid, k, type)
+        if found is None:
+            return default
+        if found[2]:
+            raise TypeError(f"key {k!r} of session {sid!r} holds a list, not a single value: read it with get_list")
+        return found[0]
 
     def get_versioned(
         self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None
     ) -> VersionedState:
         """The value and its version; ``(None, 0)`` when absent.
 
+        For a key that holds a list: ``(None, <the list's version>)``, the version that
+        :meth:`save_if_version` checks before it replaces the list by a value.
+
         >>> value, version = store.get_versioned("alice", "chat-1", "plan")  # doctest: +SKIP
         """
-        sid, k = self._ids(user_id, session_id, key)
-
-        def read(cur: Any) -> Optional[tuple]:
-            cur.execute(self._sql["SELECT_VALUE"], (sid, k))
-            return cur.fetchone()
-
-        row = self._db.run(read, f"get {k!r}", write=False)
-        if row is None:
+        sid, k = self._key_ids(user_id, session_id, key)
+        found = self._read_value(sid, k, type)
+        if found is None:
             return VersionedState(None, 0)
-        return VersionedState(serde.decode(row[0], type), int(row[1]))
+        return VersionedState(None if found[2] else found[0], found[1])
+
+    def _read_value(self, sid: str, k: str, type: Optional[type]) -> Optional[tuple[Any, int, bool]]:
+        """(value, version, is_list) in one statement, or None when the key is absent."""
+        hk = keys.hash_key(k)
+
+        def read(cur: Any) -> list:
+            cur.execute(self._sql["SELECT_VALUE"], (hk, sid, k, hk))
+            return cur.fetchall()
+
+        rows = self._db.run(read, f"get {k!r}", write=False)
+        listed = next((r for r in rows if r[0]), None)
+        if listed is not None:
+            return None, int(listed[2]), True
+        if not rows:
+            return None
+        return serde.decode_row(rows[0][1], type, sid, k, 0), int(rows[0][2]), False
 
     def save_if_version(
         self, user_id: Optional[str], session_id: str, key: str, value: Any, expected_version: int
@@ -329,36 +432,37 @@ class MysqlAgentStateStore:
         """Compare-and-set: write only if the stored version is ``expected_version``.
 
         ``0`` creates the key if absent; ``UNVERSIONED`` (-1) overwrites unconditionally.
-        Returns the new version, or ``UNVERSIONED`` when nothing was written.
+        Returns the new version, or ``UNVERSIONED`` when nothing was written. A list under
+        the key has the version of its hash row, and is removed when the value is written.
 
         >>> v = store.save_if_version("alice", "chat-1", "plan", {"step": 1}, 0)  # doctest: +SKIP
         >>> store.save_if_version("alice", "chat-1", "plan", {"step": 2}, v)  # doctest: +SKIP
         2
         """
-        if not isinstance(expected_version, int) or isinstance(expected_version, bool):
-            raise TypeError(f"expected_version must be an int, got {expected_version!r}")
-        if expected_version < UNVERSIONED:
-            raise ValueError(f"expected_version {expected_version} must be >= -1 (UNVERSIONED)")
-        if expected_version == UNVERSIONED:
-            return self._save_value(user_id, session_id, key, value)
+        _check_version(expected_version, "expected_version")
         sid, k, text = self._prepare_value(user_id, session_id, key, value)
-
-        def tx(cur: Any) -> int:
-            if expected_version == 0:
-                try:
-                    cur.execute(self._sql["INSERT_VALUE"], (sid, k, text))
-                except Exception as exc:
-                    if errno_of(exc) == DUPLICATE_KEY:  # the key exists: not ours to create
-                        return UNVERSIONED
-                    raise
-                return 1
-            updated = cur.execute(self._sql["UPDATE_IF_VERSION"], (text, sid, k, expected_version))
-            return expected_version + 1 if updated == 1 else UNVERSIONED
-
-        version = self._db.run(tx, f"save_if_version {k!r}", write=True)
+        if expected_version == UNVERSIONED:
+            version = self._db.run(lambda cur: self._value_tx(cur, sid, k, text), f"save {k!r}", write=True)
+        else:
+            version = self._db.run(lambda cur: self._cas_tx(cur, sid, k, text, expected_version),
+                                   f"save_if_version {k!r}", write=True)
         if version != UNVERSIONED:
             self._snapshots.drop((sid, k))
         return version
+
+    def _cas_tx(self, cur: Any, sid: str, k: str, text: str, expected: int) -> int:
+        stored, _, _ = self._key_head(cur, sid, k)
+        if stored != expected:
+            return UNVERSIONED
+        if expected == 0:
+            try:  # absent: create it; a creator racing us (its row in flight) wins
+                cur.execute(self._sql["INSERT_VALUE"], (sid, k, text))
+            except Exception as exc:
+                if errno_of(exc) == DUPLICATE_KEY:
+                    return UNVERSIONED
+                raise
+            return 1
+        return self._value_tx(cur, sid, k, text, expected + 1)
 
     # ---- lists ---------------------------------------------------------------------------------
 
@@ -394,12 +498,18 @@ class MysqlAgentStateStore:
 
         >>> store.save_many("alice", "chat-1", values={"summary": s}, lists={"context": msgs})  # doctest: +SKIP
         """
+        for name, m in (("values", values), ("lists", lists)):
+            if m is not None and not isinstance(m, Mapping):
+                raise TypeError(f"{name} must be a mapping of key to {name[:-1]}, got {type(m).__name__}")
         values, lists = dict(values or {}), dict(lists or {})
         both = set(values) & set(lists)
         if both:
             raise ValueError(f"keys {sorted(both)} are given both as a value and as a list")
         writes = [self._prepare_list(user_id, session_id, k, v) for k, v in sorted(lists.items())]
         prepared = [self._prepare_value(user_id, session_id, k, v) for k, v in sorted(values.items())]
+        if not writes and not prepared:
+            keys.pack(user_id, session_id)
+            return {}
 
         def tx(cur: Any) -> dict[str, Plan]:
             plans = {w.key: self._list_tx(cur, w) for w in writes}
@@ -419,9 +529,8 @@ class MysqlAgentStateStore:
 
     def _prepare_list(self, user_id, session_id, key, values) -> "_ListWrite":
         """Validate and encode a list save before any SQL."""
-        sid, k = self._ids(user_id, session_id, key, is_list=True)
-        if not isinstance(values, (list, tuple)):
-            values = list(values)
+        sid, k = self._key_ids(user_id, session_id, key, is_list=True)
+        values = serde.check_sequence(values, "values")
         blob = serde.encode_list(values, k)
         return _ListWrite(sid, k, values, blob, self._snapshots.get((sid, k)))
 
@@ -430,23 +539,29 @@ class MysqlAgentStateStore:
         cur.execute(self._sql["LOCK_HASH_ROW"], (w.sid, keys.hash_key(w.key)))
         row = cur.fetchone()
         stored = ListHash.parse(row[0] if row else None)
-        planned: Optional[tuple[Plan, Optional[Snapshot]]] = None
         snap = w.snapshot
+        planned: Optional[tuple[Plan, Optional[Snapshot]]] = None
         if snap is not None and stored is not None and stored == snap.hash:
-            planned = snap.diff(w.blob, w.values, lambda vs, start: serde.encode_items(vs, w.key, start))
+            planned = snap.diff(w.blob, w.values, lambda vs, start: serde.encode_items(vs, w.key, start, check=False))
         if planned is None or planned[1] is None:
             planned = self._plan_cold(cur, w.sid, w.key, w.values, w.blob, stored)
         plan, w.new_snapshot = planned
-        self._apply(cur, w.sid, w.key, plan, hash_row_exists=row is not None)
+        self._apply(cur, w.sid, w.key, plan, w.values, hash_row_exists=row is not None)
         return plan
 
     def _plan_cold(
         self, cur: Any, sid: str, k: str, values: Sequence[Any], blob: bytes, stored: Optional[ListHash]
     ) -> tuple[Plan, Snapshot]:
         """Plan without a usable snapshot: digest every item, read the stored ones if needed."""
-        datas = serde.encode_items(values, k)
+        datas = serde.encode_items(values, k, check=False)
         item_digests = listsync.digests(datas)
         plan = listsync.plan_cold(datas, item_digests, stored)
+        if plan is not None and plan.kind == "unchanged":
+            # Nothing to write by the hash row: check the rows still are what it describes
+            # (a row deleted by hand would otherwise never be repaired).
+            cur.execute(self._sql["ITEMS_SHAPE"], (sid, k))
+            if not _rows_are_whole(*cur.fetchone(), stored):
+                plan = listsync.plan_rewrite(datas, item_digests)
         if plan is None:
             cur.execute(self._sql["LOCK_ITEMS"], (sid, k))
             have = cur.fetchall()
@@ -457,11 +572,14 @@ class MysqlAgentStateStore:
                 plan = listsync.plan_rewrite(datas, item_digests)
         return plan, Snapshot.build(blob, datas, item_digests, ListHash.of(item_digests))
 
-    def _apply(self, cur: Any, sid: str, k: str, plan: Plan, *, hash_row_exists: bool) -> None:
+    def _apply(self, cur: Any, sid: str, k: str, plan: Plan, values: Sequence[Any], *, hash_row_exists: bool) -> None:
         if plan.new_hash is None:
             return
         for i, d in plan.upserts:
+            serde.check_finite(values[i], d, k, i)
             self._check_size(d, f"item {i} of list {k!r}")
+        if not hash_row_exists:
+            self._create_hash_row(cur, sid, k, plan.new_hash)
         if plan.delete_all:
             cur.execute(self._sql["DELETE_ITEMS_FROM"], (sid, k, 0))
         elif plan.delete_from is not None:
@@ -474,9 +592,8 @@ class MysqlAgentStateStore:
         >>> store.append_list("alice", "chat-1", "memory", [reply])  # doctest: +SKIP
         12
         """
-        sid, k = self._ids(user_id, session_id, key, is_list=True)
-        hk = keys.hash_key(k)
-        items = list(items)
+        sid, k = self._key_ids(user_id, session_id, key, is_list=True)
+        items = list(serde.check_sequence(items, "items"))
         if not items:
             return self.list_length(user_id, session_id, key)
         datas = serde.encode_items(items, k)
@@ -484,35 +601,38 @@ class MysqlAgentStateStore:
             self._check_size(d, f"new item {i} of list {k!r}")
         cache_key = (sid, k)
         snap = self._snapshots.get(cache_key)
-
-        def tx(cur: Any) -> tuple[Optional[ListHash], ListHash, list[int]]:
-            cur.execute(self._sql["LOCK_HASH_ROW"], (sid, hk))
-            row = cur.fetchone()
-            stored = ListHash.parse(row[0] if row else None)
-            if stored is None:  # no hash row of ours: derive it from the items
-                cur.execute(self._sql["LOCK_ITEMS"], (sid, k))
-                have = cur.fetchall()
-                existing = [r[1].encode() for r in have]
-                if [r[0] for r in have] != list(range(len(have))):  # gaps: renumber 0..n-1
-                    cur.execute(self._sql["DELETE_ITEMS_FROM"], (sid, k, 0))
-                    self._write_rows(cur, sid, [(k, i, d) for i, d in enumerate(existing)])
-                base = ListHash.of(listsync.digests(existing))
-            else:
-                base = stored
-            new_digests = listsync.digests(datas, base.n)
-            new_hash = base.extended(new_digests)
-            new_items = [(base.n + i, d) for i, d in enumerate(datas)]
-            self._write_list(cur, sid, k, new_items, new_hash, hash_row_exists=row is not None)
-            return stored, new_hash, new_digests
-
         with _ListWrite.lock_of(snap):
-            stored, new_hash, new_digests = self._db.run(tx, f"append_list {k!r}", write=True)
+            stored, new_hash, new_digests = self._db.run(
+                lambda cur: self._append_tx(cur, sid, k, datas), f"append_list {k!r}", write=True
+            )
             if snap is not None and stored == snap.hash:
                 snap.extend(datas, new_digests, new_hash)
                 self._snapshots.put(cache_key, snap)
             else:
                 self._snapshots.drop(cache_key)
         return new_hash.n
+
+    def _append_tx(self, cur: Any, sid: str, k: str, datas: list[bytes]) -> tuple[Optional[ListHash], ListHash, list[int]]:
+        cur.execute(self._sql["LOCK_HASH_ROW"], (sid, keys.hash_key(k)))
+        row = cur.fetchone()
+        stored = ListHash.parse(row[0] if row else None)
+        if stored is None:  # no hash row of ours: derive it from the items
+            cur.execute(self._sql["LOCK_ITEMS"], (sid, k))
+            have = cur.fetchall()
+            existing = [r[1].encode() for r in have]
+            if [r[0] for r in have] != list(range(len(have))):  # gaps: renumber 0..n-1
+                cur.execute(self._sql["DELETE_ITEMS_FROM"], (sid, k, 0))
+                self._write_rows(cur, sid, [(k, i, d) for i, d in enumerate(existing)])
+            base = ListHash.of(listsync.digests(existing))
+        else:
+            base = stored
+        new_digests = listsync.digests(datas, base.n)
+        new_hash = base.extended(new_digests)
+        new_items = [(base.n + i, d) for i, d in enumerate(datas)]
+        if row is None:
+            self._create_hash_row(cur, sid, k, new_hash)
+        self._write_list(cur, sid, k, new_items, new_hash, with_hash=row is not None)
+        return stored, new_hash, new_digests
 
     def get_list(
         self,
@@ -526,33 +646,72 @@ class MysqlAgentStateStore:
     ) -> list:
         """The list's items in order; ``offset``/``limit`` read a window in one query.
 
-        A negative ``offset`` counts from the end: ``offset=-50`` gives the last 50.
+        A negative ``offset`` counts from the end: ``offset=-50`` gives the last 50. Rows that
+        disagree with the list's hash row (a missing item) raise :class:`CorruptStateError`.
 
         >>> store.get_list("alice", "chat-1", "memory", offset=-50)  # doctest: +SKIP
         """
-        sid, k = self._ids(user_id, session_id, key, is_list=True)
-        for name, v in (("offset", offset), ("limit", limit)):
-            if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
-                raise TypeError(f"{name} must be an int, got {v!r}")
-        if limit is not None and limit < 0:
-            raise ValueError(f"limit {limit} must be >= 0 (or None for no limit)")
+        return self._get_list(user_id, session_id, key, type, offset, limit)[0]
 
-        def read(cur: Any) -> list:
-            if offset < 0:
-                cur.execute(self._sql["SELECT_TAIL"], (sid, k, -offset))
-                rows = cur.fetchall()[::-1]
-                return list(rows if limit is None else rows[:limit])
-            if offset == 0 and limit is None:
-                cur.execute(self._sql["SELECT_ITEMS"], (sid, k))
-            else:
-                cur.execute(self._sql["SELECT_WINDOW"], (sid, k, offset, _NO_LIMIT if limit is None else limit))
-            return cur.fetchall()
+    def _get_list(self, user_id, session_id, key, type, offset, limit) -> tuple[list, int]:
+        sid, k = self._key_ids(user_id, session_id, key, is_list=True)
+        offset, limit = _window(offset, limit)
+        rows = self._db.run(lambda cur: self._read_list(cur, sid, k, offset, limit), f"get_list {k!r}", write=False)
+        return self._check_list(rows, sid, k, offset, limit, type)
 
-        rows = self._db.run(read, f"get_list {k!r}", write=False)
-        loads = serde.decode
-        if type is None:
-            return [loads(r[0]) for r in rows]
-        return [loads(r[0], type) for r in rows]
+    def _read_list(self, cur: Any, sid: str, k: str, offset: int, limit: Optional[int]) -> list:
+        hk = keys.hash_key(k)
+        if offset < 0:
+            cur.execute(self._sql["SELECT_TAIL"], (sid, k, -offset, sid, hk))
+        elif offset == 0 and limit is None:
+            cur.execute(self._sql["SELECT_ITEMS"], (hk, sid, k, hk))
+        else:
+            cur.execute(self._sql["SELECT_WINDOW"], (sid, k, offset, _NO_LIMIT if limit is None else limit, sid, hk))
+        return cur.fetchall()
+
+    def _check_list(self, rows: Any, sid: str, k: str, offset: int, limit: Optional[int], type) -> tuple[list, int]:
+        """Items decoded and checked against the hash row read with them; (items, version)."""
+        rows = list(rows)
+        head = None
+        if rows and rows[-1][0] == -1:
+            head = rows.pop()
+        elif rows and rows[0][0] == -1:
+            head = rows.pop(0)
+        if len(rows) > 1 and rows[0][0] > rows[-1][0]:
+            rows.reverse()  # a tail is read newest first
+        stored = ListHash.parse(head[1]) if head is not None else None
+        version = int(head[2]) if head is not None else 0
+        got = len(rows)
+        first, last = (rows[0][0], rows[-1][0]) if rows else (None, None)
+        if offset < 0:
+            n = stored.n if stored is not None else (last + 1 if rows else 0)
+            start = max(0, n + offset)
+        else:
+            n = stored.n if stored is not None else offset + got
+            start = offset
+        stop = n if limit is None or offset < 0 else min(n, offset + limit)
+        want = max(0, stop - start)
+        if got != want or (got and (first != start or last != stop - 1)):
+            self._raise_damaged(sid, k, stored, start, stop, got, first, last)
+        if offset < 0 and limit is not None:
+            rows = rows[:limit]
+        try:
+            loads = serde.decode
+            out = [loads(r[1]) for r in rows] if type is None else [loads(r[1], type) for r in rows]
+        except ValueError:
+            for r in rows:  # name the unreadable row
+                serde.decode_row(r[1], None, sid, k, r[0])
+            raise
+        return out, version
+
+    @staticmethod
+    def _raise_damaged(sid: str, k: str, stored: Optional[ListHash], start, stop, got, first, last) -> None:
+        said = f"its hash row says {stored.n} items" if stored is not None else "it has no hash row of this store"
+        raise CorruptStateError(
+            f"list {k!r} of session {sid!r} is damaged: {said}, but items {start}..{stop - 1} are "
+            f"{got} rows numbered {first}..{last}; save the whole list again to repair it",
+            sid, k,
+        )
 
     def list_length(self, user_id: Optional[str], session_id: str, key: str) -> int:
         """Number of items, read from the hash row (no scan of the items).
@@ -560,7 +719,7 @@ class MysqlAgentStateStore:
         >>> store.list_length("alice", "chat-1", "memory")  # doctest: +SKIP
         12
         """
-        sid, k = self._ids(user_id, session_id, key, is_list=True)
+        sid, k = self._key_ids(user_id, session_id, key, is_list=True)
 
         def read(cur: Any) -> int:
             cur.execute(self._sql["SELECT_HASH_ROW"], (sid, keys.hash_key(k)))
@@ -592,20 +751,27 @@ class MysqlAgentStateStore:
     def delete(self, user_id: Optional[str], session_id: str, key: Optional[str] = None) -> None:
         """Delete the whole session, or one key (a list with its hash row).
 
+        It waits for writers of the session in flight, so nothing they write is left behind.
+
         >>> store.delete("alice", "chat-1", "memory")  # doctest: +SKIP
         >>> store.delete("alice", "chat-1")  # doctest: +SKIP
         """
         sid, k = self._ids(user_id, session_id, key)
         if k is None:
-            self._db.run(lambda cur: cur.execute(self._sql["DELETE_SESSION"], (sid,)), "delete", write=True)
+            self._db.run(lambda cur: self._delete_session_tx(cur, sid), "delete", write=True)
             self._snapshots.drop(session=sid)
         else:
-            self._db.run(
-                lambda cur: cur.execute(self._sql["DELETE_KEY"], (sid, k, keys.hash_key(k))),
-                f"delete {k!r}",
-                write=True,
-            )
+            self._db.run(lambda cur: self._delete_key_tx(cur, sid, k), f"delete {k!r}", write=True)
             self._snapshots.drop((sid, k))
+
+    def _delete_session_tx(self, cur: Any, sid: str) -> None:
+        cur.execute(self._sql["LOCK_SESSION"], (sid,))
+        cur.execute(self._sql["DELETE_SESSION"], (sid,))
+
+    def _delete_key_tx(self, cur: Any, sid: str, k: str) -> None:
+        hk = keys.hash_key(k)
+        cur.execute(self._sql["LOCK_HASH_ROW"], (sid, hk))  # waits for a list writer
+        cur.execute(self._sql["DELETE_KEY"], (sid, k, hk))
 
     def list_session_ids(self, user_id: Optional[str]) -> set[str]:
         """The session ids of one user (None: anonymous sessions).

@@ -85,10 +85,13 @@ def test_a_table_without_version_column_gets_it(url, database):
         )
         cur.execute(f"INSERT INTO `{database}`.`old` VALUES ('u:s', 'k', 0, '1')")
     store = MysqlAgentStateStore.from_url(url, database_name=database, table_name="old")
-    assert store.get_versioned("u", "s", "k") == (1, 0)
+    # the back-filled 0 is "exists, never versioned": it reads as 1 and is CAS-able with it
+    assert store.get_versioned("u", "s", "k") == (1, 1)
     assert store.save_if_version("u", "s", "k", 2, 0) == -1
-    store.save("u", "s", "k", 2)
-    assert store.get_versioned("u", "s", "k") == (2, 1)
+    assert store.save_if_version("u", "s", "k", 2, 1) == 2
+    assert store.get_versioned("u", "s", "k") == (2, 2)
+    store.save("u", "s", "k", 3)
+    assert store.get_versioned("u", "s", "k") == (3, 3)
     store.close()
     con.close()
 
