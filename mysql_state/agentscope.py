@@ -17,7 +17,6 @@ compression that replaces the context with its tail are all found from the conte
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -28,6 +27,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "mysql_state.agentscope needs AgentScope 2.x: pip install 'mysql-state[agentscope]'"
     ) from exc
 
+from . import keys
 from .aio import AsyncMysqlAgentStateStore
 from .listsync import Plan
 from .store import MysqlAgentStateStore
@@ -54,6 +54,8 @@ class SaveReport:
 
     context: Plan
     messages: int
+    #: The state's new version: pass it as ``expected_version`` to the next save.
+    version: int = 0
 
     @property
     def rows_written(self) -> int:
@@ -96,18 +98,34 @@ class AgentStateRepository:
 
         >>> agent = Agent(name="bot", ..., state=await repo.load("alice", "chat-1"))  # doctest: +SKIP
         """
-        context, rest = await asyncio.gather(
-            self.store.get_list(user_id, session_id, self.context_key),
-            self.store.get(user_id, session_id, self.state_key),
+        return (await self.load_versioned(user_id, session_id))[0]
+
+    async def load_versioned(self, user_id: Optional[str], session_id: str) -> tuple[AgentState, int]:
+        """The state and its version (0 for a fresh state), read in ONE statement (one
+        snapshot: never the new context with the old rest); save with ``expected_version``.
+
+        >>> state, version = await repo.load_versioned("alice", "chat-1")  # doctest: +SKIP
+        >>> await repo.save("alice", "chat-1", state, expected_version=version)  # doctest: +SKIP
+        """
+        found = await self.store.get_many(
+            user_id, session_id, values=[self.state_key], lists=[self.context_key], versioned=True
         )
+        rest, version = found.get(self.state_key, (None, 0))
+        context = found[self.context_key].value if self.context_key in found else []
         if rest is None and not context:
-            return AgentState(session_id=session_id)
+            return AgentState(session_id=session_id), version
         data: dict[str, Any] = {"session_id": session_id, **(rest or {})}
         data["context"] = context
-        return AgentState.model_validate(data)
+        return AgentState.model_validate(data), version
 
-    async def save(self, user_id: Optional[str], session_id: str, state: AgentState) -> SaveReport:
+    async def save(
+        self, user_id: Optional[str], session_id: str, state: AgentState, *, expected_version: Optional[int] = None
+    ) -> SaveReport:
         """Store ``state``: changed or new messages only, plus the rest as one row.
+
+        With ``expected_version`` (from :meth:`load_versioned` or the last report's
+        ``version``) it raises :class:`StaleStateError` and writes nothing when another save
+        landed in between; without it the last writer wins.
 
         >>> report = await repo.save("alice", "chat-1", agent.state)  # doctest: +SKIP
         >>> report.context.kind, report.context.rows_written  # doctest: +SKIP
@@ -117,20 +135,27 @@ class AgentStateRepository:
             raise TypeError(f"state must be an agentscope AgentState, got {type(state).__name__}")
         data = state.model_dump(mode="json")
         context = data.pop("context")
+        if expected_version is not None and (not isinstance(expected_version, int) or isinstance(expected_version, bool)):
+            raise TypeError(f"expected_version must be an int, got {type(expected_version).__name__}")
+        expected = None if expected_version is None else {self.state_key: expected_version}
         plans = await self.store.save_many(  # one transaction: context and the rest never diverge
-            user_id, session_id, values={self.state_key: data}, lists={self.context_key: context}
+            user_id, session_id, values={self.state_key: data}, lists={self.context_key: context},
+            expected_versions=expected,
         )
-        return SaveReport(plans[self.context_key], len(context))
+        return SaveReport(plans[self.context_key], len(context), plans.versions[self.state_key])
 
     async def delete(self, user_id: Optional[str], session_id: str) -> None:
         """Forget the state (only this repository's two keys; other keys stay).
 
         >>> await repo.delete("alice", "chat-1")  # doctest: +SKIP
         """
-        await asyncio.gather(
-            self.store.delete(user_id, session_id, self.context_key),
-            self.store.delete(user_id, session_id, self.state_key),
-        )
+        keys.pack(user_id, session_id)  # refused before any connection
+
+        def forget(tx: Any) -> None:  # one transaction: never half a state
+            tx.delete(user_id, session_id, self.context_key)
+            tx.delete(user_id, session_id, self.state_key)
+
+        await self.store.transaction(forget)
 
     async def exists(self, user_id: Optional[str], session_id: str) -> bool:
         """True when a state was saved for the session.

@@ -24,9 +24,11 @@ from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
 
 from .listsync import Plan
 from .pool import DEFAULT_POOL_SIZE, Stats
-from .store import MysqlAgentStateStore, VersionedState
+from .locks import SessionLock
+from .store import MysqlAgentStateStore, SavedMany, VersionedState
+from .transaction import Transaction
 
-__all__ = ["AsyncMysqlAgentStateStore"]
+__all__ = ["AsyncMysqlAgentStateStore", "AsyncSessionLock"]
 
 T = TypeVar("T")
 
@@ -39,8 +41,13 @@ OPERATIONS = (
     "save_list",
     "save_list_report",
     "save_many",
+    "save_list_if_version",
     "append_list",
+    "pop_list",
     "get_list",
+    "get_list_versioned",
+    "get_many",
+    "transaction",
     "list_length",
     "exists",
     "delete",
@@ -181,12 +188,75 @@ class AsyncMysqlAgentStateStore:
         session_id: str,
         values: Optional[Mapping[str, Any]] = None,
         lists: Optional[Mapping[str, Sequence[Any]]] = None,
-    ) -> dict[str, Plan]:
-        """Several values and lists of one session in one transaction; returns the lists' plans.
+        *,
+        expected_versions: Optional[Mapping[str, int]] = None,
+    ) -> SavedMany:
+        """Several values and lists of one session in one transaction; returns the lists' plans
+        (new versions in ``.versions``); ``expected_versions`` makes it a compare-and-set.
 
         >>> await store.save_many("alice", "chat-1", values={"summary": s}, lists={"context": msgs})  # doctest: +SKIP
         """
-        return await self._run(self.sync.save_many, user_id, session_id, values, lists)
+        return await self._run(self.sync.save_many, user_id, session_id, values, lists,
+                               expected_versions=expected_versions)
+
+    async def save_list_if_version(
+        self, user_id: Optional[str], session_id: str, key: str, values: Sequence[Any], expected_version: int
+    ) -> int:
+        """:meth:`save_list` as a compare-and-set; the new version, or ``UNVERSIONED``.
+
+        >>> items, v = await store.get_list_versioned("alice", "chat-1", "memory")  # doctest: +SKIP
+        >>> await store.save_list_if_version("alice", "chat-1", "memory", items + [m], v)  # doctest: +SKIP
+        """
+        return await self._run(self.sync.save_list_if_version, user_id, session_id, key, values, expected_version)
+
+    async def pop_list(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None) -> Any:
+        """Remove and return the last item, atomically (None when empty).
+
+        >>> await store.pop_list("alice", "chat-1", "memory")  # doctest: +SKIP
+        """
+        return await self._run(self.sync.pop_list, user_id, session_id, key, type)
+
+    async def get_list_versioned(
+        self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None
+    ) -> VersionedState:
+        """The whole list and its version in one statement; ``([], 0)`` when absent.
+
+        >>> items, version = await store.get_list_versioned("alice", "chat-1", "memory")  # doctest: +SKIP
+        """
+        return await self._run(self.sync.get_list_versioned, user_id, session_id, key, type)
+
+    async def get_many(
+        self,
+        user_id: Optional[str],
+        session_id: str,
+        values: Sequence[str] = (),
+        lists: Sequence[str] = (),
+        *,
+        versioned: bool = False,
+    ) -> dict[str, Any]:
+        """Values and whole lists of one session in one statement (one snapshot).
+
+        >>> await store.get_many("alice", "chat-1", values=["summary"], lists=["context"])  # doctest: +SKIP
+        """
+        return await self._run(self.sync.get_many, user_id, session_id, values, lists, versioned=versioned)
+
+    async def transaction(self, fn: Callable[[Transaction], T]) -> T:
+        """Run the synchronous ``fn(tx)`` in one database transaction, in a worker thread.
+
+        >>> await store.transaction(lambda tx: tx.save("alice", "chat-1", "k", 1))  # doctest: +SKIP
+        """
+        return await self._run(self.sync.transaction, fn)
+
+    def session_lock(
+        self, user_id: Optional[str], session_id: str, timeout: Optional[float] = 10
+    ) -> "AsyncSessionLock":
+        """``async with store.session_lock(user, session, timeout=10):``, a lease on one session
+        across processes (see :meth:`MysqlAgentStateStore.session_lock`).
+
+        >>> async with store.session_lock("alice", "chat-1"):  # doctest: +SKIP
+        ...     ...
+        """
+        return AsyncSessionLock(self, self.sync.session_lock(user_id, session_id, timeout))
 
     async def append_list(self, user_id: Optional[str], session_id: str, key: str, items: Sequence[Any]) -> int:
         """Add ``items`` after the end of the list; returns the new length.
@@ -284,3 +354,18 @@ class AsyncMysqlAgentStateStore:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+class AsyncSessionLock:
+    """The ``async with`` form of :class:`SessionLock`: acquire and release run in the store's
+    worker threads, so the loop never waits on ``GET_LOCK``."""
+
+    def __init__(self, store: AsyncMysqlAgentStateStore, lock: SessionLock) -> None:
+        self._store, self._lock = store, lock
+
+    async def __aenter__(self) -> "AsyncSessionLock":
+        await self._store._run(self._lock.__enter__)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._store._run(self._lock.__exit__, None, None, None)

@@ -65,6 +65,10 @@ class ListHash:
     def of(item_digests: Sequence[int]) -> "ListHash":
         return ListHash(len(item_digests), sum(item_digests) & _MASK)
 
+    def without_last(self, last_digest: int) -> "ListHash":
+        """The hash after removing the last item, whose digest is given (a pop)."""
+        return ListHash(self.n - 1, (self.total - last_digest) & _MASK)
+
     def extended(self, new_digests: Sequence[int]) -> "ListHash":
         """The hash after appending items with these digests (O(new items))."""
         return ListHash(self.n + len(new_digests), (self.total + sum(new_digests)) & _MASK)

@@ -15,12 +15,13 @@ DBUtils traps this module designs around:
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Iterator, Optional, TypeVar
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import pymysql
@@ -249,6 +250,27 @@ class Connector:
                     raise translate(exc, what) from exc
         finally:
             self._checkin(pool, con, broken)
+
+    @contextlib.contextmanager
+    def hold(self, what: str) -> Iterator[Any]:
+        """A driver connection (autocommit on) kept by the caller for a while, e.g. to hold a
+        session lock; it goes back to the pool at the end, closed if anything went wrong."""
+        if self.closed:
+            raise StoreClosedError(f"{what}: {self.name} is closed; it opens no new connection")
+        con = self._checkout(self.read_pool, what)
+        broken = True
+        try:
+            raw = _raw(con)
+            try:
+                _reconnect_if_closed(raw)
+            except Exception as exc:
+                if _is_driver_error(exc):
+                    raise translate(exc, what) from exc
+                raise
+            yield raw
+            broken = False
+        finally:
+            self._checkin(self.read_pool, con, broken)
 
     def _isolate(self, raw: Any, cur: Any) -> None:
         """READ COMMITTED for this write (see sql.READ_COMMITTED_SESSION for why)."""

@@ -120,6 +120,13 @@ def check_sequence(values: Any, parameter: str) -> Sequence[Any]:
     return values if isinstance(values, (list, tuple)) else list(values)
 
 
+def check_keys(names: Any, parameter: str) -> list[str]:
+    """A sequence of key names (a single str is refused: it would be read as its characters)."""
+    if isinstance(names, (str, bytes)) or not isinstance(names, Iterable):
+        raise TypeError(f"{parameter} must be a list of keys, got {type(names).__name__}: {names!r}")
+    return list(names)
+
+
 def decode_row(data: str | bytes, type: Optional[type], session_id: str, key: str, index: int) -> Any:
     """:func:`decode`, raising :class:`CorruptStateError` naming the row when the JSON is invalid."""
     try:

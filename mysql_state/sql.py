@@ -133,6 +133,7 @@ SELECT_TAIL = (
     "(SELECT item_index, state_data, 0 FROM {t} WHERE session_id = %s AND state_key = %s"
     " ORDER BY item_index DESC LIMIT %s)" + _HASH_PART
 )
+SELECT_ITEM = "SELECT state_data FROM {t} WHERE session_id = %s AND state_key = %s AND item_index = %s"
 COUNT_ITEMS = "SELECT COUNT(*) FROM {t} WHERE session_id = %s AND state_key = %s"
 DELETE_ITEMS_FROM = "DELETE FROM {t} WHERE session_id = %s AND state_key = %s AND item_index >= %s"
 UPSERT_ROWS_HEAD = "INSERT INTO {t} (session_id, state_key, item_index, state_data, version) VALUES "
@@ -155,6 +156,11 @@ SESSIONS_OF_USER = "SELECT DISTINCT session_id FROM {t} WHERE session_id >= %s A
 # an escaped LIKE prefix; the store filters the result by the exact prefix as well.
 SESSIONS_OF_USER_LIKE = "SELECT DISTINCT session_id FROM {t} WHERE session_id LIKE %s ESCAPE '!'"
 COUNT_ROWS = "SELECT COUNT(*) FROM {t}"
+
+# ---- session locks (GET_LOCK: one server, or one node of a cluster) --------------------------
+
+GET_LOCK = "SELECT GET_LOCK(%s, %s)"
+RELEASE_LOCK = "SELECT RELEASE_LOCK(%s)"
 TRUNCATE = "TRUNCATE TABLE {t}"
 
 # Bytes a row costs in a multi-row INSERT beyond its escaped values: "(...,1)," and quoting.
@@ -206,6 +212,30 @@ def upsert_rows(
     if parts:
         out.append((head + ",".join(parts) + tail, tuple(params)))
     return out
+
+
+def select_many(
+    table: str, session: str, value_keys: Sequence[str], list_keys: Sequence[str], hash_keys: Sequence[str]
+) -> Statement:
+    """One statement for several values (row 0) and whole lists (items and hash rows) of one
+    session: rows ``(state_key, item_index, state_data, version)`` in key order.
+
+    ``hash_keys`` are the hash keys of every key asked for, so a value key that holds a list
+    is recognised.
+    """
+    parts, params = [], [session]
+    if value_keys or hash_keys:
+        keys0 = [*value_keys, *hash_keys]
+        parts.append(f"(state_key IN ({', '.join(['%s'] * len(keys0))}) AND item_index = 0)")
+        params += keys0
+    if list_keys:
+        parts.append(f"state_key IN ({', '.join(['%s'] * len(list_keys))})")
+        params += list_keys
+    statement = (
+        f"SELECT state_key, item_index, state_data, GREATEST(version, 1) FROM {table}"
+        f" WHERE session_id = %s AND ({' OR '.join(parts)}) ORDER BY state_key, item_index"
+    )
+    return statement, tuple(params)
 
 
 def sessions_of_user(prefix: str, exact: bool) -> Statement:

@@ -5,18 +5,21 @@ from __future__ import annotations
 import contextlib
 import warnings
 from dataclasses import dataclass
-from typing import Any, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence, TypeVar
 
-from . import keys, listsync, serde, sql
+from . import keys, listsync, locks, serde, sql
 from .errors import (
     DUPLICATE_KEY,
     CorruptStateError,
+    StaleStateError,
     MysqlStateWarning,
     SchemaNotFoundError,
     ValueTooLargeError,
     errno_of,
 )
 from .listsync import ListHash, Plan, Snapshot, SnapshotCache
+from .locks import SessionLock
+from .transaction import Transaction
 from .pool import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_POOL_SIZE,
@@ -31,8 +34,9 @@ from .pool import (
     make_pools,
 )
 
-__all__ = ["MysqlAgentStateStore", "VersionedState", "UNVERSIONED"]
+__all__ = ["MysqlAgentStateStore", "VersionedState", "SavedMany", "UNVERSIONED"]
 
+T = TypeVar("T")
 #: ``save_if_version``'s "nothing written", and its "overwrite whatever is there" argument.
 UNVERSIONED = -1
 DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024
@@ -41,10 +45,21 @@ _WARNED: set[tuple[str, str]] = set()
 
 
 class VersionedState(NamedTuple):
-    """A value with the version of its row (0 when absent)."""
+    """A value (or a list's items) with its version (0 when absent)."""
 
     value: Any
     version: int
+
+
+class SavedMany(dict):
+    """What :meth:`MysqlAgentStateStore.save_many` wrote: each list's plan, and in
+    ``versions`` the new version of every key saved."""
+
+    versions: dict
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.versions = {}
 
 
 @dataclass
@@ -57,6 +72,8 @@ class _ListWrite:
     blob: bytes
     snapshot: Optional[Snapshot]
     new_snapshot: Optional[Snapshot] = None
+    expected: Optional[int] = None  # compare-and-set: the version the caller read (None: any)
+    version: int = UNVERSIONED  # the list's version after the write
 
     def lock(self) -> Any:
         return self.lock_of(self.snapshot)
@@ -113,6 +130,7 @@ class MysqlAgentStateStore:
     """
 
     supports_versioning = True
+    _window_of = staticmethod(_window)
 
     def __init__(
         self,
@@ -491,41 +509,91 @@ class MysqlAgentStateStore:
         session_id: str,
         values: Optional[Mapping[str, Any]] = None,
         lists: Optional[Mapping[str, Sequence[Any]]] = None,
-    ) -> dict[str, Plan]:
+        *,
+        expected_versions: Optional[Mapping[str, int]] = None,
+    ) -> "SavedMany":
         """Save several values and lists of one session in ONE transaction (all or nothing).
 
-        Lists are saved as :meth:`save_list` does (only what changed); returns each list's plan.
+        Lists are saved as :meth:`save_list` does (only what changed); returns each list's plan
+        (a dict), with the new version of every key in ``.versions``. ``expected_versions``
+        (key -> the version read, ``0`` for absent) makes it a compare-and-set: when any key
+        holds another version, :class:`StaleStateError` names it and nothing is written.
 
         >>> store.save_many("alice", "chat-1", values={"summary": s}, lists={"context": msgs})  # doctest: +SKIP
         """
-        for name, m in (("values", values), ("lists", lists)):
+        for name, m in (("values", values), ("lists", lists), ("expected_versions", expected_versions)):
             if m is not None and not isinstance(m, Mapping):
                 raise TypeError(f"{name} must be a mapping of key to {name[:-1]}, got {type(m).__name__}")
-        values, lists = dict(values or {}), dict(lists or {})
+        values, lists, expected = dict(values or {}), dict(lists or {}), dict(expected_versions or {})
         both = set(values) & set(lists)
         if both:
             raise ValueError(f"keys {sorted(both)} are given both as a value and as a list")
+        unknown = set(expected) - set(values) - set(lists)
+        if unknown:
+            raise ValueError(f"expected_versions names keys {sorted(unknown)} that are not saved")
+        for k, v in expected.items():
+            _check_version(v, f"expected_versions[{k!r}]")
         writes = [self._prepare_list(user_id, session_id, k, v) for k, v in sorted(lists.items())]
+        for w in writes:
+            w.expected = expected.get(w.key)
         prepared = [self._prepare_value(user_id, session_id, k, v) for k, v in sorted(values.items())]
         if not writes and not prepared:
             keys.pack(user_id, session_id)
-            return {}
+            return SavedMany()
 
-        def tx(cur: Any) -> dict[str, Plan]:
-            plans = {w.key: self._list_tx(cur, w) for w in writes}
+        def tx(cur: Any) -> SavedMany:
+            out = SavedMany({w.key: self._list_tx(cur, w) for w in writes})
+            out.versions = {w.key: w.version for w in writes}
             for sid, k, text in prepared:
-                self._value_tx(cur, sid, k, text)
-            return plans
+                want = expected.get(k, UNVERSIONED)
+                if want != UNVERSIONED:
+                    stored = self._key_head(cur, sid, k)[0]
+                    if stored != want:
+                        raise StaleStateError(k, want, stored)
+                    out.versions[k] = self._value_tx(cur, sid, k, text, want + 1)
+                else:
+                    out.versions[k] = self._value_tx(cur, sid, k, text)
+            return out
 
         with contextlib.ExitStack() as stack:
             for w in writes:
                 stack.enter_context(w.lock())
-            plans = self._db.run(tx, f"save_many {sorted(lists) + sorted(values)}", write=True)
+            try:
+                result = self._db.run(tx, f"save_many {sorted(lists) + sorted(values)}", write=True)
+            except StaleStateError:
+                for w in writes:
+                    self._snapshots.drop((w.sid, w.key))
+                raise
         for w in writes:
             self._snapshots.put((w.sid, w.key), w.new_snapshot)
         for sid, k, _ in prepared:
             self._snapshots.drop((sid, k))
-        return plans
+        return result
+
+    def save_list_if_version(
+        self, user_id: Optional[str], session_id: str, key: str, values: Sequence[Any], expected_version: int
+    ) -> int:
+        """:meth:`save_list` as a compare-and-set: only if the list's version is ``expected_version``.
+
+        The contract of :meth:`save_if_version`: ``0`` creates the list if the key is absent,
+        ``UNVERSIONED`` (-1) saves unconditionally; returns the new version (the list's hash
+        row version, as :meth:`get_list_versioned` reads it), or ``UNVERSIONED`` when nothing
+        was written. Still writes only the items that changed.
+
+        >>> items, version = store.get_list_versioned("alice", "chat-1", "memory")  # doctest: +SKIP
+        >>> store.save_list_if_version("alice", "chat-1", "memory", items + [msg], version)  # doctest: +SKIP
+        """
+        _check_version(expected_version, "expected_version")
+        w = self._prepare_list(user_id, session_id, key, values)
+        w.expected = expected_version
+        try:
+            with w.lock():
+                self._db.run(lambda cur: self._list_tx(cur, w), f"save_list_if_version {w.key!r}", write=True)
+        except StaleStateError:
+            self._snapshots.drop((w.sid, w.key))
+            return UNVERSIONED
+        self._snapshots.put((w.sid, w.key), w.new_snapshot)
+        return w.version
 
     def _prepare_list(self, user_id, session_id, key, values) -> "_ListWrite":
         """Validate and encode a list save before any SQL."""
@@ -538,6 +606,9 @@ class MysqlAgentStateStore:
         """Lock the hash row, plan from the snapshot (or cold), write the plan."""
         cur.execute(self._sql["LOCK_HASH_ROW"], (w.sid, keys.hash_key(w.key)))
         row = cur.fetchone()
+        before = int(row[1]) if row else (self._key_head(cur, w.sid, w.key)[0] if w.expected is not None else 0)
+        if w.expected is not None and w.expected != UNVERSIONED and w.expected != before:
+            raise StaleStateError(w.key, w.expected, before)
         stored = ListHash.parse(row[0] if row else None)
         snap = w.snapshot
         planned: Optional[tuple[Plan, Optional[Snapshot]]] = None
@@ -547,6 +618,7 @@ class MysqlAgentStateStore:
             planned = self._plan_cold(cur, w.sid, w.key, w.values, w.blob, stored)
         plan, w.new_snapshot = planned
         self._apply(cur, w.sid, w.key, plan, w.values, hash_row_exists=row is not None)
+        w.version = before if plan.new_hash is None else before + 1
         return plan
 
     def _plan_cold(
@@ -592,13 +664,9 @@ class MysqlAgentStateStore:
         >>> store.append_list("alice", "chat-1", "memory", [reply])  # doctest: +SKIP
         12
         """
-        sid, k = self._key_ids(user_id, session_id, key, is_list=True)
-        items = list(serde.check_sequence(items, "items"))
-        if not items:
+        sid, k, datas = self._prepare_append(user_id, session_id, key, items)
+        if not datas:
             return self.list_length(user_id, session_id, key)
-        datas = serde.encode_items(items, k)
-        for i, d in enumerate(datas):
-            self._check_size(d, f"new item {i} of list {k!r}")
         cache_key = (sid, k)
         snap = self._snapshots.get(cache_key)
         with _ListWrite.lock_of(snap):
@@ -611,6 +679,14 @@ class MysqlAgentStateStore:
             else:
                 self._snapshots.drop(cache_key)
         return new_hash.n
+
+    def _prepare_append(self, user_id, session_id, key, items) -> tuple[str, str, list[bytes]]:
+        """Validate and encode an append before any SQL: (session id, key, items' JSON)."""
+        sid, k = self._key_ids(user_id, session_id, key, is_list=True)
+        datas = serde.encode_items(serde.check_sequence(items, "items"), k)
+        for i, d in enumerate(datas):
+            self._check_size(d, f"new item {i} of list {k!r}")
+        return sid, k, datas
 
     def _append_tx(self, cur: Any, sid: str, k: str, datas: list[bytes]) -> tuple[Optional[ListHash], ListHash, list[int]]:
         cur.execute(self._sql["LOCK_HASH_ROW"], (sid, keys.hash_key(k)))
@@ -653,9 +729,70 @@ class MysqlAgentStateStore:
         """
         return self._get_list(user_id, session_id, key, type, offset, limit)[0]
 
+    def get_list_versioned(
+        self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None
+    ) -> VersionedState:
+        """The whole list and its version, read in one statement; ``([], 0)`` when absent.
+
+        >>> items, version = store.get_list_versioned("alice", "chat-1", "memory")  # doctest: +SKIP
+        """
+        items, version = self._get_list(user_id, session_id, key, type, 0, None)
+        return VersionedState(items, version)
+
+    def get_many(
+        self,
+        user_id: Optional[str],
+        session_id: str,
+        values: Sequence[str] = (),
+        lists: Sequence[str] = (),
+        *,
+        versioned: bool = False,
+    ) -> dict[str, Any]:
+        """Values and whole lists of one session in ONE statement: one consistent snapshot, one
+        round trip. Missing keys are absent from the result; ``versioned=True`` gives each as
+        a :class:`VersionedState` (value, version).
+
+        >>> store.get_many("alice", "chat-1", values=["summary"], lists=["context"])  # doctest: +SKIP
+        {'summary': {...}, 'context': [...]}
+        """
+        found = self._get_many(user_id, session_id, values, lists)
+        if versioned:
+            return {k: VersionedState(*vv) for k, vv in found.items()}
+        return {k: v for k, (v, _) in found.items()}
+
+    def _get_many(self, user_id, session_id, values, lists) -> dict[str, tuple[Any, int]]:
+        """:meth:`get_many` with each key's version: ``{key: (value, version)}``."""
+        value_keys = [self._key_ids(user_id, session_id, k)[1] for k in serde.check_keys(values, "values")]
+        list_keys = [self._key_ids(user_id, session_id, k, is_list=True)[1] for k in serde.check_keys(lists, "lists")]
+        sid = keys.pack(user_id, session_id)
+        both = set(value_keys) & set(list_keys)
+        if both:
+            raise ValueError(f"keys {sorted(both)} are asked for both as a value and as a list")
+        if not value_keys and not list_keys:
+            return {}
+        hash_keys = [keys.hash_key(k) for k in (*value_keys, *list_keys)]
+        statement, params = sql.select_many(self._table, sid, value_keys, list_keys, hash_keys)
+        rows = self._db.run(lambda cur: (cur.execute(statement, params), cur.fetchall())[1], "get_many", write=False)
+        by_key: dict[str, list] = {}
+        for key, index, data, version in rows:
+            by_key.setdefault(key, []).append((index, data, version))
+        out: dict[str, tuple[Any, int]] = {}
+        for k in value_keys:
+            if keys.hash_key(k) in by_key:
+                raise TypeError(f"key {k!r} of session {sid!r} holds a list, not a single value: ask for it in lists")
+            row = next((r for r in by_key.get(k, ()) if r[0] == 0), None)
+            if row is not None:
+                out[k] = (serde.decode_row(row[1], None, sid, k, 0), int(row[2]))
+        for k in list_keys:
+            head = [(-1, r[1], r[2]) for r in by_key.get(keys.hash_key(k), ())]
+            items = by_key.get(k, [])
+            if head or items:
+                out[k] = self._check_list(items + head, sid, k, 0, None, None)
+        return out
+
     def _get_list(self, user_id, session_id, key, type, offset, limit) -> tuple[list, int]:
         sid, k = self._key_ids(user_id, session_id, key, is_list=True)
-        offset, limit = _window(offset, limit)
+        offset, limit = self._window_of(offset, limit)
         rows = self._db.run(lambda cur: self._read_list(cur, sid, k, offset, limit), f"get_list {k!r}", write=False)
         return self._check_list(rows, sid, k, offset, limit, type)
 
@@ -731,6 +868,102 @@ class MysqlAgentStateStore:
             return int(cur.fetchone()[0])
 
         return self._db.run(read, f"list_length {k!r}", write=False)
+
+    def pop_list(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None) -> Any:
+        """Remove and return the last item of a list, atomically (None when it is empty).
+
+        The hash row stays exact; a concurrent ``append_list`` is never lost, and no item is
+        popped twice (both lock the list's hash row).
+
+        >>> store.pop_list("alice", "chat-1", "memory")  # doctest: +SKIP
+        {'role': 'assistant', 'text': '...'}
+        """
+        sid, k = self._key_ids(user_id, session_id, key, is_list=True)
+        data = self._db.run(lambda cur: self._pop_tx(cur, sid, k), f"pop_list {k!r}", write=True)
+        self._snapshots.drop((sid, k))
+        return None if data is None else serde.decode_row(data[1], type, sid, k, data[0])
+
+    def _pop_tx(self, cur: Any, sid: str, k: str) -> Optional[tuple[int, str]]:
+        hk = keys.hash_key(k)
+        cur.execute(self._sql["LOCK_HASH_ROW"], (sid, hk))
+        row = cur.fetchone()
+        stored = ListHash.parse(row[0] if row else None)
+        if stored is None:  # no hash row of ours: take the rows as they are, then index them
+            cur.execute(self._sql["LOCK_ITEMS"], (sid, k))
+            have = cur.fetchall()
+            if not have:
+                return None
+            rest = [r[1].encode() for r in have[:-1]]
+            plan = listsync.plan_rewrite(rest, listsync.digests(rest))
+            self._apply(cur, sid, k, plan, [None] * len(rest), hash_row_exists=row is not None)
+            return have[-1][0], have[-1][1]
+        if stored.n == 0:
+            return None
+        last = stored.n - 1
+        cur.execute(self._sql["SELECT_ITEM"], (sid, k, last))
+        item = cur.fetchone()
+        if item is None:
+            raise CorruptStateError(
+                f"list {k!r} of session {sid!r} is damaged: its hash row says {stored.n} items but item "
+                f"{last} is missing; save the whole list again to repair it", sid, k, last,
+            )
+        cur.execute(self._sql["DELETE_ITEMS_FROM"], (sid, k, last))
+        new_hash = stored.without_last(listsync.digest(last, item[0].encode()))
+        self._write_list(cur, sid, k, [], new_hash, with_hash=True)
+        return last, item[0]
+
+    def transaction(self, fn: Callable[[Transaction], T]) -> T:
+        """Run ``fn(tx)`` in ONE database transaction and return its result.
+
+        ``tx`` offers ``get``, ``get_list``, ``list_length``, ``save``, ``save_list``,
+        ``append_list`` and ``delete`` with the store's signatures, across any sessions. Reads
+        lock what they read, so a read-modify-write never loses a concurrent update. All or
+        nothing: an exception from ``fn`` rolls everything back. ``fn`` is run again on a
+        deadlock or a certification conflict, so it must have no effect outside ``tx``.
+
+        >>> def bump(tx):
+        ...     n = tx.get("alice", "chat-1", "turns", default=0)
+        ...     tx.save("alice", "chat-1", "turns", n + 1)
+        ...     return n + 1
+        >>> store.transaction(bump)  # doctest: +SKIP
+        1
+        """
+        if not callable(fn):
+            raise TypeError(f"fn must be a callable taking the transaction, got {type(fn).__name__}")
+        touched: set = set()
+
+        def tx(cur: Any) -> T:
+            t = Transaction(self, cur)
+            try:
+                return fn(t)
+            finally:
+                touched.update(t.touched)
+
+        try:
+            return self._db.run(tx, "transaction", write=True)
+        finally:
+            for sid, k in touched:
+                if k is None:
+                    self._snapshots.drop(session=sid)
+                else:
+                    self._snapshots.drop((sid, k))
+
+    def session_lock(self, user_id: Optional[str], session_id: str, timeout: Optional[float] = 10) -> SessionLock:
+        """A lease on one session across processes: ``with store.session_lock(u, s):``.
+
+        Only one holder at a time on one server (MySQL ``GET_LOCK``, named from the packed
+        session id); another waits up to ``timeout`` seconds (None: forever), then gets
+        :class:`LockTimeoutError`. The lock lives on a connection held for the block; it is
+        not re-entrant. On a Galera cluster ``GET_LOCK`` is local to one node: there, the
+        versioned saves (``expected_version``) are the guarantee that holds.
+
+        >>> with store.session_lock("alice", "chat-1", timeout=10):  # doctest: +SKIP
+        ...     state = repo_load(); run_agent(state); repo_save(state)
+        """
+        sid, _ = self._ids(user_id, session_id)
+        if timeout is not None:
+            check_seconds("timeout", timeout)
+        return SessionLock(self._db, locks.lock_name(self._table, sid), sid, timeout)
 
     # ---- sessions ------------------------------------------------------------------------------
 

@@ -1,0 +1,124 @@
+"""``store.transaction(fn)``: several reads and writes, across sessions, in one transaction.
+
+``fn(tx)`` gets a :class:`Transaction` whose methods have the store's signatures. Reads lock
+what they read (a list's hash row, a value's row), so a read-modify-write never loses a
+concurrent update; a key read as absent is created by a plain INSERT, so a writer that created
+it meanwhile makes this transaction fail with a duplicate key and run again. The whole of
+``fn`` is re-run on a deadlock, a lock wait timeout, a duplicate key of a lost creation race or
+a cluster certification conflict, so ``fn`` must have no effect outside ``tx``.
+
+The operations themselves are the store's own cursor-level steps (passed in as ``store``), so
+a write inside a transaction is exactly the write outside one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from . import keys, serde
+from .listsync import ListHash
+
+__all__ = ["Transaction"]
+
+
+class Transaction:
+    """The ``tx`` of :meth:`MysqlAgentStateStore.transaction`; valid only inside ``fn``.
+
+    >>> def move(tx):
+    ...     item = tx.get("alice", "inbox", "next")
+    ...     tx.append_list("alice", "chat-1", "memory", [item])
+    ...     tx.delete("alice", "inbox", "next")
+    >>> store.transaction(move)  # doctest: +SKIP
+    """
+
+    def __init__(self, store: Any, cur: Any) -> None:
+        self._store = store
+        self._cur = cur
+        self._absent: set[tuple[str, str]] = set()  # keys read as absent: create, never upsert
+        #: (packed session id, key) pairs written; the store forgets their snapshots at the end.
+        self.touched: set[tuple[str, Optional[str]]] = set()
+
+    # ---- reads (locking) ---------------------------------------------------------------------
+
+    def get(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None,
+            default: Any = None) -> Any:
+        """The value at ``key``, its row locked until the transaction ends."""
+        s = self._store
+        sid, k = s._key_ids(user_id, session_id, key)
+        hk = keys.hash_key(k)
+        self._cur.execute(s._sql["SELECT_VALUE_FOR_UPDATE"], (hk, sid, k, hk))
+        rows = self._cur.fetchall()
+        if any(r[0] for r in rows):
+            raise TypeError(f"key {k!r} of session {sid!r} holds a list, not a single value: read it with get_list")
+        if not rows:
+            self._absent.add((sid, k))
+            return default
+        return serde.decode_row(rows[0][1], type, sid, k, 0)
+
+    def get_list(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None, *,
+                 offset: int = 0, limit: Optional[int] = None) -> list:
+        """The list's items (a window as in the store); its hash row locked until the end."""
+        s = self._store
+        sid, k = s._key_ids(user_id, session_id, key, is_list=True)
+        offset, limit = s._window_of(offset, limit)
+        self._lock_list(sid, k)
+        rows = s._read_list(self._cur, sid, k, offset, limit)
+        return s._check_list(rows, sid, k, offset, limit, type)[0]
+
+    def list_length(self, user_id: Optional[str], session_id: str, key: str) -> int:
+        """Number of items; the hash row locked until the end."""
+        s = self._store
+        sid, k = s._key_ids(user_id, session_id, key, is_list=True)
+        stored = self._lock_list(sid, k)
+        if stored is not None:
+            return stored.n
+        self._cur.execute(s._sql["COUNT_ITEMS"], (sid, k))
+        return int(self._cur.fetchone()[0])
+
+    def _lock_list(self, sid: str, k: str) -> Optional[ListHash]:
+        self._cur.execute(self._store._sql["LOCK_HASH_ROW"], (sid, keys.hash_key(k)))
+        row = self._cur.fetchone()
+        return ListHash.parse(row[0] if row else None)
+
+    # ---- writes ------------------------------------------------------------------------------
+
+    def save(self, user_id: Optional[str], session_id: str, key: str, value: Any) -> None:
+        """Store one value (a list under the key is removed), as :meth:`MysqlAgentStateStore.save`."""
+        s = self._store
+        sid, k, text = s._prepare_value(user_id, session_id, key, value)
+        if (sid, k) in self._absent:
+            # Read as absent: a plain INSERT, so that if another writer created the key since,
+            # its duplicate key (1062) makes the store run fn again on what that writer wrote.
+            self._cur.execute(s._sql["INSERT_VALUE"], (sid, k, text))
+            self._absent.discard((sid, k))
+        else:
+            s._value_tx(self._cur, sid, k, text)
+        self.touched.add((sid, k))
+
+    def save_list(self, user_id: Optional[str], session_id: str, key: str, values: Sequence[Any]) -> None:
+        """Store the whole list, writing only what changed, as :meth:`MysqlAgentStateStore.save_list`."""
+        s = self._store
+        w = s._prepare_list(user_id, session_id, key, values)
+        w.snapshot = None  # plan from the table: this transaction may have changed it already
+        s._list_tx(self._cur, w)
+        self.touched.add((w.sid, w.key))
+
+    def append_list(self, user_id: Optional[str], session_id: str, key: str, items: Sequence[Any]) -> int:
+        """Add items after the end; returns the new length."""
+        s = self._store
+        sid, k, datas = s._prepare_append(user_id, session_id, key, items)
+        self.touched.add((sid, k))
+        if not datas:
+            return self.list_length(user_id, session_id, key)
+        return s._append_tx(self._cur, sid, k, datas)[1].n
+
+    def delete(self, user_id: Optional[str], session_id: str, key: Optional[str] = None) -> None:
+        """Delete the whole session, or one key."""
+        s = self._store
+        sid, k = s._ids(user_id, session_id, key)
+        if k is None:
+            s._delete_session_tx(self._cur, sid)
+        else:
+            s._delete_key_tx(self._cur, sid, k)
+        self.touched.add((sid, k))
+

@@ -1,0 +1,72 @@
+"""Functions run in real child processes (multiprocessing, spawn) by the many-process tests."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+
+def repo_turn(url: str, database: str, user: str, session: str, text: str, barrier, results) -> None:
+    """Load the AgentScope state with its version, wait for the other process, save a turn."""
+    from agentscope.message import UserMsg
+
+    from mysql_state import StaleStateError
+    from mysql_state.agentscope import AgentStateRepository
+    from mysql_state.aio import AsyncMysqlAgentStateStore
+
+    async def go():
+        store = AsyncMysqlAgentStateStore.from_url(url, database_name=database)
+        repo = AgentStateRepository(store)
+        state, version = await repo.load_versioned(user, session)
+        state.context.append(UserMsg(name="u", content=text))
+        barrier.wait(30)
+        try:
+            report = await repo.save(user, session, state, expected_version=version)
+            results.put(("won", text, report.version))
+        except StaleStateError as exc:
+            results.put(("stale", text, exc.expected, exc.stored))
+        finally:
+            await store.aclose()
+
+    asyncio.run(go())
+
+
+def hold_lock(url: str, database: str, seconds: float, started) -> None:
+    from mysql_state import MysqlAgentStateStore
+
+    store = MysqlAgentStateStore.from_url(url, database_name=database)
+    with store.session_lock("alice", "chat-1", timeout=10):
+        started.set()
+        time.sleep(seconds)
+    store.close()
+
+
+def try_lock(url: str, database: str, timeout: float, results) -> None:
+    from mysql_state import LockTimeoutError, MysqlAgentStateStore
+
+    store = MysqlAgentStateStore.from_url(url, database_name=database)
+    t0 = time.monotonic()
+    try:
+        with store.session_lock("alice", "chat-1", timeout=timeout):
+            results.put(("got", time.monotonic() - t0))
+    except LockTimeoutError as exc:
+        results.put(("timeout", time.monotonic() - t0, str(exc)))
+    finally:
+        store.close()
+
+
+def pop_or_append(url: str, database: str, role: str, count: int, results) -> None:
+    """``append`` appends ``count`` tagged items one by one; ``pop`` pops ``count`` times."""
+    from mysql_state import MysqlAgentStateStore
+
+    store = MysqlAgentStateStore.from_url(url, database_name=database, pool_size=2)
+    got = []
+    for i in range(count):
+        if role == "append":
+            store.append_list("u", "s", "q", [f"{role}-{i}"])
+        else:
+            item = store.pop_list("u", "s", "q")
+            if item is not None:
+                got.append(item)
+    store.close()
+    results.put((role, got))
