@@ -506,7 +506,8 @@ def main(argv: Optional[list] = None) -> int:
     wait for Ctrl-C (or SIGTERM), then stop it and remove its data."""
     args = list(sys.argv[1:] if argv is None else argv)
     kind = args[0] if args else "galera"
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started in background
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         if kind == "galera":
             n = int(args[1]) if len(args) > 1 else 3
