@@ -9,7 +9,6 @@ session (it takes ~14 s to form).
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 
