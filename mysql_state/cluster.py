@@ -168,8 +168,14 @@ class GaleraCluster:
             self.wait_synced(0, deadline - time.monotonic(), size=1)
             for i in range(1, nodes):  # joiners at once (a busy donor makes the next one retry)
                 self._spawn(i)
-            for i in range(nodes):
-                self.wait_synced(i, deadline - time.monotonic(), size=nodes)
+            for i in [*range(1, nodes), 0]:
+                self.wait_synced(i, deadline - time.monotonic(), size=nodes, watch=range(nodes))
+        except ClusterError as e:
+            others = "".join(f"\n--- node {n.index} (port {n.port}, "
+                             f"{'running' if n.running else 'exited'}) error log tail:\n{_tail(n.error_log(), 15)}"
+                             for n in self.nodes if f"node {n.index} " not in str(e)[:20])
+            self.stop()
+            raise ClusterError(f"{e}{others}") from None
         except BaseException:
             self.stop()
             raise
@@ -289,19 +295,22 @@ class GaleraCluster:
         finally:
             con.close()
 
-    def wait_synced(self, i: int, timeout: float = 60.0, size: Optional[int] = None) -> dict:
+    def wait_synced(self, i: int, timeout: float = 60.0, size: Optional[int] = None,
+                    watch: Optional[range] = None) -> dict:
         """Wait until node ``i`` is Synced, ready, in a primary component of ``size`` nodes
         (default: every node of the cluster); its status. :class:`ClusterError` with the
-        error-log tail otherwise."""
+        error-log tail otherwise, at once if node ``i`` (or one of ``watch``) has exited."""
         size = len(self.nodes) if size is None else size
         node = self.nodes[i]
         deadline = time.monotonic() + max(timeout, 0.0)
         last: object = "no answer"
         while True:
-            if node.proc is None or node.proc.poll() is not None:
-                raise ClusterError(f"node {i} (port {node.port}) is not running "
-                                   f"(exit code {node.proc and node.proc.returncode}):\n"
-                                   f"{_tail(node.error_log())}")
+            for other in [i, *(watch or ())]:
+                n = self.nodes[other]
+                if n.proc is None or n.proc.poll() is not None:
+                    raise ClusterError(f"node {other} (port {n.port}) is not running "
+                                       f"(exit code {n.proc and n.proc.returncode}):\n"
+                                       f"{_tail(n.error_log())}")
             try:
                 st = self.status(i)
                 last = {k: st.get(k) for k in ("wsrep_local_state_comment", "wsrep_cluster_size",
