@@ -7,7 +7,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 EXTRAS ?= test,agentscope
 
-.PHONY: test demo bench server-bin venv clean
+.PHONY: test demo bench server-bin cluster-bin cluster venv clean
 
 $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS)): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,11 +31,29 @@ server-bin:
 	    echo "brew install mariadb (macOS), or start a Docker engine." >&2; exit 1; \
 	fi
 
-test: venv server-bin
+# Galera (galera-4) and rsync for tests/test_cluster.py: installed when root with apt and
+# missing; never fails (without them the cluster tests skip, saying why).
+cluster-bin:
+	@if { [ -e /usr/lib/galera/libgalera_smm.so ] || [ -e /usr/lib/libgalera_smm.so ] || \
+	      [ -e /usr/lib64/galera-4/libgalera_smm.so ]; } && command -v rsync >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing galera-4 and rsync (for the cluster tests)"; \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq galera-4 rsync >/dev/null; } || \
+	    echo "could not install galera-4 rsync: the cluster tests will be skipped" >&2; \
+	else \
+	    echo "galera-4/rsync missing (apt-get install galera-4 rsync): the cluster tests will be skipped" >&2; \
+	fi
+
+test: venv server-bin cluster-bin
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 demo: venv server-bin
 	$(PY) benchmarks/demo.py
+
+# A throwaway Galera cluster of NODES nodes on loopback, its URLs printed, until Ctrl-C.
+NODES ?= 3
+cluster: venv server-bin cluster-bin
+	$(PY) -m mysql_state.cluster galera $(NODES)
 
 bench:
 	$(MAKE) EXTRAS=test,agentscope,bench venv server-bin

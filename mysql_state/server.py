@@ -53,6 +53,26 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def init_datadir(binary: str, datadir: str, user: Optional[str] = None) -> None:
+    """Create and initialise an empty datadir for ``binary`` (mariadbd or mysqld).
+
+    ``user`` is the account the server will run as (needed, and only allowed, as root).
+    """
+    install = find_binary("mariadb-install-db", "mysql_install_db")
+    os.makedirs(datadir)
+    if user is not None and user != "root":
+        shutil.chown(datadir, user, user)
+    as_user = [f"--user={user}"] if user is not None else []
+    if install and "mariadb" in os.path.basename(binary):
+        cmd = [install, "--no-defaults", f"--datadir={datadir}", "--auth-root-authentication-method=normal",
+               "--skip-test-db", *as_user]
+    else:  # MySQL: mysqld --initialize-insecure
+        cmd = [binary, "--no-defaults", "--initialize-insecure", f"--datadir={datadir}", *as_user]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"could not initialise a datadir with {cmd[0]}: {out.stderr[-2000:]}")
+
+
 class LocalServer:
     """A throwaway ``mariadbd``/``mysqld`` in a temporary datadir; ``stop()`` removes it all.
 
@@ -82,17 +102,7 @@ class LocalServer:
         return f"mysql://root@127.0.0.1:{self.port}/"
 
     def _init_datadir(self) -> None:
-        install = find_binary("mariadb-install-db", "mysql_install_db")
-        os.makedirs(self.datadir)
-        user = ["--user=root"] if os.geteuid() == 0 else []
-        if install and "mariadb" in os.path.basename(self.binary):
-            cmd = [install, "--no-defaults", f"--datadir={self.datadir}", "--auth-root-authentication-method=normal",
-                   "--skip-test-db", *user]
-        else:  # MySQL: mysqld --initialize-insecure
-            cmd = [self.binary, "--no-defaults", "--initialize-insecure", f"--datadir={self.datadir}", *user]
-        out = subprocess.run(cmd, capture_output=True, text=True)
-        if out.returncode != 0:
-            raise RuntimeError(f"could not initialise a datadir with {cmd[0]}: {out.stderr[-2000:]}")
+        init_datadir(self.binary, self.datadir, "root" if os.geteuid() == 0 else None)
 
     def start(self, timeout: float = 60.0) -> None:
         """Start (or restart after :meth:`kill`) the server on the same port and data."""

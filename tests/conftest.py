@@ -109,3 +109,41 @@ def local_server():
     server = LocalServer()
     yield server
     server.stop()
+
+
+# ---- past one server: a Galera cluster and a primary/replica pair (mysql_state.cluster) ------
+
+
+@pytest.fixture(scope="session")
+def galera():
+    """One 3-node Galera cluster per session (tests must leave all 3 nodes running and Synced).
+
+    Skips, saying why, without galera-4/rsync/mariadbd; fails loudly, with the nodes' error
+    log tails, when the cluster has not formed within 60 s."""
+    from mysql_state.cluster import ClusterError, GaleraCluster, galera_missing
+
+    why = galera_missing()
+    if why:
+        pytest.skip(why)
+    try:
+        cluster = GaleraCluster(3, timeout=60.0)
+    except ClusterError as e:
+        pytest.fail(f"the Galera cluster did not form within 60 s: {e}", pytrace=False)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def replicated():
+    """One primary + read-only replica (GTID asynchronous replication) per session."""
+    from mysql_state.cluster import ClusterError, ReplicatedPair
+    from mysql_state.server import find_binary
+
+    if find_binary("mariadbd") is None:
+        pytest.skip("needs mariadbd for a replicated pair (apt-get install mariadb-server)")
+    try:
+        pair = ReplicatedPair()
+    except ClusterError as e:
+        pytest.fail(f"the replicated pair did not start: {e}", pytrace=False)
+    yield pair
+    pair.stop()
