@@ -16,9 +16,7 @@ import datetime as dt
 import gc
 import json
 import os
-import platform
 import random
-import subprocess
 import sys
 import time
 from typing import Any, Callable
@@ -65,50 +63,6 @@ PROFILES = {
 }
 
 
-def machine(admin) -> dict:
-    cpu = "?"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        cpu = platform.processor() or "?"
-    ram = None
-    try:
-        with open("/proc/meminfo") as f:
-            ram = round(int(f.readline().split()[1]) / 1024 / 1024, 1)
-    except OSError:
-        pass
-    with admin.cursor() as cur:
-        cur.execute("SELECT VERSION(), @@innodb_flush_log_at_trx_commit, @@sync_binlog, @@log_bin, @@innodb_buffer_pool_size")
-        ver, flush, sync_binlog, log_bin, bp = cur.fetchone()
-    try:
-        commit = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        commit = "?"
-    return {
-        "nproc": os.cpu_count(),
-        "cpu": cpu,
-        "ram_gb": ram,
-        "os": f"{platform.system()} {platform.release()}",
-        "python": platform.python_version(),
-        "server": ver,
-        "server_settings": {
-            "innodb_flush_log_at_trx_commit": int(flush),
-            "sync_binlog": int(sync_binlog),
-            "log_bin": int(log_bin),
-            "innodb_buffer_pool_size_mb": int(bp) // (1024 * 1024),
-        },
-        "connection": "MYSQL_URL" if os.environ.get("MYSQL_URL") else "embedded default server (mysql_state.server)",
-        "git_commit": commit,
-        "packages": {p: peers_mod.version(p) for p in (
-            "mysql-state", "PyMySQL", "DBUtils", "orjson", "langgraph-checkpoint-mysql", "langgraph",
-            "openai-agents", "SQLAlchemy", "aiomysql", "google-adk")},
-    }
-
-
 class Bench:
     def __init__(self, args) -> None:
         self.args = args
@@ -147,7 +101,7 @@ class Bench:
         self.counter = harness.Counter(self.kwargs)
         self.cells: list[dict] = []
         self.throughput: list[dict] = []
-        self.machine = machine(self.admin)
+        self.machine = harness.machine(self.admin)
 
     def new_store(self) -> MysqlAgentStateStore:
         return MysqlAgentStateStore.from_url(self.url, database_name=DBS["store"], create_if_not_exist=True, pool_size=16)
