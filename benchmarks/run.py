@@ -1,11 +1,13 @@
 """``make bench``: what one agent turn costs, side by side with the baselines and the peers.
 
-    .venv/bin/python benchmarks/run.py            # full run (~15 min on 2 cores)
-    .venv/bin/python benchmarks/run.py --quick    # 1-2 minute smoke (not committed)
+    .venv/bin/python benchmarks/run.py            # full run (~25 min on 2 cores)
+    .venv/bin/python benchmarks/run.py --quick    # 2-4 minute smoke (not committed)
+    .venv/bin/python benchmarks/run.py --only throughput [--quick] [--procs 4]
 
 Uses ``MYSQL_URL`` if set, else the embedded default server (``mysql_state.server``). Writes
 ``benchmarks/results/<date>.json`` (every sample), ``<date>.md`` (tables, targets) and
-``<date>.png`` (cost against conversation length). See benchmarks/README.md.
+``<date>.png`` (cost against conversation length), then the multi-process throughput benchmark
+(``throughput.py``): ``<date>-throughput.{json,csv,md,png}``. See benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import data  # noqa: E402
 import harness  # noqa: E402
 import peers as peers_mod  # noqa: E402
 import report  # noqa: E402
+import throughput  # noqa: E402
 from harness import Subject  # noqa: E402
 
 U = "bench"
@@ -469,7 +472,21 @@ def main(argv=None) -> int:
     ap.add_argument("--no-peers", action="store_true", help="skip the Python peers")
     ap.add_argument("--out", default=os.path.join(HERE, "results"), help="output folder")
     ap.add_argument("--name", help="output file stem (default: the date; --quick adds -quick)")
+    ap.add_argument("--only", choices=("lists", "throughput"),
+                    help="run only the per-operation benchmark (lists) or only the throughput one")
+    throughput.add_arguments(ap.add_argument_group("throughput (benchmarks/throughput.py)"))
     args = ap.parse_args(argv)
+    rc = 0 if args.only == "throughput" else run_lists(args)
+    if args.only != "lists":
+        tp = argparse.Namespace(**vars(args))
+        tp.name = args.name and args.name + "-throughput"
+        if args.no_peers and not args.systems:
+            tp.systems = ",".join(s for s in throughput.PROC_SYSTEMS + throughput.LOCAL_SYSTEMS if s != "openai-agents")
+        rc = throughput.run(tp) or rc
+    return rc
+
+
+def run_lists(args) -> int:
     from tqdm import tqdm
 
     started = time.time()
