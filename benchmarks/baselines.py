@@ -56,6 +56,35 @@ def insert_rows(cur, table: str, sid: str, key: str, rows: list[tuple[int, str]]
         cur.execute(head + ",".join(parts) + tail, params)
 
 
+def select_items(con, table: str, sid: str, key: str) -> list:
+    """Bare ``SELECT state_data ... ORDER BY item_index`` + ``orjson.loads`` per row."""
+    with con.cursor() as cur:
+        cur.execute(
+            f"SELECT state_data FROM {table} WHERE session_id = %s AND state_key = %s ORDER BY item_index",
+            (sid, key),
+        )
+        rows = cur.fetchall()
+    loads = orjson.loads
+    return [loads(r[0]) for r in rows]
+
+
+def rewrite(con, table: str, sid: str, key, rows: dict) -> None:
+    """DELETE the session's rows (of ``key`` only, unless it is None), INSERT ``rows`` ({key:
+    [(index, json text)]}), COMMIT; rolled back on error."""
+    try:
+        with con.cursor() as cur:
+            if key is None:
+                cur.execute(f"DELETE FROM {table} WHERE session_id = %s", (sid,))
+            else:
+                cur.execute(f"DELETE FROM {table} WHERE session_id = %s AND state_key = %s", (sid, key))
+            for k, items in rows.items():
+                insert_rows(cur, table, sid, k, items)
+        con.commit()
+    except BaseException:
+        con.rollback()
+        raise
+
+
 class Floor:
     """The physical floor: what the bytes alone cost on this server and network."""
 
@@ -97,6 +126,16 @@ class Floor:
             )
         self.wcon.commit()
 
+    def append_rows(self, sid: str, key: str, start: int, texts: list[str]) -> None:
+        """One INSERT of these JSON texts at ``start``, ``start + 1``... of a list + COMMIT."""
+        with self.wcon.cursor() as cur:
+            insert_rows(cur, self.table, sid, key, list(enumerate(texts, start)))
+        self.wcon.commit()
+
+    def replace_rows(self, sid: str, key: str, texts: list[str]) -> None:
+        """Untimed reset: the list is exactly these JSON texts."""
+        rewrite(self.wcon, self.table, sid, key, {key: list(enumerate(texts))})
+
     def select1(self) -> None:
         with self.rcon.cursor() as cur:
             cur.execute("SELECT 1")
@@ -104,14 +143,7 @@ class Floor:
 
     def select_list(self, table: str, sid: str, key: str) -> list:
         """Bare ``SELECT ... ORDER BY item_index`` + ``orjson.loads`` per row."""
-        with self.rcon.cursor() as cur:
-            cur.execute(
-                f"SELECT state_data FROM {table} WHERE session_id = %s AND state_key = %s ORDER BY item_index",
-                (sid, key),
-            )
-            rows = cur.fetchall()
-        loads = orjson.loads
-        return [loads(r[0]) for r in rows]
+        return select_items(self.rcon, table, sid, key)
 
     def select_tail(self, table: str, sid: str, key: str, n: int) -> list:
         with self.rcon.cursor() as cur:
@@ -227,13 +259,7 @@ class JavaReplica:
         return orjson.loads(row[0]) if row else None
 
     def get_list(self, sid: str, key: str) -> list:
-        with self.rcon.cursor() as cur:
-            cur.execute(
-                f"SELECT state_data FROM {self.table} WHERE session_id = %s AND state_key = %s ORDER BY item_index",
-                (sid, key),
-            )
-            rows = cur.fetchall()
-        return [orjson.loads(r[0]) for r in rows]
+        return select_items(self.rcon, self.table, sid, key)
 
     def restore(self, sid: str, key: str, base: list, start: int) -> None:
         """Untimed reset: make the stored list ``base`` again, rewriting from ``start``."""
@@ -262,24 +288,42 @@ class NaiveStore:
     def __init__(self, kwargs: dict, database: str) -> None:
         self.table = f"`{database}`.`naive_sessions`"
         self.con = connect(kwargs, database, autocommit=False)
+        self.rcon = connect(kwargs, database, autocommit=True)
         with self.con.cursor() as cur:
             cur.execute(LIST_TABLE.replace("{t}", self.table))
         self.con.commit()
 
     def save_list(self, sid: str, key: str, values: list) -> None:
         dumps = orjson.dumps
-        rows = [(i, dumps(v).decode()) for i, v in enumerate(values)]
-        try:
-            with self.con.cursor() as cur:
-                cur.execute(f"DELETE FROM {self.table} WHERE session_id = %s AND state_key = %s", (sid, key))
-                insert_rows(cur, self.table, sid, key, rows)
-            self.con.commit()
-        except BaseException:
-            self.con.rollback()
-            raise
+        rewrite(self.con, self.table, sid, key, {key: [(i, dumps(v).decode()) for i, v in enumerate(values)]})
+
+    def save_session(self, sid: str, lists: dict, values: dict) -> None:
+        """The whole session rewritten: DELETE all its rows, INSERT every item and value, COMMIT."""
+        dumps = orjson.dumps
+        rows = {k: [(i, dumps(v).decode()) for i, v in enumerate(vs)] for k, vs in lists.items()}
+        rows.update((k, [(0, dumps(v).decode())]) for k, v in values.items())
+        rewrite(self.con, self.table, sid, None, rows)
+
+    def load_session(self, sid: str, lists: tuple = ()) -> dict:
+        """Every key of the session in one SELECT: the keys in ``lists`` as lists, others as values."""
+        with self.rcon.cursor() as cur:
+            cur.execute(
+                f"SELECT state_key, state_data FROM {self.table} WHERE session_id = %s ORDER BY state_key, item_index",
+                (sid,),
+            )
+            rows = cur.fetchall()
+        out: dict = {k: [] for k in lists}
+        loads = orjson.loads
+        for k, data in rows:
+            if k in lists:
+                out[k].append(loads(data))
+            else:
+                out[k] = loads(data)
+        return out
 
     def close(self) -> None:
         self.con.close()
+        self.rcon.close()
 
 
 class BlobStore:

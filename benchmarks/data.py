@@ -51,3 +51,30 @@ class Conversation:
 
     def turn(self, k: int) -> list:
         return self.turn1 if k == 1 else self.turn2
+
+
+# ---- AgentScope-shaped sessions (the throughput benchmark) -------------------------------------
+
+def agentscope_msg(rng: random.Random, role_: str, msg_id: str, turn: str = "") -> dict:
+    """A message as AgentScope 2.x ``Msg.model_dump(mode="json")`` gives it (~320-800 bytes)."""
+    ts = f"2026-01-01T{rng.randrange(24):02d}:{rng.randrange(60):02d}:{rng.randrange(60):02d}.{rng.randrange(10**6):06d}"
+    block = {"type": "text", "text": text(rng, rng.randint(20, 450)), "id": msg_id + "-b0", "created_at": ts,
+             "finished_at": None}
+    return {"name": role_, "content": [block], "role": role_, "id": msg_id,
+            "metadata": {"turn": turn} if turn else {}, "created_at": ts, "usage": None, "finished_at": None,
+            "finished_reason": None, "structured_output": None, "error": None}
+
+
+def seeded_session(s: int) -> tuple[list, str]:
+    """Session ``s``'s history before any turn (50-200 messages) and its summary text."""
+    rng = random.Random(f"tp-seed-{s}")
+    n = rng.randint(50, 200)
+    msgs = [agentscope_msg(rng, role(i), f"s{s}-seed-{i}") for i in range(n)]
+    return msgs, "Summary of the conversation so far: " + text(rng, 200)
+
+
+def turn_messages(s: int, rnd: int, k: int) -> list:
+    """Turn ``k`` of session ``s`` in round ``rnd``: a user message and the reply, ids unique."""
+    rng = random.Random(f"tp-turn-{s}-{rnd}-{k}")
+    tid = f"r{rnd}-t{k}"
+    return [agentscope_msg(rng, r, f"s{s}-{tid}-{r}", tid) for r in ("user", "assistant")]

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import math
+import os
+import platform
 import random
 import statistics
+import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import pymysql
+
+import peers
 
 
 @dataclass
@@ -180,3 +186,55 @@ def throughput(make_op: Callable[[int], Callable[[int], Any]], threads: int, ops
     if errors:
         out["errors"] = errors[:3]
     return out
+
+
+def quantile(sorted_xs: list, q: float):
+    """Nearest-rank quantile of an ascending list (None when empty)."""
+    if not sorted_xs:
+        return None
+    return sorted_xs[min(len(sorted_xs) - 1, max(0, math.ceil(q * len(sorted_xs)) - 1))]
+
+
+def machine(admin) -> dict:
+    """The machine, the server's durability settings, the commit and the packages' versions."""
+    cpu = "?"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        cpu = platform.processor() or "?"
+    ram = None
+    try:
+        with open("/proc/meminfo") as f:
+            ram = round(int(f.readline().split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    with admin.cursor() as cur:
+        cur.execute("SELECT VERSION(), @@innodb_flush_log_at_trx_commit, @@sync_binlog, @@log_bin, @@innodb_buffer_pool_size")
+        ver, flush, sync_binlog, log_bin, bp = cur.fetchone()
+    try:
+        commit = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    except OSError:
+        commit = "?"
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "ram_gb": ram,
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "server": ver,
+        "server_settings": {
+            "innodb_flush_log_at_trx_commit": int(flush),
+            "sync_binlog": int(sync_binlog),
+            "log_bin": int(log_bin),
+            "innodb_buffer_pool_size_mb": int(bp) // (1024 * 1024),
+        },
+        "connection": "MYSQL_URL" if os.environ.get("MYSQL_URL") else "embedded default server (mysql_state.server)",
+        "git_commit": commit,
+        "packages": {p: peers.version(p) for p in (
+            "mysql-state", "PyMySQL", "DBUtils", "orjson", "langgraph-checkpoint-mysql", "langgraph",
+            "openai-agents", "SQLAlchemy", "aiomysql", "google-adk")},
+    }

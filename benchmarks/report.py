@@ -357,10 +357,146 @@ def write_all(res: dict, folder: str, stem: str) -> list[str]:
     return [jpath, mpath, ppath]
 
 
-if __name__ == "__main__":  # re-render a saved run: python benchmarks/report.py results/<date>.json
+# ---- throughput (benchmarks/throughput.py) ------------------------------------------------------
+
+TP_TARGETS = (("mysql-state", "vs_floor", 0.7, "turns/s ≥ 0.7× the floor's"),
+              ("async", "vs_threads", 0.8, "turns/s ≥ 0.8× 64 threads on one sync store"))
+
+
+def throughput_targets(res: dict) -> list[dict]:
+    out = []
+    by = {s["key"]: s for s in res["systems"]}
+    for key, field, limit, what in TP_TARGETS:
+        s = by.get(key)
+        if s and s.get(field) is not None:
+            out.append({"target": f"{s['name']}: {what}", "value": s[field], "limit": limit, "met": s[field] >= limit,
+                        "detail": "median of the per-round ratios: " + ", ".join(
+                            f"{r:.2f}" for r in paired_ratios(res, key, field))})
+    return out
+
+
+def paired_ratios(res: dict, key: str, field: str) -> list[float]:
+    by = {s["key"]: s for s in res["systems"]}
+    ref = by.get("floor" if field == "vs_floor" else "threads")
+    if not ref:
+        return []
+    return [a["turns_per_s"] / b["turns_per_s"] for a, b in zip(by[key]["rounds"], ref["rounds"]) if b["turns_per_s"]]
+
+
+def verified_text(v: dict) -> str:
+    return f"{v['ok']}/{v['sessions']}" + (" **FAILED**" if v["failures"] else "")
+
+
+def throughput_table(res: dict) -> list[str]:
+    lines = ["| system | turns/s | × reference | p50 | p99 | statements per turn | same-process turns | errors | sessions verified |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for s in res["systems"]:
+        same = [r["same_process"] for r in s["rounds"] if r["same_process"] is not None]
+        errors = sum(r["n_errors"] for r in s["rounds"])
+        name = f"**{s['name']}**" if s["name"].startswith(OURS) else s["name"]
+        tps = f"{s['turns_per_s']:,.0f}" if s["turns_per_s"] is not None else "-"
+        st = s.get("statements_per_turn")
+        ref = (f"{fmt_ratio(s['vs_threads'])} threads" if s.get("vs_threads") is not None else
+               f"{fmt_ratio(s['vs_floor'])} floor" if s["key"] != "threads" else "reference")
+        lines.append(f"| {name} | {tps} | {ref} | {fmt_us(s['p50_us'])} | {fmt_us(s['p99_us'])} | "
+                     f"{st if st is not None else '-'} | {sum(same) / len(same):.0%} | {errors} | "
+                     f"{verified_text(s['verified'])} |" if same else
+                     f"| {name} | {tps} | - | - | - | - | - | {errors} | {verified_text(s['verified'])} |")
+    return lines
+
+
+def throughput_markdown(res: dict, png_name: str) -> str:
+    st = res["settings"]
+    out = [f"# mysql-state throughput, {res['date']} ({res['profile']} run)", "",
+           f"Machine: {machine_line(res['machine'])}.", "",
+           f"Reproduce: `{res['command']}` (elapsed {res['elapsed_s']:.0f} s). {st['procs']} worker processes, each "
+           f"with its own client of every system, serve {st['sessions']} sessions (50-200 AgentScope-shaped messages "
+           "+ a summary at the start of each round, after one untimed warm-up round); a free worker takes a random free session, so no two turns of "
+           "a session overlap and most turns land on another process than the session's last one. A turn = load the "
+           "session, append a user message and a reply, save. × reference: to the floor at the same concurrency (P "
+           "processes); the async store to 64 threads on one sync store (both in one process). Systems interleaved round by round "
+           f"({st['rounds']} rounds × {st['seconds']:g} s each, random order per round); turns/s is the median of "
+           "the rounds, × floor the median of the per-round ratios, p50/p99 pool every turn. Every session is "
+           "read back after each round and must hold every completed turn exactly once, in order. Statements per "
+           "turn: the server's `Questions` + `Com_admin_commands` over the round / turns (reads, writes, COMMITs).", "",
+           f"![turns per second and p99 latency]({png_name})", "",
+           "## Targets", "", "| target | measured | limit | met | detail |", "|---|---:|---:|:---:|---|"]
+    for t in res.get("targets") or throughput_targets(res):
+        out.append(f"| {t['target']} | {t['value']} | {t['limit']} | {'yes' if t['met'] else '**no**'} | {t['detail']} |")
+    out += ["", "## Turns per second", ""] + throughput_table(res) + [""]
+    notes = [f"- {s['key']}: {f}" for s in res["systems"] for f in s["verified"]["failures"][:3]]
+    notes += [f"- {s['key']} round {r['round']}: `{e}`" for s in res["systems"] for r in s["rounds"] for e in r["errors"]]
+    notes += [f"- {name}: could not run: `{err}`" for name, err in res["errors"].items()]
+    if notes:
+        out += ["## Failures and errors", ""] + notes + [""]
+    out += ["Versions: " + ", ".join(f"{k} {v}" for k, v in res["machine"]["packages"].items()) + ".", ""]
+    return "\n".join(out)
+
+
+def plot_throughput(res: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    systems = [s for s in res["systems"] if s["turns_per_s"] is not None]
+    names = [s["name"] for s in systems]
+    ys = range(len(systems))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 0.55 * len(systems) + 1.8), sharey=True)
+    colors = ["tab:blue" if s["name"].startswith(OURS) else "grey" if s["kind"] == "floor" else "tab:orange"
+              for s in systems]
+    ax1.barh(ys, [s["turns_per_s"] for s in systems], color=colors)
+    for y, s in zip(ys, systems):
+        ax1.plot([r["turns_per_s"] for r in s["rounds"]], [y] * len(s["rounds"]), "k.", markersize=4)
+    ax1.set_xlabel("turns/s (bar: median of the rounds; dots: each round)")
+    ax2.barh([y + 0.2 for y in ys], [s["p99_us"] / 1000 for s in systems], height=0.4, color=colors, label="p99")
+    ax2.barh([y - 0.2 for y in ys], [s["p50_us"] / 1000 for s in systems], height=0.4, color=colors, alpha=0.45,
+             label="p50")
+    ax2.set_xscale("log")
+    ax2.set_xlabel("latency per turn, ms, log scale (dark: p99, light: p50)")
+    ax1.set_yticks(list(ys), names, fontsize=8)
+    ax1.invert_yaxis()
+    for ax in (ax1, ax2):
+        ax.grid(True, axis="x", alpha=0.3)
+    st = res["settings"]
+    fig.suptitle(f"One agent turn (load, append 2 messages, save), {st['procs']} processes × {st['sessions']} "
+                 f"sessions, {res['date'][:10]} ({res['machine']['nproc']} cores, {res['machine']['server']})",
+                 fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_csv(res: dict, path: str) -> None:
+    import csv
+
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["system", "kind", "turns_per_s", "vs_floor", "p50_us", "p99_us", "statements_per_turn", "turns",
+                    "rounds", "sessions_verified", "verification_failures"])
+        for s in res["systems"]:
+            w.writerow([s["name"], s["kind"], s["turns_per_s"], s["vs_floor"], s["p50_us"], s["p99_us"],
+                        s.get("statements_per_turn"), s["turns"], len(s["rounds"]), s["verified"]["ok"],
+                        len(s["verified"]["failures"])])
+
+
+def write_throughput(res: dict, folder: str, stem: str) -> list[str]:
+    paths = {ext: os.path.join(folder, f"{stem}.{ext}") for ext in ("json", "csv", "md", "png")}
+    res = dict(res, targets=throughput_targets(res))
+    with open(paths["json"], "w") as f:
+        json.dump(res, f, indent=1)
+    write_csv(res, paths["csv"])
+    plot_throughput(res, paths["png"])
+    with open(paths["md"], "w") as f:
+        f.write(throughput_markdown(res, os.path.basename(paths["png"])))
+    return list(paths.values())
+
+
+if __name__ == "__main__":  # re-render a saved run: python benchmarks/report.py results/<stem>.json
     import sys
 
     src = sys.argv[1]
     with open(src) as f:
         saved = json.load(f)
-    print(write_all(saved, os.path.dirname(os.path.abspath(src)), os.path.splitext(os.path.basename(src))[0]))
+    write = write_throughput if saved.get("kind") == "throughput" else write_all
+    print(write(saved, os.path.dirname(os.path.abspath(src)), os.path.splitext(os.path.basename(src))[0]))

@@ -1,11 +1,13 @@
 """``make bench``: what one agent turn costs, side by side with the baselines and the peers.
 
-    .venv/bin/python benchmarks/run.py            # full run (~15 min on 2 cores)
-    .venv/bin/python benchmarks/run.py --quick    # 1-2 minute smoke (not committed)
+    .venv/bin/python benchmarks/run.py            # full run (~25 min on 2 cores)
+    .venv/bin/python benchmarks/run.py --quick    # 2-4 minute smoke (not committed)
+    .venv/bin/python benchmarks/run.py --only throughput [--quick] [--procs 4]
 
 Uses ``MYSQL_URL`` if set, else the embedded default server (``mysql_state.server``). Writes
 ``benchmarks/results/<date>.json`` (every sample), ``<date>.md`` (tables, targets) and
-``<date>.png`` (cost against conversation length). See benchmarks/README.md.
+``<date>.png`` (cost against conversation length), then the multi-process throughput benchmark
+(``throughput.py``): ``<date>-throughput.{json,csv,md,png}``. See benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -16,9 +18,7 @@ import datetime as dt
 import gc
 import json
 import os
-import platform
 import random
-import subprocess
 import sys
 import time
 from typing import Any, Callable
@@ -41,6 +41,7 @@ import data  # noqa: E402
 import harness  # noqa: E402
 import peers as peers_mod  # noqa: E402
 import report  # noqa: E402
+import throughput  # noqa: E402
 from harness import Subject  # noqa: E402
 
 U = "bench"
@@ -63,50 +64,6 @@ PROFILES = {
                   tp_threads=(1, 4), tp_rounds=1, tp_sessions=4, tp_turns=4,
                   value_rounds=7),
 }
-
-
-def machine(admin) -> dict:
-    cpu = "?"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        cpu = platform.processor() or "?"
-    ram = None
-    try:
-        with open("/proc/meminfo") as f:
-            ram = round(int(f.readline().split()[1]) / 1024 / 1024, 1)
-    except OSError:
-        pass
-    with admin.cursor() as cur:
-        cur.execute("SELECT VERSION(), @@innodb_flush_log_at_trx_commit, @@sync_binlog, @@log_bin, @@innodb_buffer_pool_size")
-        ver, flush, sync_binlog, log_bin, bp = cur.fetchone()
-    try:
-        commit = subprocess.run(["git", "-C", HERE, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        commit = "?"
-    return {
-        "nproc": os.cpu_count(),
-        "cpu": cpu,
-        "ram_gb": ram,
-        "os": f"{platform.system()} {platform.release()}",
-        "python": platform.python_version(),
-        "server": ver,
-        "server_settings": {
-            "innodb_flush_log_at_trx_commit": int(flush),
-            "sync_binlog": int(sync_binlog),
-            "log_bin": int(log_bin),
-            "innodb_buffer_pool_size_mb": int(bp) // (1024 * 1024),
-        },
-        "connection": "MYSQL_URL" if os.environ.get("MYSQL_URL") else "embedded default server (mysql_state.server)",
-        "git_commit": commit,
-        "packages": {p: peers_mod.version(p) for p in (
-            "mysql-state", "PyMySQL", "DBUtils", "orjson", "langgraph-checkpoint-mysql", "langgraph",
-            "openai-agents", "SQLAlchemy", "aiomysql", "google-adk")},
-    }
 
 
 class Bench:
@@ -147,7 +104,7 @@ class Bench:
         self.counter = harness.Counter(self.kwargs)
         self.cells: list[dict] = []
         self.throughput: list[dict] = []
-        self.machine = machine(self.admin)
+        self.machine = harness.machine(self.admin)
 
     def new_store(self) -> MysqlAgentStateStore:
         return MysqlAgentStateStore.from_url(self.url, database_name=DBS["store"], create_if_not_exist=True, pool_size=16)
@@ -515,7 +472,21 @@ def main(argv=None) -> int:
     ap.add_argument("--no-peers", action="store_true", help="skip the Python peers")
     ap.add_argument("--out", default=os.path.join(HERE, "results"), help="output folder")
     ap.add_argument("--name", help="output file stem (default: the date; --quick adds -quick)")
+    ap.add_argument("--only", choices=("lists", "throughput"),
+                    help="run only the per-operation benchmark (lists) or only the throughput one")
+    throughput.add_arguments(ap.add_argument_group("throughput (benchmarks/throughput.py)"))
     args = ap.parse_args(argv)
+    rc = 0 if args.only == "throughput" else run_lists(args)
+    if args.only != "lists":
+        tp = argparse.Namespace(**vars(args))
+        tp.name = args.name and args.name + "-throughput"
+        if args.no_peers and not args.systems:
+            tp.systems = ",".join(s for s in throughput.PROC_SYSTEMS + throughput.LOCAL_SYSTEMS if s != "openai-agents")
+        rc = throughput.run(tp) or rc
+    return rc
+
+
+def run_lists(args) -> int:
     from tqdm import tqdm
 
     started = time.time()
