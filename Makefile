@@ -42,4 +42,4 @@ bench:
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .venv-agentscope1 build *.egg-info .pytest_cache
+	rm -rf $(VENV) .venv-agentscope1 .venv-openai-agents .venv-adk build *.egg-info .pytest_cache
