@@ -7,7 +7,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 EXTRAS ?= test,agentscope
 
-.PHONY: test demo bench server-bin venv clean
+.PHONY: test demo demo-openai demo-adk bench server-bin venv clean
 
 $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS)): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,23 @@ test: venv server-bin
 
 demo: venv server-bin
 	$(PY) benchmarks/demo.py
+
+# Each framework in a virtualenv of its own (ADK and AgentScope 2.x pin different OpenTelemetry).
+.venv-openai-agents/.made: setup.cfg pyproject.toml
+	$(PYTHON) -m venv .venv-openai-agents
+	.venv-openai-agents/bin/python -m pip install -q -e '.[openai-agents,test]'
+	touch $@
+
+.venv-adk/.made: setup.cfg pyproject.toml
+	$(PYTHON) -m venv .venv-adk
+	.venv-adk/bin/python -m pip install -q -e '.[adk,test]'
+	touch $@
+
+demo-openai: .venv-openai-agents/.made server-bin
+	.venv-openai-agents/bin/python examples/openai_agents_restart.py
+
+demo-adk: .venv-adk/.made server-bin
+	.venv-adk/bin/python examples/adk_restart.py
 
 bench:
 	$(MAKE) EXTRAS=test,agentscope,bench venv server-bin

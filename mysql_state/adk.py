@@ -60,6 +60,7 @@ STALE_MESSAGE = (
 INDEX = "index"  # the store session holding app, user and session rows of one app
 APP_KEY = "app"
 EVENTS = "events"
+LOCK = "lock:"  # prefix of the empty lists that serialise the first write of a shared row
 _ESCAPES = {"%": "%25", ":": "%3A"}
 _UNESCAPE = re.compile("%(25|3A)")
 
@@ -89,7 +90,10 @@ class _Ids:
         self.user_key = "u:" + encode_id(user_id)
         self.session_key = f"s:{encode_id(user_id)}:{encode_id(session_id)}"
         self.events = f"e:{encode_id(user_id)}:{encode_id(session_id)}"
-        longest = max(len(self.owner) + 1 + len(self.events), len(self.session_key) + len(keys.HASH_SUFFIX))
+        longest = max(
+            len(self.owner) + 1 + len(self.events),
+            max(len(self.session_key), len(LOCK + self.user_key)) + len(keys.HASH_SUFFIX),
+        )
         if longest > keys.MAX_ID_CHARS:
             raise ValueError(
                 f"app_name {app_name[:60]!r}, user_id {user_id[:60]!r} and session_id {session_id[:60]!r} "
@@ -219,12 +223,20 @@ class MysqlSessionService(BaseSessionService):
 
     @staticmethod
     def _update(t: Any, owner: str, key: str, delta: dict) -> dict:
-        """Read (locked) one shared state row, apply ``delta``, write it back if it changed."""
-        current = t.get(owner, INDEX, key) or {}
+        """Read (locked) one shared state row, apply ``delta``, write it back if it changed.
+
+        A locking read of an absent row locks nothing, so the first write of a row first
+        creates the empty list ``lock:<key>``: its hash row is a plain INSERT, so of two first
+        writers the second waits for the first, then reads the row the first wrote.
+        """
+        current = t.get(owner, INDEX, key)
         if delta:
-            current.update(delta)
+            if current is None:
+                t.save_list(owner, INDEX, LOCK + key, [])
+                current = t.get(owner, INDEX, key)
+            current = {**(current or {}), **delta}
             t.save(owner, INDEX, key, current)
-        return current
+        return current or {}
 
     async def get_session(
         self,
