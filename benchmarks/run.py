@@ -515,7 +515,14 @@ def main(argv=None) -> int:
     ap.add_argument("--no-peers", action="store_true", help="skip the Python peers")
     ap.add_argument("--out", default=os.path.join(HERE, "results"), help="output folder")
     ap.add_argument("--name", help="output file stem (default: the date; --quick adds -quick)")
+    ap.add_argument("--adapters", action="store_true", help="only the framework adapters against their stores")
     args = ap.parse_args(argv)
+    if args.adapters:  # a separate hook: benchmarks/adapters_bench.py
+        import adapters_bench
+
+        url = os.environ.get("MYSQL_URL") or server_url()
+        adapters_bench.print_table(adapters_bench.run_adapters(parse_url(url)[0], url, rounds=5 if args.quick else 15))
+        return 0
     from tqdm import tqdm
 
     started = time.time()
