@@ -7,7 +7,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 EXTRAS ?= test,agentscope
 
-.PHONY: test demo bench server-bin cluster-bin cluster venv clean
+.PHONY: test demo demo-openai demo-adk bench server-bin cluster-bin cluster venv clean
 
 $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS)): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -55,9 +55,26 @@ NODES ?= 3
 cluster: venv server-bin cluster-bin
 	$(PY) -m mysql_state.cluster galera $(NODES)
 
+# Each framework in a virtualenv of its own (ADK and AgentScope 2.x pin different OpenTelemetry).
+.venv-openai-agents/.made: setup.cfg pyproject.toml
+	$(PYTHON) -m venv .venv-openai-agents
+	.venv-openai-agents/bin/python -m pip install -q -e '.[openai-agents,test]'
+	touch $@
+
+.venv-adk/.made: setup.cfg pyproject.toml
+	$(PYTHON) -m venv .venv-adk
+	.venv-adk/bin/python -m pip install -q -e '.[adk,test]'
+	touch $@
+
+demo-openai: .venv-openai-agents/.made server-bin
+	.venv-openai-agents/bin/python examples/openai_agents_restart.py
+
+demo-adk: .venv-adk/.made server-bin
+	.venv-adk/bin/python examples/adk_restart.py
+
 bench:
 	$(MAKE) EXTRAS=test,agentscope,bench venv server-bin
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .venv-agentscope1 build *.egg-info .pytest_cache
+	rm -rf $(VENV) .venv-agentscope1 .venv-openai-agents .venv-adk build *.egg-info .pytest_cache

@@ -472,17 +472,25 @@ def main(argv=None) -> int:
     ap.add_argument("--no-peers", action="store_true", help="skip the Python peers")
     ap.add_argument("--out", default=os.path.join(HERE, "results"), help="output folder")
     ap.add_argument("--name", help="output file stem (default: the date; --quick adds -quick)")
-    ap.add_argument("--only", choices=("lists", "throughput"),
-                    help="run only the per-operation benchmark (lists) or only the throughput one")
+    ap.add_argument("--only", choices=("lists", "throughput", "adapters"),
+                    help="run only the per-operation benchmark (lists), the throughput one, or the adapters one")
+    ap.add_argument("--adapters", action="store_true", help="same as --only adapters")
     throughput.add_arguments(ap.add_argument_group("throughput (benchmarks/throughput.py)"))
     args = ap.parse_args(argv)
-    rc = 0 if args.only == "throughput" else run_lists(args)
-    if args.only != "lists":
+    if args.adapters:
+        args.only = "adapters"
+    rc = run_lists(args) if args.only in (None, "lists") else 0
+    if args.only in (None, "throughput"):
         tp = argparse.Namespace(**vars(args))
         tp.name = args.name and args.name + "-throughput"
         if args.no_peers and not args.systems:
             tp.systems = ",".join(s for s in throughput.PROC_SYSTEMS + throughput.LOCAL_SYSTEMS if s != "openai-agents")
         rc = throughput.run(tp) or rc
+    if args.only in (None, "adapters") and not args.no_peers:  # a separate hook: benchmarks/adapters_bench.py
+        import adapters_bench
+
+        url = os.environ.get("MYSQL_URL") or server_url()
+        adapters_bench.print_table(adapters_bench.run_adapters(parse_url(url)[0], url, rounds=5 if args.quick else 15))
     return rc
 
 

@@ -1,0 +1,130 @@
+"""The framework adapters against the frameworks' own SQL stores: one agent turn (load the
+history, then save the turn's user message and reply) at 10, 100 and 1 000 items, in one
+process, on one server, in interleaved rounds (medians).
+
+* ``MysqlSession`` against the SDK's ``SQLAlchemySession`` (``get_items`` + ``add_items``);
+* ``MysqlSessionService`` against ADK's ``DatabaseSessionService`` (``get_session`` + two
+  ``append_event``).
+
+Targets at 1 000 items: at most 0.5x the SDK's store and 0.3x ADK's, per turn.
+
+    .venv/bin/python benchmarks/run.py --adapters      # needs the bench extra (both frameworks)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+import uuid
+from typing import Any, Callable
+
+import peers as peers_mod
+
+SIZES = (10, 100, 1000)
+TARGETS = {"openai-agents": 0.5, "google-adk": 0.3}
+
+
+def _msgs(n: int) -> list[dict]:
+    return [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} " + "x" * 400} for i in range(n)]
+
+
+class _Pair:
+    """One framework: its own store (the peer) and our adapter, each with a ``turn(n)``."""
+
+    def __init__(self, name: str, theirs: Callable[[], None], ours: Callable[[], None]) -> None:
+        self.name, self.theirs, self.ours = name, theirs, ours
+
+
+def _sdk_pair(peer: Any, store: Any, loop: asyncio.AbstractEventLoop, n: int) -> _Pair:
+    from mysql_state.openai_agents import MysqlSession
+
+    sid = f"sdk-{n}-{uuid.uuid4().hex[:6]}"
+    base, turn = _msgs(n), _msgs(2)
+    peer.seed(sid, peer.convert(base))
+    ours = MysqlSession(sid, store)
+    loop.run_until_complete(ours.clear_session())
+    loop.run_until_complete(ours.add_items(base))
+
+    def theirs_turn() -> None:
+        peer.load_all(sid)
+        peer.append(sid, peer.convert(turn))
+
+    def ours_turn() -> None:
+        loop.run_until_complete(ours.get_items())
+        loop.run_until_complete(ours.add_items(turn))
+
+    return _Pair("openai-agents", theirs_turn, ours_turn)
+
+
+def _adk_pair(peer: Any, store: Any, loop: asyncio.AbstractEventLoop, n: int) -> _Pair:
+    from mysql_state.adk import MysqlSessionService
+
+    sid = f"adk-{n}-{uuid.uuid4().hex[:6]}"
+    peer.seed(sid, peer.convert(_msgs(n)))
+    service = MysqlSessionService(store)
+    loop.run_until_complete(service.create_session(app_name="bench", user_id=peers_mod.USER, session_id=sid))
+    session = loop.run_until_complete(service.get_session(app_name="bench", user_id=peers_mod.USER, session_id=sid))
+    for event in peer.convert(_msgs(n)):  # seeded through the public API (n <= 1 000)
+        loop.run_until_complete(service.append_event(session, event))
+
+    def theirs_turn() -> None:
+        peer.sessions[sid] = peer.run(peer.svc.get_session(app_name="bench", user_id=peers_mod.USER, session_id=sid))
+        peer.append(sid, peer.fresh(peer.convert(_msgs(2))))
+
+    def ours_turn() -> None:
+        s = loop.run_until_complete(service.get_session(app_name="bench", user_id=peers_mod.USER, session_id=sid))
+        for event in peer.fresh(peer.convert(_msgs(2))):
+            loop.run_until_complete(service.append_event(s, event))
+
+    return _Pair("google-adk", theirs_turn, ours_turn)
+
+
+def run_adapters(kwargs: dict, url: str, rounds: int = 15) -> list[dict]:
+    """Time both pairs at every size; returns one row per (framework, size)."""
+    from mysql_state.aio import AsyncMysqlAgentStateStore
+
+    loop = asyncio.new_event_loop()
+    store = AsyncMysqlAgentStateStore.from_url(url, database_name="msbench_adapters", create_if_not_exist=True)
+    made, failed = peers_mod.start_peers(
+        kwargs, {"langgraph": "msbench_langgraph", "openai-agents": "msbench_openai_agents",
+                 "google-adk": "msbench_google_adk"}, loop)
+    rows: list[dict] = []
+    try:
+        for n in SIZES:
+            pairs = []
+            if "openai-agents" in made:
+                pairs.append(_sdk_pair(made["openai-agents"], store, loop, n))
+            if "google-adk" in made:
+                pairs.append(_adk_pair(made["google-adk"], store, loop, n))
+            times: dict[tuple[str, str], list[float]] = {}
+            for _ in range(rounds):  # interleaved: theirs, ours, theirs, ours...
+                for pair in pairs:
+                    for side, fn in (("theirs", pair.theirs), ("ours", pair.ours)):
+                        t0 = time.perf_counter()
+                        fn()
+                        times.setdefault((pair.name, side), []).append(time.perf_counter() - t0)
+            for pair in pairs:
+                theirs = statistics.median(times[(pair.name, "theirs")])
+                ours = statistics.median(times[(pair.name, "ours")])
+                rows.append({"framework": pair.name, "n": n, "theirs_s": theirs, "ours_s": ours,
+                             "ratio": ours / theirs, "target": TARGETS[pair.name]})
+    finally:
+        for p in made.values():
+            p.close()
+        loop.run_until_complete(store.aclose())
+        loop.close()
+    for name, err in failed.items():
+        if name != "langgraph":
+            print(f"  {name}: not measured ({err})")
+    return rows
+
+
+def print_table(rows: list[dict]) -> None:
+    """The side-by-side comparison, one line per framework and size."""
+    print("\nOne turn (load + save the turn's 2 items): adapter vs the framework's own SQL store")
+    print(f"{'framework':<15}{'N':>7}{'theirs':>12}{'ours':>12}{'ratio':>8}{'target':>8}")
+    for r in rows:
+        met = "" if r["n"] != 1000 else ("  met" if r["ratio"] <= r["target"] else "  MISSED")
+        print(f"{r['framework']:<15}{r['n']:>7}{r['theirs_s'] * 1e3:>10.2f}ms{r['ours_s'] * 1e3:>10.2f}ms"
+              f"{r['ratio']:>7.2f}x{r['target']:>7.1f}x{met}")

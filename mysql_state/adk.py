@@ -1,0 +1,374 @@
+"""Google ADK adapter: a ``BaseSessionService`` whose sessions live in this store.
+
+Install with ``pip install 'mysql-state[adk]'``; the core package never imports this.
+
+Layout in the store (ids encoded by :func:`encode_id`, so any id ADK accepts works, ``:``
+included, and no two (app, user, session) share a row):
+
+* store user ``adk.<app>``, store session ``index``: one value row per key:
+  ``app`` (the ``app:`` state), ``u:<user>`` (a user's ``user:`` state) and
+  ``s:<user>:<session>`` (a session's own state, ``last_update_time`` and revision marker).
+  Listing a user's sessions reads the key range ``s:<user>:`` of this one store session (a
+  primary-key range: cost in proportion to that user's sessions, never to their events);
+  listing an app's sessions reads this store session.
+* store user ``adk.<app>``, store session ``e:<user>:<session>``: the list ``events``, one
+  event per row, in append order.
+
+``append_event`` writes the event, the session's row and the ``user:``/``app:`` rows it
+changes in one :meth:`~mysql_state.store.MysqlAgentStateStore.transaction`, whose reads lock
+what they read: concurrent appends lose no event and no shared key, and a writer holding a
+session superseded in storage gets ADK's ``StaleSessionError``.
+
+>>> service = MysqlSessionService.from_url("mysql://u:pw@db/adk", create_tables=True)  # doctest: +SKIP
+>>> runner = Runner(agent=agent, app_name="app", session_service=service)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import uuid
+from typing import Any, Optional
+
+try:
+    from google.adk.errors._stale_session_error import StaleSessionError
+    from google.adk.errors.already_exists_error import AlreadyExistsError
+    from google.adk.errors.session_not_found_error import SessionNotFoundError
+    from google.adk.events.event import Event
+    from google.adk.platform import time as platform_time
+    from google.adk.platform import uuid as platform_uuid
+    from google.adk.sessions import _session_util
+    from google.adk.sessions.base_session_service import (
+        BaseSessionService,
+        GetSessionConfig,
+        ListSessionsResponse,
+    )
+    from google.adk.sessions.session import Session
+    from google.adk.sessions.state import State
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError("mysql_state.adk needs Google ADK: pip install 'mysql-state[adk]'") from exc
+
+from . import keys, serde
+from ._adapt import AnyStore, as_async, open_store
+
+__all__ = ["MysqlSessionService", "encode_id", "decode_id"]
+
+STALE_MESSAGE = (
+    "The session has been modified in storage since it was loaded. "
+    "Please reload the session before appending more events."
+)
+INDEX = "index"  # the store session holding app, user and session rows of one app
+APP_KEY = "app"
+EVENTS = "events"
+LOCK = "lock:"  # prefix of the empty lists that serialise the first write of a shared row
+_ESCAPES = {"%": "%25", ":": "%3A"}
+_UNESCAPE = re.compile("%(25|3A)")
+
+
+def encode_id(value: str) -> str:
+    """Escape ``%`` and ``:`` (``%25``, ``%3A``): the result has no ``:``, and decodes back.
+
+    >>> encode_id("a:b%c"), decode_id(encode_id("a:b%c"))
+    ('a%3Ab%25c', 'a:b%c')
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"an ADK id must be a str, got {type(value).__name__}: {value!r}")
+    return "".join(_ESCAPES.get(ch, ch) for ch in value)
+
+
+def decode_id(value: str) -> str:
+    """The inverse of :func:`encode_id`."""
+    return _UNESCAPE.sub(lambda m: "%" if m.group(1) == "25" else ":", value)
+
+
+class _Ids:
+    """Where one ADK session lives in the store; checks lengths, naming the ids."""
+
+    def __init__(self, app_name: str, user_id: str, session_id: str = "") -> None:
+        self.app_name, self.user_id, self.session_id = app_name, user_id, session_id
+        self.owner = "adk." + encode_id(app_name)
+        self.user_key = "u:" + encode_id(user_id)
+        self.session_key = f"s:{encode_id(user_id)}:{encode_id(session_id)}"
+        self.events = f"e:{encode_id(user_id)}:{encode_id(session_id)}"
+        longest = max(
+            len(self.owner) + 1 + len(self.events),
+            max(len(self.session_key), len(LOCK + self.user_key)) + len(keys.HASH_SUFFIX),
+        )
+        if longest > keys.MAX_ID_CHARS:
+            raise ValueError(
+                f"app_name {app_name[:60]!r}, user_id {user_id[:60]!r} and session_id {session_id[:60]!r} "
+                f"are too long together: they take {longest} of the {keys.MAX_ID_CHARS} characters "
+                "the store's key columns hold (':' and '%' count three once escaped)"
+            )
+
+
+def _merge(app: dict, user: dict, session_state: dict) -> dict[str, Any]:
+    """ADK's merged view: session keys, then ``app:`` and ``user:`` keys with their prefix."""
+    merged = copy.deepcopy(session_state)
+    merged.update({State.APP_PREFIX + k: v for k, v in app.items()})
+    merged.update({State.USER_PREFIX + k: v for k, v in user.items()})
+    return merged
+
+
+def _session(ids: _Ids, meta: dict, app: dict, user: dict, events: list) -> Session:
+    s = Session(
+        id=ids.session_id,
+        app_name=ids.app_name,
+        user_id=ids.user_id,
+        state=_merge(app, user, meta["state"]),
+        events=events,
+        last_update_time=meta["update_time"],
+    )
+    s._storage_update_marker = meta["marker"]
+    return s
+
+
+def _strip(session_id: Optional[str]) -> Optional[str]:
+    return session_id.strip() if session_id else session_id
+
+
+class MysqlSessionService(BaseSessionService):
+    """ADK's session service on a MySQL table, with ``DatabaseSessionService``'s semantics.
+
+    ``store`` is an :class:`~mysql_state.aio.AsyncMysqlAgentStateStore` or a
+    :class:`~mysql_state.store.MysqlAgentStateStore`.
+
+    >>> service = MysqlSessionService(store)  # doctest: +SKIP
+    >>> session = await service.create_session(app_name="app", user_id="alice")  # doctest: +SKIP
+    """
+
+    def __init__(self, store: AnyStore) -> None:
+        self.store = as_async(store, "MysqlSessionService")
+        self._owns_store = False
+
+    @classmethod
+    def from_url(cls, url: str, *, create_tables: bool = False, **store_options: Any) -> "MysqlSessionService":
+        """A service on a store of its own (``store_options`` go to ``from_url``), closed by :meth:`close`."""
+        service = cls(open_store(url, create_tables, store_options))
+        service._owns_store = True
+        return service
+
+    # ---- reads outside a transaction ---------------------------------------------------------
+
+    def _values(self, ids: _Ids, wanted: tuple[str, ...], prefix: Optional[str] = None) -> dict[str, Any]:
+        """The index rows named in ``wanted`` and those whose key starts with ``prefix``: one query.
+
+        A primary-key range of one store session (``prefix`` up to ``prefix`` with its last
+        character's successor), so it reads only the rows it returns.
+        """
+        sync = self.store.sync
+        sid, _ = sync._ids(ids.owner, INDEX)
+        where = ["state_key IN (" + ", ".join(["%s"] * len(wanted)) + ")"] if wanted else []
+        params: list[Any] = [sid, *wanted]
+        if prefix:
+            where.append("(state_key >= %s AND state_key < %s)")
+            params += [prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)]
+        elif prefix is not None:  # "": every row of the store session
+            where.append("TRUE")
+        statement = (
+            f"SELECT state_key, state_data FROM {sync._table} WHERE session_id = %s AND item_index = 0 "
+            f"AND ({' OR '.join(where)})"
+        )
+
+        def read(cur: Any) -> list:
+            cur.execute(statement, params)
+            return cur.fetchall()
+
+        rows = sync._db.run(read, "adk read index", write=False)
+        return {
+            k: serde.decode(v)
+            for k, v in rows
+            if k in wanted or (prefix is not None and k.startswith(prefix))  # exact even on a padded collation
+        }
+
+    async def _read(self, ids: _Ids, wanted: tuple[str, ...], prefix: Optional[str] = None) -> dict[str, Any]:
+        return await self.store._run(self._values, ids, wanted, prefix)
+
+    # ---- BaseSessionService --------------------------------------------------------------------
+
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: Optional[dict[str, Any]] = None,
+        session_id: Optional[str] = None,
+    ) -> Session:
+        """A new session (a generated id when none or blank); ``AlreadyExistsError`` if the id is taken.
+
+        ``temp:`` keys of ``state`` are dropped, ``app:``/``user:`` keys go to their shared rows.
+        """
+        session_id = _strip(session_id) or platform_uuid.new_uuid()
+        ids = _Ids(app_name, user_id, session_id)
+        deltas = _session_util.extract_json_safe_state_delta(state or {})
+        meta = {"state": deltas["session"], "update_time": platform_time.get_time(), "marker": uuid.uuid4().hex}
+
+        def exists(t: Any) -> None:
+            if t.get(ids.owner, INDEX, ids.session_key) is not None:
+                raise AlreadyExistsError(f"Session with id {session_id} already exists.")
+
+        def tx(t: Any) -> tuple[dict, dict]:
+            exists(t)
+            # Creating the events list inserts its hash row: of two creators of one id, the
+            # second waits on the first's row (then fails on the duplicate key and is re-run,
+            # or finds the list) and the second look sees the first's session.
+            t.save_list(ids.owner, ids.events, EVENTS, [])
+            exists(t)
+            shared = [self._update(t, ids.owner, key, deltas[scope]) for scope, key in (("app", APP_KEY), ("user", ids.user_key))]
+            t.save(ids.owner, INDEX, ids.session_key, meta)
+            return shared[0], shared[1]
+
+        app, user = await self.store.transaction(tx)
+        return _session(ids, meta, app, user, [])
+
+    @staticmethod
+    def _update(t: Any, owner: str, key: str, delta: dict) -> dict:
+        """Read (locked) one shared state row, apply ``delta``, write it back if it changed.
+
+        A locking read of an absent row locks nothing, so the first write of a row first
+        creates the empty list ``lock:<key>``: its hash row is a plain INSERT, so of two first
+        writers the second waits for the first, then reads the row the first wrote.
+        """
+        current = t.get(owner, INDEX, key)
+        if delta:
+            if current is None:
+                t.save_list(owner, INDEX, LOCK + key, [])
+                current = t.get(owner, INDEX, key)
+            current = {**(current or {}), **delta}
+            t.save(owner, INDEX, key, current)
+        return current or {}
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: Optional[GetSessionConfig] = None,
+    ) -> Optional[Session]:
+        """The session with its merged state and events (None if absent).
+
+        ``num_recent_events=k`` reads only the last ``k`` events; ``after_timestamp`` keeps the
+        events from the last one older than it onwards (inclusive), reading back from the end.
+        """
+        ids = _Ids(app_name, user_id, _strip(session_id))
+        rows = await self._read(ids, (APP_KEY, ids.user_key, ids.session_key))
+        meta = rows.get(ids.session_key)
+        if meta is None:
+            return None
+        events = await self._events(ids, config)
+        return _session(ids, meta, rows.get(APP_KEY) or {}, rows.get(ids.user_key) or {}, events)
+
+    async def _events(self, ids: _Ids, config: Optional[GetSessionConfig]) -> list[Event]:
+        recent = config.num_recent_events if config else None
+        after = config.after_timestamp if config else None
+        if recent == 0:
+            return []
+        if recent is not None:
+            data = await self.store.get_list(ids.owner, ids.events, EVENTS, offset=-recent)
+        elif after is None:
+            data = await self.store.get_list(ids.owner, ids.events, EVENTS)
+        else:  # read back from the end in growing windows until an older event shows up
+            window = 16
+            while True:
+                data = await self.store.get_list(ids.owner, ids.events, EVENTS, offset=-window)
+                if len(data) < window or any(e.get("timestamp", 0) < after for e in data):
+                    break
+                window *= 4
+        if after is not None:
+            i = len(data) - 1
+            while i >= 0 and data[i].get("timestamp", 0) >= after:
+                i -= 1
+            data = data[i + 1 :]
+        return [Event.model_validate(e) for e in data]
+
+    async def list_sessions(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
+        """Sessions without events, oldest update first; every user's when ``user_id`` is None."""
+        ids = _Ids(app_name, user_id or "")
+        if user_id is None:
+            rows = await self._read(ids, (APP_KEY,), "")
+        else:
+            rows = await self._read(ids, (APP_KEY, ids.user_key), "s:" + encode_id(user_id) + ":")
+        app = rows.get(APP_KEY) or {}
+        sessions = []
+        for key, meta in rows.items():
+            if not key.startswith("s:"):
+                continue
+            user_part, session_part = key[2:].split(":", 1)
+            owner = decode_id(user_part)
+            one = _Ids(app_name, owner, decode_id(session_part))
+            sessions.append(_session(one, meta, app, rows.get("u:" + user_part) or {}, []))
+        sessions.sort(key=lambda s: (s.last_update_time, s.user_id, s.id))
+        return ListSessionsResponse(sessions=sessions)
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        """Remove the session and its events (one transaction); absent is fine."""
+        ids = _Ids(app_name, user_id, _strip(session_id))
+
+        def tx(t: Any) -> None:
+            t.delete(ids.owner, ids.events)
+            t.delete(ids.owner, INDEX, ids.session_key)
+
+        await self.store.transaction(tx)
+
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        """The user's ``user:`` state, keys without the prefix ({} when none)."""
+        ids = _Ids(app_name, user_id)
+        return dict(await self.store.get(ids.owner, INDEX, ids.user_key) or {})
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        """Persist ``event`` and its state delta in one transaction; update ``session`` in memory.
+
+        Partial events are not stored; ``temp:`` keys reach only the in-memory state.
+        ``SessionNotFoundError`` when the session was deleted, ``StaleSessionError`` when it
+        was changed in storage since ``session`` was loaded (as ``DatabaseSessionService``).
+        """
+        if event.partial:
+            return event
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        ids = _Ids(session.app_name, session.user_id, session.id)
+        deltas = _session_util.extract_json_safe_state_delta(event.actions.state_delta or {})
+        data = event.model_dump(exclude_none=True, mode="json")
+        marker, seen_time = session._storage_update_marker, session.last_update_time
+        last_seen = session.events[-1].id if session.events else None
+        new_marker = uuid.uuid4().hex
+
+        def tx(t: Any) -> dict:
+            meta = t.get(ids.owner, INDEX, ids.session_key)
+            if meta is None:
+                raise SessionNotFoundError(f"Session {session.id} not found.")
+            if marker is not None:
+                if marker != meta["marker"]:
+                    raise StaleSessionError(STALE_MESSAGE)
+            elif meta["update_time"] > seen_time:  # a session object without a marker
+                tail = t.get_list(ids.owner, ids.events, EVENTS, offset=-1)
+                if (tail[-1]["id"] if tail else None) != last_seen:
+                    raise StaleSessionError(STALE_MESSAGE)
+            for scope, key in (("app", APP_KEY), ("user", ids.user_key)):
+                if deltas[scope]:
+                    self._update(t, ids.owner, key, deltas[scope])
+            new = {
+                "state": {**meta["state"], **deltas["session"]},
+                "update_time": event.timestamp,
+                "marker": new_marker,
+            }
+            t.save(ids.owner, INDEX, ids.session_key, new)
+            t.append_list(ids.owner, ids.events, EVENTS, [data])
+            return new
+
+        new = await self.store.transaction(tx)
+        session.last_update_time = new["update_time"]
+        session._storage_update_marker = new["marker"]
+        return self._commit_event_to_session(session, event)
+
+    async def close(self) -> None:
+        """Close the store if :meth:`from_url` made it; a store that was passed in stays open."""
+        if self._owns_store:
+            await self.store.aclose()
+
+    async def __aenter__(self) -> "MysqlSessionService":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

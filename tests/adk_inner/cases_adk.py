@@ -1,0 +1,425 @@
+"""Google ADK cases, run by tests/test_adk.py inside .venv-adk. Not named test_*: the default
+run never imports it.
+
+The behaviours of ADK's shared session-service contract (tests/unittests/sessions/
+test_session_service.py, the tests taking the ``session_service`` fixture) and of
+DatabaseSessionService's stale-writer rules, written against a real server; plus this
+adapter's own promises: encoded ids, bounded writes per event, concurrent appends."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from google.adk.errors import StaleSessionError
+from google.adk.errors.already_exists_error import AlreadyExistsError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
+from google.adk.events.event import Event
+from google.adk.events.event_actions import EventActions
+from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig
+from google.adk.tools.tool_confirmation import ToolConfirmation
+from google.genai import types
+
+from mysql_state import MysqlAgentStateStore
+from mysql_state.adk import MysqlSessionService, decode_id, encode_id
+
+ROOT = Path(__file__).resolve().parents[2]
+APP, USER = "my_app", "user"
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture
+def svc(store: MysqlAgentStateStore) -> MysqlSessionService:
+    return MysqlSessionService(store)
+
+
+def delta_event(delta: dict, **kw) -> Event:
+    return Event(invocation_id=kw.pop("invocation_id", "inv"), author="user", actions=EventActions(state_delta=delta), **kw)
+
+
+def test_is_a_base_session_service_with_every_method(svc) -> None:
+    assert isinstance(svc, BaseSessionService) and not MysqlSessionService.__abstractmethods__
+    assert run(svc.get_session(app_name=APP, user_id=USER, session_id="123")) is None
+
+
+def test_create_get_delete_and_get_equals_create(svc) -> None:
+    async def go():
+        s = await svc.create_session(app_name=APP, user_id=USER, state={"key": "value"})
+        assert s.id and s.state == {"key": "value"} and s.last_update_time <= time.time()
+        assert await svc.get_session(app_name=APP, user_id=USER, session_id=s.id) == s
+        await svc.delete_session(app_name=APP, user_id=USER, session_id=s.id)
+        assert await svc.get_session(app_name=APP, user_id=USER, session_id=s.id) is None
+        await svc.delete_session(app_name=APP, user_id=USER, session_id=s.id)  # absent: fine
+    run(go())
+
+
+def test_list_sessions_of_a_user_and_of_all_users_with_merged_state(svc) -> None:
+    async def go():
+        for uid, sid in (("u1", "s1a"), ("u1", "s1b"), ("u2", "s2a")):
+            await svc.create_session(app_name=APP, user_id=uid, session_id=sid,
+                                     state={"key": sid, "user:who": uid, "app:a": 1})
+        one = (await svc.list_sessions(app_name=APP, user_id="u1")).sessions
+        assert {s.id: s.state["key"] for s in one} == {"s1a": "s1a", "s1b": "s1b"}
+        every = (await svc.list_sessions(app_name=APP)).sessions
+        assert {(s.user_id, s.id) for s in every} == {("u1", "s1a"), ("u1", "s1b"), ("u2", "s2a")}
+        assert all(s.state["user:who"] == s.user_id and s.state["app:a"] == 1 and s.events == [] for s in every)
+        assert (await svc.list_sessions(app_name="other")).sessions == []
+    run(go())
+
+
+def test_list_sessions_ordered_by_last_update_time(svc) -> None:
+    async def go():
+        for sid in "abc":
+            await svc.create_session(app_name=APP, user_id=USER, session_id=sid)
+        a = await svc.get_session(app_name=APP, user_id=USER, session_id="a")
+        await asyncio.sleep(0.01)
+        await svc.append_event(a, Event(invocation_id="i", author="user"))
+        assert [s.id for s in (await svc.list_sessions(app_name=APP, user_id=USER)).sessions] == ["b", "c", "a"]
+    run(go())
+
+
+def test_app_user_and_session_state_scopes(svc) -> None:
+    async def go():
+        s1 = await svc.create_session(app_name=APP, user_id="u1", session_id="s1",
+                                      state={"app:k1": "v1", "user:k1": "v1", "sk1": "v1", "temp:t": "x"})
+        assert "temp:t" not in s1.state
+        await svc.append_event(s1, delta_event({"app:k2": "v2", "user:k2": "v2", "sk2": "v2"}))
+        s1b = await svc.create_session(app_name=APP, user_id="u1", session_id="s1b")
+        assert s1b.state == {"app:k1": "v1", "app:k2": "v2", "user:k1": "v1", "user:k2": "v2"}
+        s2 = await svc.create_session(app_name=APP, user_id="u2", session_id="s2")
+        assert s2.state == {"app:k1": "v1", "app:k2": "v2"}
+        got = await svc.get_session(app_name=APP, user_id="u1", session_id="s1")
+        assert got.state["sk1"] == "v1" and got.state["sk2"] == "v2"
+        assert await svc.get_user_state(app_name=APP, user_id="u1") == {"k1": "v1", "k2": "v2"}
+        assert await svc.get_user_state(app_name=APP, user_id="u2") == {}
+        assert await svc.get_user_state(app_name="other", user_id="u1") == {}
+    run(go())
+
+
+def test_deltas_replace_values_store_none_and_keep_booleans(svc) -> None:
+    async def go():
+        s = await svc.create_session(app_name=APP, user_id="u1", session_id="s1",
+                                     state={"profile": {"name": "ada", "role": "admin"}, "flag": False,
+                                            "app:cfg": {"a": 1, "b": 2}, "user:pref": "dark"})
+        await svc.append_event(s, delta_event({"profile": {"name": "bob"}, "new": True, "app:cfg": {"a": 9},
+                                               "user:pref": None}))
+        got = await svc.get_session(app_name=APP, user_id="u1", session_id="s1")
+        assert got.state["profile"] == {"name": "bob"} and got.state["flag"] is False and got.state["new"] is True
+        assert got.state["app:cfg"] == {"a": 9} and "user:pref" in got.state and got.state["user:pref"] is None
+        assert got == s
+    run(go())
+
+
+def test_temp_state_reaches_only_the_in_memory_session(svc) -> None:
+    async def go():
+        s = await svc.create_session(app_name=APP, user_id=USER, session_id="s1")
+        e = delta_event({"temp:k1": "v1", "sk": "v2"})
+        await svc.append_event(s, e)
+        assert s.state["temp:k1"] == "v1" and "temp:k1" not in e.actions.state_delta
+        got = await svc.get_session(app_name=APP, user_id=USER, session_id="s1")
+        assert "temp:k1" not in got.state and "temp:k1" not in got.events[0].actions.state_delta
+        assert got.state["sk"] == "v2"
+    run(go())
+
+
+def test_same_session_id_of_two_users_and_duplicates(svc) -> None:
+    async def go():
+        s1 = await svc.create_session(app_name=APP, user_id="u1", session_id="s1", state={"keep": "original"})
+        await svc.append_event(s1, Event(invocation_id="i", author="user"))
+        await svc.create_session(app_name=APP, user_id="u2", session_id="s1")
+        got = await svc.get_session(app_name=APP, user_id="u2", session_id="s1")
+        assert got.user_id == "u2" and got.events == []
+        for padded in ("s1", "  s1  "):
+            with pytest.raises(AlreadyExistsError):
+                await svc.create_session(app_name=APP, user_id="u1", session_id=padded, state={"keep": "clobbered"})
+        assert (await svc.get_session(app_name=APP, user_id="u1", session_id="s1")).state["keep"] == "original"
+    run(go())
+
+
+def test_concurrent_creation_of_one_id_has_one_winner(store) -> None:
+    results: list = []
+
+    def create() -> None:
+        async def go():
+            try:
+                results.append(await MysqlSessionService(store).create_session(
+                    app_name=APP, user_id=USER, session_id="race", state={"by": threading.get_ident()}))
+            except AlreadyExistsError as exc:
+                results.append(exc)
+        asyncio.run(go())
+
+    threads = [threading.Thread(target=create) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    winners = [r for r in results if not isinstance(r, Exception)]
+    assert len(winners) == 1 and len(results) == 4
+    got = run(MysqlSessionService(store).get_session(app_name=APP, user_id=USER, session_id="race"))
+    assert got.state == winners[0].state
+
+
+def test_padded_and_blank_session_ids(svc) -> None:
+    async def go():
+        created = await svc.create_session(app_name=APP, user_id=USER, session_id="order-42\n", state={"cart": "book"})
+        assert created.id == "order-42"
+        got = await svc.get_session(app_name=APP, user_id=USER, session_id="order-42\n")
+        assert got.id == "order-42" and got.state["cart"] == "book"
+        await svc.delete_session(app_name=APP, user_id=USER, session_id="order-42\n")
+        assert await svc.get_session(app_name=APP, user_id=USER, session_id="order-42") is None
+        assert (await svc.create_session(app_name=APP, user_id=USER, session_id="   ")).id.strip()
+    run(go())
+
+
+def test_events_round_trip_bytes_and_every_field(svc) -> None:
+    async def go():
+        s = await svc.create_session(app_name=APP, user_id=USER)
+        content = types.Content(role="user", parts=[types.Part.from_bytes(data=b"img", mime_type="image/png")])
+        grounding = types.GroundingMetadata(search_entry_point=types.SearchEntryPoint(sdk_blob=b"blob"))
+        await svc.append_event(s, Event(invocation_id="a", author="user", content=content, grounding_metadata=grounding))
+        full = Event(
+            invocation_id="b", author="user", turn_complete=True, partial=False,
+            content=types.Content(role="user", parts=[types.Part(text="t")]),
+            actions=EventActions(artifact_delta={"file": 0}, transfer_to_agent="agent", escalate=True,
+                                 requested_tool_confirmations={"c1": ToolConfirmation(hint="h", payload={"r": 1})}),
+            long_running_tool_ids={"tool1"}, error_code="e", error_message="m", interrupted=True,
+            usage_metadata=types.GenerateContentResponseUsageMetadata(prompt_token_count=1, total_token_count=2),
+            citation_metadata=types.CitationMetadata(), custom_metadata={"k": "v"}, timestamp=1700000000.123,
+            input_transcription=types.Transcription(text="in", finished=True),
+        )
+        await svc.append_event(s, full)
+        got = await svc.get_session(app_name=APP, user_id=USER, session_id=s.id)
+        assert got == s and got.events[0].content == content and got.events[0].grounding_metadata == grounding
+        assert got.events[1].actions.requested_tool_confirmations["c1"].payload == {"r": 1}
+    run(go())
+
+
+def test_non_json_state_is_made_json_safe_as_adk_does(svc) -> None:
+    async def go():
+        s = await svc.create_session(app_name=APP, user_id=USER)
+        await svc.append_event(s, delta_event({"callback": lambda: 1, "ok": 2}))
+        got = await svc.get_session(app_name=APP, user_id=USER, session_id=s.id)
+        assert got.state["ok"] == 2 and isinstance(got.state["callback"], str) and len(got.events) == 1
+    run(go())
+
+
+def test_last_update_time_follows_the_event_and_partial_events_are_not_stored(svc) -> None:
+    async def go():
+        s = await svc.create_session(app_name=APP, user_id=USER)
+        t0 = s.last_update_time
+        await svc.append_event(s, Event(invocation_id="i", author="user", partial=True))
+        await svc.append_event(s, Event(invocation_id="i", author="user", timestamp=t0 + 10))
+        assert s.last_update_time == pytest.approx(t0 + 10, abs=1e-6)
+        got = await svc.get_session(app_name=APP, user_id=USER, session_id=s.id)
+        assert got.last_update_time == pytest.approx(t0 + 10, abs=1e-6) and len(got.events) == 1
+    run(go())
+
+
+def test_get_session_config_recent_events_and_after_timestamp(svc) -> None:
+    async def go():
+        base = int(time.time())
+        s = await svc.create_session(app_name=APP, user_id=USER)
+        for i in range(1, 6):
+            await svc.append_event(s, Event(author="user", timestamp=base + i))
+
+        async def ts(**cfg):
+            got = await svc.get_session(app_name=APP, user_id=USER, session_id=s.id, config=GetSessionConfig(**cfg))
+            return [e.timestamp - base for e in got.events]
+
+        assert await ts() == [1, 2, 3, 4, 5]
+        assert await ts(num_recent_events=0) == []
+        assert await ts(num_recent_events=3) == [3, 4, 5]
+        assert await ts(after_timestamp=base + 4) == [4, 5]
+        assert await ts(after_timestamp=base + 50) == []
+        assert await ts(after_timestamp=base + 4, num_recent_events=3) == [4, 5]
+    run(go())
+
+
+def test_after_timestamp_reads_back_past_one_window(svc) -> None:
+    async def go():
+        s = await svc.create_session(app_name=APP, user_id=USER)
+        for i in range(40):
+            await svc.append_event(s, Event(author="user", timestamp=1000.0 + i))
+        got = await svc.get_session(app_name=APP, user_id=USER, session_id=s.id,
+                                    config=GetSessionConfig(after_timestamp=1005.0))
+        assert [e.timestamp for e in got.events] == [1000.0 + i for i in range(5, 40)]
+    run(go())
+
+
+def test_exact_epochs_and_append_order_are_kept(svc) -> None:
+    async def go():
+        s = await svc.create_session(app_name=APP, user_id=USER)
+        for eid, t in (("z", 1730615400.0), ("a", 1730613600.0), ("m", 1730613600.0)):
+            await svc.append_event(s, Event(author="user", id=eid, timestamp=t))
+        got = await svc.get_session(app_name=APP, user_id=USER, session_id=s.id)
+        assert [(e.id, e.timestamp) for e in got.events] == [("z", 1730615400.0), ("a", 1730613600.0), ("m", 1730613600.0)]
+    run(go())
+
+
+def test_append_to_a_deleted_session_is_session_not_found(svc) -> None:
+    async def go():
+        s = await svc.create_session(app_name=APP, user_id=USER)
+        await svc.delete_session(app_name=APP, user_id=USER, session_id=s.id)
+        with pytest.raises(SessionNotFoundError):
+            await svc.append_event(s, Event(invocation_id="i", author="user"))
+    run(go())
+
+
+def test_a_stale_session_is_refused_and_storage_keeps_the_committed_events(svc) -> None:
+    async def go():
+        now = time.time()
+        original = await svc.create_session(app_name=APP, user_id=USER)
+        await svc.append_event(original, delta_event({"sk1": "v1"}, invocation_id="inv1", timestamp=now + 1))
+        updated = await svc.get_session(app_name=APP, user_id=USER, session_id=original.id)
+        await svc.append_event(updated, delta_event({"sk2": "v2"}, invocation_id="inv2", timestamp=now + 2))
+        with pytest.raises(StaleSessionError, match="modified in storage"):
+            await svc.append_event(original, delta_event({"sk3": "v3"}, invocation_id="inv3", timestamp=now + 3))
+        final = await svc.get_session(app_name=APP, user_id=USER, session_id=original.id)
+        assert [e.invocation_id for e in final.events] == ["inv1", "inv2"] and "sk3" not in final.state
+    run(go())
+
+
+def test_concurrent_copies_of_one_revision_have_one_winner(svc) -> None:
+    async def go():
+        s = await svc.create_session(app_name=APP, user_id=USER)
+        for i in range(4):
+            latest = await svc.get_session(app_name=APP, user_id=USER, session_id=s.id)
+            a, b = latest.model_copy(deep=True), latest.model_copy(deep=True)
+            results = await asyncio.gather(svc.append_event(a, delta_event({f"k{i}a": 1})),
+                                           svc.append_event(b, delta_event({f"k{i}b": 1})), return_exceptions=True)
+            assert sorted(type(r).__name__ for r in results) == ["Event", "StaleSessionError"]
+        assert len((await svc.get_session(app_name=APP, user_id=USER, session_id=s.id)).events) == 4
+    run(go())
+
+
+def test_timestamp_drift_and_markerless_current_sessions_are_accepted(svc) -> None:
+    async def go():
+        s = await svc.create_session(app_name=APP, user_id=USER, session_id="s1")
+        await svc.append_event(s, Event(invocation_id="inv1", author="user", timestamp=s.last_update_time + 10))
+        s.last_update_time -= 0.0001
+        await svc.append_event(s, Event(invocation_id="inv2", author="user", timestamp=s.last_update_time + 10))
+        s._storage_update_marker = None
+        s.last_update_time -= 0.0001
+        await svc.append_event(s, Event(invocation_id="inv3", author="user", timestamp=s.last_update_time + 10))
+        got = await svc.get_session(app_name=APP, user_id=USER, session_id="s1")
+        assert [e.invocation_id for e in got.events] == ["inv1", "inv2", "inv3"]
+        stale = got.model_copy(deep=True)
+        stale._storage_update_marker = None
+        stale.events = stale.events[:1]
+        stale.last_update_time = 0.0
+        with pytest.raises(StaleSessionError):
+            await svc.append_event(stale, Event(invocation_id="inv4", author="user"))
+    run(go())
+
+
+# ---- this adapter's own promises -----------------------------------------------------------------
+
+
+def test_ids_with_colons_and_percents_never_collide(svc) -> None:
+    assert decode_id(encode_id("a%3A:b%25")) == "a%3A:b%25" and ":" not in encode_id("a:b")
+
+    async def go():
+        triples = [("a:b", "c", "d"), ("a", "b:c", "d"), ("a", "b", "c:d"), ("a%3Ab", "c", "d"), ("a", "b%3Ac", "d"),
+                   ("a", "", "d"), ("", "a", "d")]
+        for app, user, sid in triples:
+            await svc.create_session(app_name=app, user_id=user, session_id=sid, state={"who": [app, user, sid],
+                                                                                       "user:u": user, "app:a": app})
+        for app, user, sid in triples:
+            got = await svc.get_session(app_name=app, user_id=user, session_id=sid)
+            assert got.state["who"] == [app, user, sid] and (got.app_name, got.user_id, got.id) == (app, user, sid)
+            assert got.state["user:u"] == user and got.state["app:a"] == app
+            listed = (await svc.list_sessions(app_name=app, user_id=user)).sessions
+            assert [(s.user_id, s.id) for s in listed] == [(user, sid)]
+        assert {(s.user_id, s.id) for s in (await svc.list_sessions(app_name="a")).sessions} == {
+            ("b:c", "d"), ("b", "c:d"), ("b%3Ac", "d"), ("", "d")}
+    run(go())
+
+
+def test_ids_too_long_for_the_columns_are_a_value_error_naming_them(svc) -> None:
+    with pytest.raises(ValueError, match="session_id 'x{60}"):
+        run(svc.create_session(app_name=APP, user_id=USER, session_id="x" * 250))
+    with pytest.raises(ValueError, match="app_name"):
+        run(svc.get_session(app_name=":" * 90, user_id=USER, session_id="s"))
+
+
+def test_one_event_writes_a_bounded_number_of_rows(svc, raw) -> None:
+    async def go():
+        s = await svc.create_session(app_name=APP, user_id=USER, session_id="long")
+        for i in range(300):
+            await svc.append_event(s, delta_event({"user:k": i} if i == 0 else {}, timestamp=1000.0 + i))
+        before = {r[:3]: r[3] for r in raw.rows()}
+        await svc.append_event(s, delta_event({"sk": 1, "user:k": 2}, timestamp=2000.0))
+        after = {r[:3]: r[3] for r in raw.rows()}
+        changed = [k for k in after if before.get(k) != after[k]]
+        # the event, the list's hash row, the session's row, the user's row (already created)
+        assert len(changed) == 4, changed
+        got = await svc.get_session(app_name=APP, user_id=USER, session_id="long",
+                                    config=GetSessionConfig(num_recent_events=2))
+        assert [e.timestamp for e in got.events] == [1299.0, 2000.0]
+        listed = (await svc.list_sessions(app_name=APP, user_id=USER)).sessions
+        assert [(s.id, s.events) for s in listed] == [("long", [])]
+    run(go())
+
+
+def test_concurrent_appends_to_one_session_and_to_a_users_sessions_lose_nothing(store) -> None:
+    run(MysqlSessionService(store).create_session(app_name=APP, user_id=USER, session_id="shared"))
+    run(MysqlSessionService(store).create_session(app_name=APP, user_id=USER, session_id="other"))
+
+    def writer(n: int) -> None:
+        async def go():
+            svc = MysqlSessionService(store)
+            for i in range(8):
+                sid = "shared" if i % 2 else "other"
+                while True:  # a stale copy is reloaded, as a caller would
+                    s = await svc.get_session(app_name=APP, user_id=USER, session_id=sid,
+                                              config=GetSessionConfig(num_recent_events=1))
+                    try:
+                        await svc.append_event(s, delta_event({f"user:w{n}-{i}": i, f"s{n}-{i}": i}))
+                        break
+                    except StaleSessionError:
+                        continue
+        asyncio.run(go())
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    svc = MysqlSessionService(store)
+    shared = run(svc.get_session(app_name=APP, user_id=USER, session_id="shared"))
+    other = run(svc.get_session(app_name=APP, user_id=USER, session_id="other"))
+    assert len(shared.events) == 12 and len(other.events) == 12
+    assert run(svc.get_user_state(app_name=APP, user_id=USER)) == {f"w{n}-{i}": i for n in range(3) for i in range(8)}
+
+
+def test_from_url_close_closes_only_its_own_store(store, url: str, database: str) -> None:
+    async def go():
+        owned = MysqlSessionService.from_url(url, database_name=database)
+        await owned.create_session(app_name=APP, user_id=USER, session_id="s")
+        await owned.close()
+        with pytest.raises(RuntimeError, match="closed"):
+            await owned.get_session(app_name=APP, user_id=USER, session_id="s")
+        shared = MysqlSessionService(store)
+        await shared.close()
+        assert await shared.get_session(app_name=APP, user_id=USER, session_id="s") is not None
+    run(go())
+
+
+def test_an_agent_keeps_its_conversation_across_a_process_restart(url: str) -> None:
+    sys.path.insert(0, str(ROOT / "examples"))
+    from restart_demo import ANSWERS, QUESTIONS, run_turn_process
+
+    script = str(ROOT / "examples" / "adk_restart.py")
+    session_id = f"restart-{os.getpid()}"
+    first = run_turn_process(script, url, session_id, 1)
+    second = run_turn_process(script, url, session_id, 2)
+    assert first == [QUESTIONS[1]]
+    assert second == [QUESTIONS[1], ANSWERS[1], QUESTIONS[2]]

@@ -1,0 +1,55 @@
+"""Frameworks whose dependencies conflict with the main environment's run in a virtualenv of
+their own, built by the test itself (``pip install -e '.[<extra>,test]'``), reused while
+setup.cfg is unchanged, and driven on the same server through ``MYSQL_URL``."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def framework_python(venv: Path, extra: str, check: str, expect: str) -> Path:
+    """The virtualenv's python; skips (with pip's output) only if the extra cannot install.
+
+    ``check`` is a python expression printed by the venv's interpreter, which must start
+    with ``expect`` (e.g. the framework's version).
+    """
+    stamp = hashlib.sha256((ROOT / "setup.cfg").read_bytes()).hexdigest()[:16]
+    marker = venv / f".installed-{stamp}"
+    py = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    if marker.exists() and py.exists():
+        return py
+    steps = [[sys.executable, "-m", "venv", str(venv)],
+             [str(py), "-m", "pip", "install", "-q", "-e", f"{ROOT}[{extra},test]"]]
+    for cmd in steps:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        if done.returncode:
+            tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
+            pytest.skip(f"cannot install the {extra} extra ({' '.join(cmd[-3:])}):\n{tail}")
+    probe = subprocess.run([str(py), "-c", f"print({check})"], capture_output=True, text=True, timeout=300)
+    if probe.returncode or not probe.stdout.startswith(expect):
+        pytest.skip(f"the {extra} extra installed but does not import: {probe.stdout}{probe.stderr[-2000:]}")
+    marker.touch()
+    return py
+
+
+def run_cases(python: Path, cases: Path, url: str, what: str) -> str:
+    """Run one inner case file with the venv's pytest; fails with its output, returns it."""
+    env = dict(os.environ, MYSQL_URL=url, PYTHONDONTWRITEBYTECODE="1")
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run(
+        [str(python), "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", str(cases)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+    )
+    output = done.stdout + done.stderr
+    print(output)  # shown with -s or on failure
+    assert done.returncode == 0, f"the {what} cases failed:\n{output}"
+    assert " passed" in output and "skipped" not in output.split("short test summary")[-1].lower(), output
+    return output

@@ -1,0 +1,267 @@
+"""OpenAI Agents SDK cases, run by tests/test_openai_agents.py inside .venv-openai-agents.
+Not named test_*: the default run never imports it.
+
+The behaviours of the SDK's own session suites (tests/memory/test_session.py for
+SQLiteSession, tests/extensions/memory/test_sqlalchemy_session.py), written against a real
+server: direct operations, limits and session settings, isolation, pop semantics, unicode and
+injection-looking content, concurrency, Runner integration (run, run_sync, run_streamed)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from agents import Agent, RunConfig, Runner
+from agents.memory import SessionABC, SessionSettings
+from agents.testing import ScriptedModel, assistant_message
+
+from mysql_state import MysqlAgentStateStore
+from mysql_state.aio import AsyncMysqlAgentStateStore
+from mysql_state.openai_agents import MysqlSession
+
+ROOT = Path(__file__).resolve().parents[2]
+NEEDS_POP = pytest.mark.skipif(
+    not hasattr(MysqlAgentStateStore, "pop_list"), reason="store.pop_list is not merged from main yet"
+)
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def msgs(*texts: str, role: str = "user") -> list[dict]:
+    return [{"role": role, "content": t} for t in texts]
+
+
+@pytest.fixture
+def sync_store(url: str, database: str):
+    s = MysqlAgentStateStore.from_url(url, database_name=database, create_if_not_exist=True)
+    yield s
+    s.close()
+
+
+@pytest.fixture(params=["async", "sync"])
+def any_store(request, sync_store):
+    """The adapter takes either store; every case runs with both."""
+    return AsyncMysqlAgentStateStore(sync_store, close_store=False) if request.param == "async" else sync_store
+
+
+def test_is_the_sdk_session_abc_with_its_attributes(any_store) -> None:
+    session = MysqlSession("s1", any_store, user_id="alice")
+    assert isinstance(session, SessionABC)
+    assert session.session_id == "s1" and session.session_settings == SessionSettings()
+
+
+def test_add_get_clear_and_items_round_trip_exactly(any_store) -> None:
+    async def go():
+        session = MysqlSession("direct", any_store)
+        items = [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi there!"},
+                 {"type": "function_call", "call_id": "c1", "name": "add", "arguments": "{\"a\": 1}"}]
+        await session.add_items(items)
+        assert await session.get_items() == items
+        await session.add_items([])  # a no-op, as in the SDK
+        assert await session.get_items() == items
+        await session.clear_session()
+        assert await session.get_items() == []
+    run(go())
+
+
+def test_get_items_limit_is_the_latest_n_in_order(any_store) -> None:
+    async def go():
+        session = MysqlSession("limit", any_store)
+        await session.add_items(msgs("1", "2", "3", "4"))
+        assert [i["content"] for i in await session.get_items(limit=2)] == ["3", "4"]
+        assert len(await session.get_items()) == 4
+        assert len(await session.get_items(limit=10)) == 4
+        assert await session.get_items(limit=0) == []
+    run(go())
+
+
+def test_session_settings_limit_is_the_default_and_an_explicit_limit_wins(sync_store, url: str, database: str) -> None:
+    async def go():
+        session = MysqlSession("settings", sync_store, session_settings=SessionSettings(limit=3))
+        await session.add_items(msgs(*map(str, range(10))))
+        assert [i["content"] for i in await session.get_items()] == ["7", "8", "9"]
+        assert [i["content"] for i in await session.get_items(limit=5)] == ["5", "6", "7", "8", "9"]
+        from_dict = MysqlSession.from_url("settings", url, database_name=database, session_settings={"limit": 2})
+        assert from_dict.session_settings == SessionSettings(limit=2)
+        assert len(await from_dict.get_items()) == 2
+        await from_dict.close()
+    run(go())
+
+
+def test_sessions_and_users_are_isolated(any_store) -> None:
+    async def go():
+        a, b = MysqlSession("s", any_store, user_id="alice"), MysqlSession("s", any_store, user_id="bob")
+        c = MysqlSession("s2", any_store, user_id="alice")
+        await a.add_items(msgs("cats"))
+        await b.add_items(msgs("dogs"))
+        assert [i["content"] for i in await a.get_items()] == ["cats"]
+        assert [i["content"] for i in await b.get_items()] == ["dogs"]
+        assert await c.get_items() == []
+        await b.clear_session()
+        assert len(await a.get_items()) == 1
+    run(go())
+
+
+def test_unicode_and_injection_looking_content_round_trip(any_store) -> None:
+    async def go():
+        session = MysqlSession("weird'; DROP TABLE x; --", any_store, user_id="ü")
+        items = msgs("café ☕ 你好 \U0001f600", "'; DELETE FROM agentscope_sessions; --", 'quote " back \\ slash\x00nul')
+        await session.add_items(items)
+        assert await session.get_items() == items
+    run(go())
+
+
+@NEEDS_POP
+def test_pop_item_returns_latest_first_then_none(any_store) -> None:
+    async def go():
+        session = MysqlSession("pop", any_store)
+        assert await session.pop_item() is None
+        await session.add_items(msgs("Hello", "Hi there!", "How are you?"))
+        assert (await session.pop_item())["content"] == "How are you?"
+        assert [i["content"] for i in await session.get_items()] == ["Hello", "Hi there!"]
+        assert (await session.pop_item())["content"] == "Hi there!"
+        assert (await session.pop_item())["content"] == "Hello"
+        assert await session.pop_item() is None and await session.get_items() == []
+        await session.add_items(msgs("again"))  # the list keeps working after being emptied
+        assert [i["content"] for i in await session.get_items()] == ["again"]
+    run(go())
+
+
+@NEEDS_POP
+def test_pop_affects_only_its_session(any_store) -> None:
+    async def go():
+        one, two = MysqlSession("one", any_store), MysqlSession("two", any_store)
+        await one.add_items(msgs("1"))
+        await two.add_items(msgs("2a", "2b"))
+        assert (await two.pop_item())["content"] == "2b"
+        assert [i["content"] for i in await one.get_items()] == ["1"]
+        assert [i["content"] for i in await two.get_items()] == ["2a"]
+    run(go())
+
+
+@NEEDS_POP
+def test_concurrent_pops_from_threads_and_loops_return_each_item_once(sync_store) -> None:
+    session = MysqlSession("many-pops", sync_store)
+    run(session.add_items(msgs(*map(str, range(40)))))
+    popped: list = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        async def go():  # each thread has its own event loop
+            while (item := await session.pop_item()) is not None:
+                with lock:
+                    popped.append(item["content"])
+        asyncio.run(go())
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(popped, key=int) == [str(i) for i in range(40)]
+    assert run(session.get_items()) == []
+
+
+def test_concurrent_adds_from_tasks_and_threads_lose_nothing(sync_store) -> None:
+    session = MysqlSession("many-adds", sync_store)
+
+    async def adds(prefix: str) -> None:
+        await asyncio.gather(*(session.add_items(msgs(f"{prefix}{i}")) for i in range(10)))
+
+    threads = [threading.Thread(target=lambda p=p: asyncio.run(adds(p))) for p in "abc"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    got = [i["content"] for i in run(session.get_items())]
+    assert sorted(got) == sorted(f"{p}{i}" for p in "abc" for i in range(10))
+
+
+def test_from_url_close_closes_only_its_own_store(sync_store, url: str, database: str) -> None:
+    async def go():
+        owned = MysqlSession.from_url("own", url, database_name=database, user_id="alice")
+        await owned.add_items(msgs("x"))
+        await owned.close()
+        with pytest.raises(RuntimeError, match="closed"):
+            await owned.get_items()
+        shared = MysqlSession("own", sync_store, user_id="alice")
+        await shared.close()  # the caller's store stays open
+        assert [i["content"] for i in await shared.get_items()] == ["x"]
+    run(go())
+
+
+def test_bad_ids_are_refused_naming_them(sync_store) -> None:
+    with pytest.raises(ValueError, match="':'"):
+        MysqlSession("s", sync_store, user_id="a:b")
+    with pytest.raises(ValueError, match="blank"):
+        MysqlSession("  ", sync_store)
+    with pytest.raises(TypeError, match="MysqlSession"):
+        MysqlSession("s", object())
+
+
+# ---- a real agent ------------------------------------------------------------------------------
+
+
+def _run_sync(agent, text, **kw):
+    return Runner.run_sync(agent, text, **kw)
+
+
+async def _run(method: str, agent, text: str, **kw):
+    if method == "run":
+        return await Runner.run(agent, text, **kw)
+    if method == "run_sync":  # its own loop, in a thread: the session crosses loops
+        return await asyncio.to_thread(_run_sync, agent, text, **kw)
+    result = Runner.run_streamed(agent, text, **kw)
+    async for _ in result.stream_events():
+        pass
+    return result
+
+
+@pytest.mark.parametrize("method", ["run", "run_sync", "run_streamed"])
+def test_runner_keeps_the_conversation_and_sessions_apart(sync_store, method: str) -> None:
+    async def go():
+        model = ScriptedModel()
+        agent = Agent(name="test", model=model)
+        s1, s2 = MysqlSession(f"{method}-1", sync_store), MysqlSession(f"{method}-2", sync_store)
+        model.enqueue([assistant_message("San Francisco")])
+        assert (await _run(method, agent, "Where is the Golden Gate Bridge?", session=s1)).final_output == "San Francisco"
+        model.enqueue([assistant_message("I like dogs")])
+        await _run(method, agent, "I like dogs", session=s2)
+        model.enqueue([assistant_message("California")])
+        assert (await _run(method, agent, "What state is it in?", session=s1)).final_output == "California"
+        seen = [str(i.get("content")) for i in model.calls[-1].input]
+        assert any("Golden Gate" in s for s in seen) and not any("dogs" in s for s in seen)
+        assert len(await s1.get_items()) == 4
+    run(go())
+
+
+def test_run_config_session_settings_override_the_sessions(sync_store) -> None:
+    async def go():
+        session = MysqlSession("override", sync_store, session_settings=SessionSettings(limit=100))
+        await session.add_items(msgs(*(f"Turn {i}" for i in range(10))))
+        model = ScriptedModel()
+        model.enqueue([assistant_message("Got it")])
+        await Runner.run(Agent(name="t", model=model), "New question", session=session,
+                         run_config=RunConfig(session_settings=SessionSettings(limit=2)))
+        history = [i for i in model.calls[-1].input if i.get("content") != "New question"]
+        assert [i["content"] for i in history] == ["Turn 8", "Turn 9"]
+    run(go())
+
+
+def test_an_agent_keeps_its_conversation_across_a_process_restart(url: str) -> None:
+    sys.path.insert(0, str(ROOT / "examples"))
+    from restart_demo import ANSWERS, QUESTIONS, run_turn_process
+
+    script = str(ROOT / "examples" / "openai_agents_restart.py")
+    session_id = f"restart-{os.getpid()}"
+    first = run_turn_process(script, url, session_id, 1)
+    second = run_turn_process(script, url, session_id, 2)
+    assert first == [QUESTIONS[1]]
+    assert second == [QUESTIONS[1], ANSWERS[1], QUESTIONS[2]]
