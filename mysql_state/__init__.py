@@ -17,6 +17,8 @@ from .errors import (
     QueryError,
     SchemaNotFoundError,
     ServerUnavailableError,
+    TlsError,
+    TlsVerificationError,
     ValueTooLargeError,
 )
 from .store import UNVERSIONED, MysqlAgentStateStore, VersionedState
@@ -30,6 +32,8 @@ __all__ = [
     "MysqlStateError",
     "SchemaNotFoundError",
     "ServerUnavailableError",
+    "TlsError",
+    "TlsVerificationError",
     "PoolTimeoutError",
     "CommitUnknownError",
     "ValueTooLargeError",
