@@ -374,3 +374,43 @@ def test_cli_with_tls_works(tls):
 def test_secrets_stay_out_of_parsed_reprs():
     from mysql_state.url import parse
     assert SECRET not in repr(parse(f"mysql://u:{SECRET}@h/db"))
+
+
+# ---- least privilege (the README's GRANT statements) -------------------------------------------
+
+
+def test_the_store_works_with_only_select_insert_update_delete_on_its_table(tls):
+    root = pymysql.connect(host="127.0.0.1", port=tls.port, user="root", autocommit=True)
+    try:
+        with root.cursor() as cur:
+            cur.execute("CREATE DATABASE IF NOT EXISTS least")
+            cur.execute("CREATE USER IF NOT EXISTS 'app'@'%%' IDENTIFIED BY %s", (SECRET,))
+        with open_store(f"mysql://root@127.0.0.1:{tls.port}/least"):
+            pass  # the table, made by an account that may
+        with root.cursor() as cur:
+            cur.execute("GRANT SELECT, INSERT, UPDATE, DELETE ON least.agentscope_sessions TO 'app'@'%'")
+        url = f"mysql://app:{SECRET}@127.0.0.1:{tls.port}/least"
+        with MysqlAgentStateStore.from_url(url, pool_size=1) as store:
+            store.save_list("alice", "chat-1", "memory", [{"i": i} for i in range(5)])
+            assert store.append_list("alice", "chat-1", "memory", [{"i": 5}]) == 6
+            store.save_list("alice", "chat-1", "memory", [{"i": 0}])
+            store.save("alice", "chat-1", "k", 1)
+            assert store.save_if_version("alice", "chat-1", "k", 2, 1)
+            assert store.get_list("alice", "chat-1", "memory") == [{"i": 0}] and store.exists("alice", "chat-1")
+            assert set(store.list_session_ids("alice")) == {"chat-1"}
+            store.delete("alice", "chat-1")
+            with pytest.raises(MysqlStateError) as denied:
+                store.truncate_all_sessions()
+            assert denied.value.errno == 1142  # TRUNCATE needs DROP
+        with pytest.raises(MysqlStateError) as denied:  # CREATE is needed to create the table
+            MysqlAgentStateStore.from_url(url.replace("/least", "/least2"), create_if_not_exist=True)
+        assert denied.value.errno in (1044, 1142)
+        with root.cursor() as cur:
+            cur.execute("GRANT DROP ON least.agentscope_sessions TO 'app'@'%'")
+        with MysqlAgentStateStore.from_url(url, pool_size=1) as store:
+            assert store.truncate_all_sessions() == 0
+    finally:
+        with root.cursor() as cur:
+            cur.execute("DROP USER IF EXISTS 'app'@'%'")
+            cur.execute("DROP DATABASE IF EXISTS least")
+        root.close()
