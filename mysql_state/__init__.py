@@ -21,6 +21,8 @@ from .errors import (
     QueryError,
     SchemaNotFoundError,
     ServerUnavailableError,
+    TlsError,
+    TlsVerificationError,
     ValueTooLargeError,
 )
 from .store import UNVERSIONED, MysqlAgentStateStore, VersionedState
@@ -34,6 +36,8 @@ __all__ = [
     "MysqlStateError",
     "SchemaNotFoundError",
     "ServerUnavailableError",
+    "TlsError",
+    "TlsVerificationError",
     "PoolTimeoutError",
     "CommitUnknownError",
     "ValueTooLargeError",

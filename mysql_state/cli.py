@@ -24,6 +24,7 @@ import orjson
 
 from .errors import MysqlStateError
 from .store import MysqlAgentStateStore
+from .url import scrub
 
 
 def _user(value: str) -> Optional[str]:
@@ -98,9 +99,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             elif args.command == "truncate":
                 print(f"removed {store.truncate_all_sessions()} rows", file=out)
     except (MysqlStateError, ValueError, TypeError) as exc:
-        print(f"mysql-state: {exc}", file=sys.stderr)
+        print(f"mysql-state: {_one_line(str(exc), url)}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - a CLI prints one line, never a traceback
+        print(f"mysql-state: {type(exc).__name__}: {_one_line(str(exc), url)}", file=sys.stderr)
         return 2
     return 0
+
+
+def _one_line(message: str, url: str) -> str:
+    """The message on one line, with the URL's password (if it slipped in) as ``***``."""
+    return " ".join(scrub(message, url).split())
 
 
 if __name__ == "__main__":

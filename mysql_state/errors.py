@@ -7,12 +7,15 @@ never by message text, and chained with ``from`` so the original stays visible.
 
 from __future__ import annotations
 
+import ssl
 from typing import Optional
 
 __all__ = [
     "MysqlStateError",
     "SchemaNotFoundError",
     "ServerUnavailableError",
+    "TlsError",
+    "TlsVerificationError",
     "PoolTimeoutError",
     "CommitUnknownError",
     "ValueTooLargeError",
@@ -24,6 +27,7 @@ __all__ = [
     "StoreClosedError",
     "MysqlStateWarning",
     "errno_of",
+    "tls_failure",
     "translate",
     "CONNECTION_ERRNOS",
     "RETRYABLE_LOCK_ERRNOS",
@@ -47,6 +51,18 @@ class SchemaNotFoundError(MysqlStateError):
 
 class ServerUnavailableError(MysqlStateError):
     """The server cannot be reached, or the connection was lost and could not be restored."""
+
+
+class TlsError(MysqlStateError):
+    """TLS could not be set up as ``ssl-mode`` demands (e.g. the server offers none).
+
+    Not a :class:`ServerUnavailableError`: it is configuration, so retrying cannot help and
+    the store never retries it.
+    """
+
+
+class TlsVerificationError(TlsError):
+    """The server's certificate failed verification (unknown CA, or it does not name the host)."""
 
 
 class PoolTimeoutError(MysqlStateError):
@@ -124,6 +140,8 @@ DUPLICATE_KEY = 1062
 UNKNOWN_DATABASE = 1049
 NO_SUCH_TABLE = 1146
 PACKET_TOO_LARGE = 1153
+#: The client's "SSL connection error": any TLS failure, including "the server has no TLS".
+SSL_CONNECTION_ERROR = 2026
 
 
 def errno_of(exc: BaseException) -> Optional[int]:
@@ -132,6 +150,24 @@ def errno_of(exc: BaseException) -> Optional[int]:
     if args and isinstance(args[0], int):
         return args[0]
     return None
+
+
+def tls_failure(exc: BaseException) -> Optional[BaseException]:
+    """The TLS failure behind ``exc``, found by type, never by message: an ``ssl.SSLError``
+    along ``__cause__``/``__context__`` (pymysql wraps it in error 2003), or ``exc`` itself
+    when its number is 2026. None when ``exc`` is not about TLS.
+    """
+    seen: set = set()
+    todo: list = [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, ssl.SSLError):
+            return e
+        todo += [e.__cause__, e.__context__, getattr(e, "original_exception", None)]
+    return exc if errno_of(exc) == SSL_CONNECTION_ERROR else None
 
 
 def translate(exc: BaseException, what: str) -> MysqlStateError:
@@ -144,6 +180,18 @@ def translate(exc: BaseException, what: str) -> MysqlStateError:
         return exc
     errno = errno_of(exc)
     detail = exc.args[1] if len(getattr(exc, "args", ())) > 1 else str(exc)
+    tls = tls_failure(exc)
+    if isinstance(tls, ssl.SSLCertVerificationError):
+        host = getattr(exc, "host", None)
+        where = f"host {host}" if host else "the host"
+        reason = tls.verify_message or tls.reason or "verification failed"
+        return TlsVerificationError(
+            f"{what}: the server's certificate failed verification for {where} ({reason}); "
+            "check ssl-ca and the name the certificate was issued for",
+            errno,
+        )
+    if tls is not None:
+        return TlsError(f"{what}: TLS could not be set up (error {errno}: {detail})", errno)
     if errno in CONNECTION_ERRNOS:
         return ServerUnavailableError(
             f"{what}: the MySQL server is unreachable or dropped the connection "

@@ -22,7 +22,6 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional, TypeVar
-from urllib.parse import parse_qs, unquote, urlsplit
 
 import pymysql
 
@@ -38,8 +37,11 @@ from .errors import (
     ServerUnavailableError,
     StoreClosedError,
     errno_of,
+    tls_failure,
     translate,
 )
+from . import url as _url
+from .url import parse_url  # noqa: F401 - re-exported: it lived here before url.py
 
 T = TypeVar("T")
 #: Retried as a whole transaction: deadlock, lock wait timeout, and the duplicate key of a
@@ -210,7 +212,7 @@ class Connector:
                 except BaseException as exc:
                     driver = _is_driver_error(exc)
                     errno = errno_of(exc) if driver else None
-                    lost = errno in CONNECTION_ERRNOS
+                    lost = errno in CONNECTION_ERRNOS and tls_failure(exc) is None
                     # A statement sent whose reply was not read (an interrupt, a cancelled
                     # thread): the protocol state is unknown, so the connection is dropped.
                     unknown = flight.on and not driver
@@ -342,6 +344,10 @@ class _Cursor:
         return self._cur.lastrowid
 
     @property
+    def connection(self) -> Any:
+        return self._cur.connection
+
+    @property
     def rowcount(self) -> int:
         return self._cur.rowcount
 
@@ -394,32 +400,6 @@ def _reconnect_if_closed(raw: Any) -> None:
 # ---- from_url ---------------------------------------------------------------------------------
 
 
-def parse_url(url: str) -> tuple[dict, Optional[str]]:
-    """pymysql connect kwargs and the database named in the URL path (if any).
-
-    >>> parse_url("mysql://u:p%40ss@db:3307/agents?unix_socket=/run/mysqld.sock")[1]
-    'agents'
-    """
-    parts = urlsplit(url)
-    scheme = parts.scheme.split("+")[0]
-    if scheme not in ("mysql", "mariadb"):
-        raise ValueError(f"URL {url!r} must start with mysql:// (or mariadb://)")
-    kwargs: dict = {"user": unquote(parts.username or "root"), "password": unquote(parts.password or "")}
-    kwargs["host"] = parts.hostname or "localhost"
-    if parts.port:
-        kwargs["port"] = parts.port
-    query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
-    if "unix_socket" in query:
-        kwargs["unix_socket"] = query.pop("unix_socket")
-    for name in ("connect_timeout", "read_timeout", "write_timeout"):
-        if name in query:
-            kwargs[name] = float(query.pop(name))
-    if query:
-        raise ValueError(f"URL {url!r}: unknown query parameters {sorted(query)}")
-    database = unquote(parts.path.lstrip("/")) or None
-    return kwargs, database
-
-
 def make_pools(
     url: str,
     *,
@@ -433,7 +413,9 @@ def make_pools(
 
     Connections are not pinged at checkout nor rolled back at check-in (each costs a round trip
     per call): a dead one is detected by its error and reconnected in place, and every call
-    ends its own transaction.
+    ends its own transaction. TLS (``ssl_mode``, ``ssl_ca``, ...) and the host come from
+    :func:`mysql_state.url.connect_args`; connections are made by :func:`mysql_state.url.connect`,
+    which enforces ``ssl_mode``. Only the URL's first host is used.
     """
     from dbutils.pooled_db import PooledDB
 
@@ -441,15 +423,14 @@ def make_pools(
     for name, value in (("connect_timeout", connect_timeout), ("read_timeout", read_timeout),
                         ("write_timeout", write_timeout)):
         check_seconds(name, value)
-    kwargs, database = parse_url(url)
+    kwargs, database = _url.connect_args(url, **connect_kwargs)  # keywords win over the URL
     kwargs.setdefault("connect_timeout", connect_timeout)
     kwargs.setdefault("read_timeout", read_timeout)
     kwargs.setdefault("write_timeout", write_timeout)
-    kwargs.update(connect_kwargs)
     kwargs["charset"] = "utf8mb4"
     # reset=False: DBUtils would send a ROLLBACK at every check-in; every call here ends its
     # transaction itself (COMMIT, or ROLLBACK on error), so that round trip buys nothing.
     common = dict(maxconnections=pool_size, maxcached=pool_size, blocking=True, ping=0, reset=False)
-    write_pool = PooledDB(pymysql, **common, autocommit=False, **kwargs)
-    read_pool = PooledDB(pymysql, **common, autocommit=True, **kwargs)
+    write_pool = PooledDB(_url.connect, **common, autocommit=False, **kwargs)
+    read_pool = PooledDB(_url.connect, **common, autocommit=True, **kwargs)
     return write_pool, read_pool, database

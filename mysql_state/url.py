@@ -1,0 +1,401 @@
+"""Connection URLs: parsing (one host or a list), TLS with the MySQL client's rules, redaction.
+
+``mysql://user:password@host:port[,host2:port2,...]/database?ssl-mode=VERIFY_CA&ssl-ca=/ca.pem``
+
+TLS follows ``mysql --ssl-mode`` rather than pymysql's own defaults:
+
+* no option: ``PREFERRED`` (TLS when the server offers it, else clear text, nothing verified);
+* ``ssl-ca`` without a mode: ``VERIFY_CA``;
+* ``REQUIRED``: encrypted, the certificate is not verified;
+* ``VERIFY_CA``: encrypted, the certificate must chain to ``ssl-ca`` (or the system store);
+* ``VERIFY_IDENTITY``: as ``VERIFY_CA``, and the certificate must name the host connected to;
+* ``REQUIRED`` and ``VERIFY_*`` refuse, before any credential is sent, a server without TLS.
+
+Secrets: no message raised here contains the password, and no exception raised here chains
+another whose message could (errors are raised outside ``except`` blocks). :func:`redact`
+shows a URL with ``***`` in place of the password.
+"""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass, field
+from typing import Any, Optional
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import pymysql
+from pymysql.constants import CLIENT
+
+from .errors import SSL_CONNECTION_ERROR as CR_SSL_CONNECTION_ERROR, tls_failure
+
+__all__ = [
+    "SSL_MODES",
+    "DEFAULT_PORT",
+    "TlsOptions",
+    "ParsedUrl",
+    "parse",
+    "parse_url",
+    "parse_hosts",
+    "tls_options",
+    "ssl_context",
+    "connect_args",
+    "connect",
+    "redact",
+    "scrub",
+]
+
+DEFAULT_PORT = 3306
+DISABLED, PREFERRED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY = (
+    "DISABLED", "PREFERRED", "REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY")
+#: The MySQL client's ``--ssl-mode`` values, weakest first.
+SSL_MODES = (DISABLED, PREFERRED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY)
+#: Modes that refuse a connection that is not encrypted.
+ENCRYPTED_MODES = frozenset({REQUIRED, VERIFY_CA, VERIFY_IDENTITY})
+#: The TLS options, as keywords (the URL also accepts them with a dash: ``ssl-mode``).
+TLS_KEYS = ("ssl_mode", "ssl_ca", "ssl_cert", "ssl_key")
+#: pymysql's own TLS keywords: refused, so the two sets of rules never mix.
+_PYMYSQL_TLS_KEYS = ("ssl", "ssl_disabled", "ssl_verify_cert", "ssl_verify_identity", "ssl_capath",
+                     "ssl_key_password")
+_TIMEOUTS = ("connect_timeout", "read_timeout", "write_timeout")
+
+
+# ---- redaction ---------------------------------------------------------------------------------
+
+
+def redact(url: str) -> str:
+    """``url`` with ``***`` in place of the password (whatever of it could be one).
+
+    Errs on the side of hiding: everything between the first ``:`` after ``scheme://`` and the
+    last ``@`` is replaced, so a password with an unencoded ``/`` or ``@`` is hidden too.
+
+    >>> redact("mysql://app:s3cr%40t@db:3306/agents")
+    'mysql://app:***@db:3306/agents'
+    """
+    if not isinstance(url, str):
+        return "<not a string>"
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    at = rest.rfind("@")
+    if at < 0:
+        return url
+    user, colon, _ = rest[:at].partition(":")
+    if not colon:
+        return url
+    return f"{scheme}{sep}{user}:***{rest[at:]}"
+
+
+def scrub(text: str, url: Optional[str]) -> str:
+    """``text`` with the URL's password (raw, percent-decoded) replaced by ``***``: a last
+    line of defence for messages from code that is not ours (the CLI uses it)."""
+    if not url or not isinstance(url, str):
+        return text
+    _, sep, rest = url.partition("://")
+    at = rest.rfind("@")
+    if not sep or at < 0 or ":" not in rest[:at]:
+        return text
+    raw = rest[:at].partition(":")[2]
+    for secret in sorted({raw, unquote(raw)}, key=len, reverse=True):
+        if secret:
+            text = text.replace(secret, "***")
+    return text
+
+
+# ---- TLS options -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TlsOptions:
+    """The resolved TLS settings: the mode after the rules, and the files."""
+
+    mode: str = PREFERRED
+    ca: Optional[str] = None
+    cert: Optional[str] = None
+    key: Optional[str] = None
+
+    @property
+    def encrypted(self) -> bool:
+        """True when a clear-text connection must be refused."""
+        return self.mode in ENCRYPTED_MODES
+
+
+def tls_options(ssl_mode: Optional[str] = None, ssl_ca: Optional[str] = None,
+                ssl_cert: Optional[str] = None, ssl_key: Optional[str] = None) -> TlsOptions:
+    """Apply the MySQL client's rules: no option is PREFERRED, a CA alone is VERIFY_CA.
+
+    An unknown mode is a ValueError naming ``ssl-mode``; nothing connects before it.
+    """
+    mode: Optional[str] = None
+    if ssl_mode is not None and str(ssl_mode).strip():
+        mode = str(ssl_mode).strip().upper().replace("-", "_")
+        if mode not in SSL_MODES:
+            raise ValueError(f"ssl-mode must be one of {', '.join(SSL_MODES)} (any case), got {str(ssl_mode)!r}")
+    if ssl_key and not ssl_cert:
+        raise ValueError("ssl-key needs ssl-cert (the client certificate it belongs to)")
+    if mode is None:
+        mode = VERIFY_CA if ssl_ca else PREFERRED
+    return TlsOptions(mode, ssl_ca or None, ssl_cert or None, ssl_key or None)
+
+
+def ssl_context(tls: TlsOptions) -> Optional[ssl.SSLContext]:
+    """The SSLContext for ``tls`` (None for DISABLED); files are read now, so a missing CA or
+    key is a ValueError at start-up rather than at the first connection.
+
+    PREFERRED and REQUIRED verify nothing (as the MySQL client); VERIFY_* verify the chain
+    against ``ssl-ca`` or, without one, the system trust store; VERIFY_IDENTITY also the host.
+    """
+    if tls.mode == DISABLED:
+        return None
+    problem: Optional[str] = None
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    if tls.mode in (VERIFY_CA, VERIFY_IDENTITY):
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        ctx.check_hostname = tls.mode == VERIFY_IDENTITY
+        # Python 3.13 turns on strict X.509 checks that MySQL's auto-generated certs fail.
+        ctx.verify_flags &= ~getattr(ssl, "VERIFY_X509_STRICT", 0)
+        try:
+            if tls.ca:
+                ctx.load_verify_locations(cafile=tls.ca)
+            else:
+                ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
+        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+            problem = f"ssl-ca {tls.ca!r} could not be loaded ({type(exc).__name__}: {exc.args[-1] if exc.args else ''})"
+    else:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    if problem is None and tls.cert:
+        try:
+            ctx.load_cert_chain(tls.cert, tls.key)
+        except (OSError, ValueError) as exc:
+            problem = (f"ssl-cert {tls.cert!r} / ssl-key {tls.key!r} could not be loaded "
+                       f"({type(exc).__name__}: {exc.args[-1] if exc.args else ''})")
+    if problem is not None:  # raised outside the except: nothing chained
+        raise ValueError(problem)
+    return ctx
+
+
+# ---- parsing -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParsedUrl:
+    """A parsed URL; its repr hides the password."""
+
+    user: str
+    password: str = field(repr=False)
+    hosts: tuple  # ((host, port), ...) in the URL's order
+    ports_given: tuple  # whether each host's port was written out
+    database: Optional[str]
+    unix_socket: Optional[str] = None
+    timeouts: dict = field(default_factory=dict)
+    tls: dict = field(default_factory=dict)  # raw ssl_* query values, not yet resolved
+
+    def kwargs(self, index: int = 0) -> dict:
+        """pymysql connect kwargs (no TLS) for host ``index`` of the list."""
+        host, port = self.hosts[index]
+        kwargs: dict = {"user": self.user, "password": self.password, "host": host}
+        if self.ports_given[index]:  # else pymysql's default, 3306, as before
+            kwargs["port"] = port
+        if self.unix_socket is not None:
+            kwargs["unix_socket"] = self.unix_socket
+        kwargs.update(self.timeouts)
+        return kwargs
+
+
+def _bad(url: str, why: str) -> ValueError:
+    hint = ""
+    _, sep, rest = url.partition("://")
+    end = min((i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0), default=len(rest))
+    if sep and "@" in rest[end:] and "@" not in rest[:end]:
+        hint = " (a password containing / ? # or @ must be percent-encoded, e.g. / as %2F)"
+    return ValueError(f"URL {redact(url)}: {why}{hint}")
+
+
+def _host_port(url: str, item: str) -> tuple[str, Optional[int], bool]:
+    """One ``host[:port]`` (``[v6]:port`` too) of the host list; raises a redacted ValueError."""
+    if item.startswith("["):
+        end = item.find("]")
+        if end < 0:
+            raise _bad(url, "an IPv6 host needs its closing ']'")
+        host, rest = item[1:end], item[end + 1:]
+        if rest and not rest.startswith(":"):
+            raise _bad(url, "expected ':port' after an IPv6 host")
+        port_text = rest[1:] if rest else ""
+    else:
+        host, _, port_text = item.partition(":")
+    host = host.lower() or "localhost"
+    if not port_text:
+        return host, None, False
+    if not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
+        raise _bad(url, "a port must be a number from 1 to 65535")
+    return host, int(port_text), True
+
+
+def parse(url: str) -> ParsedUrl:
+    """Parse ``url``: user, password, the host list, database and query parameters.
+
+    Every ValueError names the URL only through :func:`redact`, and chains nothing.
+    """
+    if not isinstance(url, str):
+        raise TypeError(f"url must be a str, got {type(url).__name__}")
+    parts = None
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        pass
+    if parts is None:
+        raise _bad(url, "not a valid URL")
+    if parts.scheme.split("+")[0].lower() not in ("mysql", "mariadb"):
+        raise _bad(url, "must start with mysql:// (or mariadb://)")
+    userinfo, at, hostlist = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":") if at else ("", "", "")
+    items = hostlist.split(",")
+    if len(items) > 1 and not all(item.strip() for item in items):
+        raise _bad(url, "an empty host in the host list")
+    hosts: list = []
+    ports_given: list = []
+    for item in items:
+        host, port, given = _host_port(url, item.strip())
+        hosts.append((host, port or DEFAULT_PORT))
+        ports_given.append(given)
+    query: dict = {}
+    for key, values in parse_qs(parts.query, keep_blank_values=True).items():
+        query[key.replace("-", "_").lower()] = values[-1]
+    unix_socket = query.pop("unix_socket", None)
+    timeouts: dict = {}
+    for name in _TIMEOUTS:
+        if name in query:
+            value = query.pop(name)
+            try:
+                timeouts[name] = float(value)
+            except ValueError:
+                timeouts[name] = None
+            if timeouts[name] is None or timeouts[name] <= 0:
+                raise _bad(url, f"{name} must be a positive number of seconds")
+    tls = {key: query.pop(key) for key in TLS_KEYS if key in query}
+    if query:
+        raise _bad(url, f"unknown query parameters {sorted(query)} (known: unix_socket, "
+                        f"{', '.join(_TIMEOUTS)}, ssl-mode, ssl-ca, ssl-cert, ssl-key)")
+    return ParsedUrl(
+        user=unquote(user) or "root",
+        password=unquote(password),
+        hosts=tuple(hosts),
+        ports_given=tuple(ports_given),
+        database=unquote(parts.path.lstrip("/")) or None,
+        unix_socket=unix_socket,
+        timeouts=timeouts,
+        tls=tls,
+    )
+
+
+def parse_hosts(url: str) -> list[tuple[str, int]]:
+    """The URL's hosts as ``(host, port)`` in order (one for a single host; port 3306 if
+    not given).
+
+    >>> parse_hosts("mysql://u:pw@h1:3306,h2:3307,h3/db")
+    [('h1', 3306), ('h2', 3307), ('h3', 3306)]
+    """
+    return list(parse(url).hosts)
+
+
+def parse_url(url: str) -> tuple[dict, Optional[str]]:
+    """pymysql connect kwargs for the first host (without TLS), and the URL's database.
+
+    >>> parse_url("mysql://u:p%40ss@db:3307/agents?unix_socket=/run/mysqld.sock")[1]
+    'agents'
+    """
+    parsed = parse(url)
+    tls_options(**parsed.tls)  # a bad ssl-mode is an error here too
+    return parsed.kwargs(0), parsed.database
+
+
+def connect_args(url: str, host_index: int = 0, **overrides: Any) -> tuple[dict, Optional[str]]:
+    """Keyword arguments for :func:`connect` (host ``host_index``), and the URL's database.
+
+    ``overrides`` are pymysql keywords, plus ``ssl_mode``/``ssl_ca``/``ssl_cert``/``ssl_key``
+    which win over the URL's parameters; the SSLContext is built here, before any connection.
+    """
+    clash = sorted(k for k in _PYMYSQL_TLS_KEYS if k in overrides)
+    if clash:
+        raise ValueError(f"{clash} are pymysql's TLS options; use ssl_mode, ssl_ca, ssl_cert and "
+                         "ssl_key (the MySQL client's rules)")
+    parsed = parse(url)
+    raw_tls = dict(parsed.tls)
+    for key in TLS_KEYS:
+        if overrides.get(key) is not None:
+            raw_tls[key] = overrides[key]
+        overrides.pop(key, None)
+    tls = tls_options(**raw_tls)
+    kwargs = parsed.kwargs(host_index)
+    kwargs.update(overrides)
+    kwargs["ssl_mode"] = tls.mode
+    kwargs["ssl"] = ssl_context(tls)
+    return kwargs, parsed.database
+
+
+# ---- connecting --------------------------------------------------------------------------------
+
+
+class Connection(pymysql.connections.Connection):
+    """A pymysql connection that applies ``ssl_mode`` itself.
+
+    pymysql's own handling differs by version: 1.x goes on in clear text when the server
+    offers no TLS, newer releases refuse then but only when given TLS options. Here the
+    server's capability is checked right after its greeting, before credentials are sent,
+    and the socket is checked once connected.
+    """
+
+    def __init__(self, *args: Any, ssl_mode: str = PREFERRED, **kwargs: Any) -> None:
+        self._ssl_mode = ssl_mode  # set first: pymysql connects inside __init__
+        self._tls_wanted = ssl_mode != DISABLED and kwargs.get("ssl") is not None
+        super().__init__(*args, **kwargs)
+
+    def _get_server_information(self) -> None:
+        super()._get_server_information()
+        offered = bool(self.server_capabilities & CLIENT.SSL)
+        if self._ssl_mode in ENCRYPTED_MODES and not offered:
+            raise pymysql.err.OperationalError(
+                CR_SSL_CONNECTION_ERROR,
+                f"the server at {self.host}:{self.port} does not offer TLS, and "
+                f"ssl-mode={self._ssl_mode} refuses clear text",
+            )
+        self.ssl = self._tls_wanted and offered
+        if self.ssl:
+            self.client_flag |= CLIENT.SSL
+        else:
+            self.client_flag &= ~CLIENT.SSL
+
+    def connect(self, sock: Any = None) -> None:
+        failure: Optional[ssl.SSLError] = None
+        try:
+            super().connect(sock)
+        except pymysql.err.OperationalError as exc:
+            found = tls_failure(exc)
+            failure = found if isinstance(found, ssl.SSLError) else None
+            if failure is None:
+                raise
+        if failure is not None:  # re-raised outside the except: chained to the TLS error only
+            exc2 = pymysql.err.OperationalError(
+                CR_SSL_CONNECTION_ERROR,
+                f"TLS with {self.host}:{self.port} failed (ssl-mode={self._ssl_mode}): "
+                f"{getattr(failure, 'verify_message', None) or failure.reason or type(failure).__name__}",
+            )
+            exc2.host = f"{self.host}:{self.port}"
+            raise exc2 from failure
+        if self._ssl_mode in ENCRYPTED_MODES and not isinstance(self._sock, ssl.SSLSocket):
+            self._force_close()
+            raise pymysql.err.OperationalError(
+                CR_SSL_CONNECTION_ERROR,
+                f"the connection to {self.host}:{self.port} is not encrypted, and "
+                f"ssl-mode={self._ssl_mode} refuses clear text",
+            )
+
+
+def connect(**kwargs: Any) -> Connection:
+    """Open a :class:`Connection`: the creator DBUtils pools call (kwargs from connect_args)."""
+    return Connection(**kwargs)
+
+
+# DBUtils finds the DB-API module (its exception classes) and thread safety through these.
+connect.dbapi = pymysql  # type: ignore[attr-defined]
+connect.threadsafety = pymysql.threadsafety  # type: ignore[attr-defined]

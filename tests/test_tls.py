@@ -1,0 +1,416 @@
+"""TLS with the MySQL client's ssl-mode rules, and no secret in any message, against real servers:
+a TLS server of this module's own (see tests/tlsserver.py) and the default test server (no TLS)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import subprocess
+import sys
+import time
+
+import pymysql
+import pytest
+from dbutils.pooled_db import PooledDB
+
+from mysql_state import (
+    AsyncMysqlAgentStateStore,
+    MysqlAgentStateStore,
+    MysqlStateError,
+    ServerUnavailableError,
+    TlsError,
+    TlsVerificationError,
+)
+from mysql_state.pool import parse_url
+from mysql_state.server import find_binary
+from mysql_state.url import parse_hosts, redact
+
+from .tlsserver import TLS_PASSWORD, UNNAMED_HOST, X509_PASSWORD, TlsServer
+
+
+@pytest.fixture(scope="module")
+def tls():
+    if find_binary("mariadbd", "mysqld") is None:
+        pytest.skip("needs a mariadbd/mysqld binary to start a TLS server")
+    server = TlsServer()
+    yield server
+    server.stop()
+
+
+def cipher(store: MysqlAgentStateStore) -> str:
+    """The session's TLS cipher, '' when in clear text."""
+    def q(cur):
+        cur.execute("SHOW STATUS LIKE 'Ssl_cipher'")
+        return cur.fetchone()[1] or ""
+    return store._db.run(q, "cipher", write=False)
+
+
+def open_store(url: str, **kw) -> MysqlAgentStateStore:
+    return MysqlAgentStateStore.from_url(url, create_if_not_exist=True, pool_size=1, **kw)
+
+
+def roundtrip(store: MysqlAgentStateStore) -> None:
+    store.save("alice", "chat-1", "k", {"v": 1})
+    assert store.get("alice", "chat-1", "k") == {"v": 1}
+
+
+def refused(url: str, error: type = TlsVerificationError, **kw) -> MysqlStateError:
+    """Connecting raises ``error`` at once (no retries), never a ServerUnavailableError."""
+    start = time.monotonic()
+    with pytest.raises(error) as info:
+        open_store(url, **kw)
+    assert not isinstance(info.value, ServerUnavailableError)
+    assert time.monotonic() - start < 1.0  # the store's reconnects back off for longer
+    return info.value
+
+
+def plain_server_offers_tls(url: str) -> bool:
+    kwargs, _ = parse_url(url)
+    con = pymysql.connect(**kwargs)
+    try:
+        with con.cursor() as cur:
+            cur.execute("SHOW VARIABLES LIKE 'have_ssl'")
+            row = cur.fetchone()
+        return bool(row) and row[1] == "YES"
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def plain(url):
+    """The default test server, which must not offer TLS for these tests."""
+    if plain_server_offers_tls(url):
+        pytest.skip("the default test server offers TLS")
+    return url
+
+
+# ---- modes ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("query", ["ssl-mode=REQUIRED", "ssl_mode=required", "ssl-mode=Required"])
+def test_required_encrypts_without_verifying(tls, query):
+    with open_store(tls.url(query=query)) as store:
+        roundtrip(store)
+        assert cipher(store)
+
+
+def test_no_option_is_preferred_and_encrypts_when_offered(tls):
+    with open_store(tls.url()) as store:
+        assert cipher(store)
+
+
+def test_disabled_stays_clear_text_so_a_require_ssl_user_is_denied(tls):
+    with pytest.raises(MysqlStateError) as info:
+        open_store(tls.url(query="ssl-mode=DISABLED"))
+    assert info.value.errno == 1045 and not isinstance(info.value, TlsError)
+
+
+def test_verify_ca_with_the_right_ca(tls):
+    with open_store(tls.url(query=f"ssl-mode=VERIFY_CA&ssl-ca={tls.certs.ca}")) as store:
+        roundtrip(store)
+        assert cipher(store)
+
+
+def test_verify_ca_with_an_unrelated_ca_is_refused_at_once(tls):
+    exc = refused(tls.url(query=f"ssl-mode=VERIFY_CA&ssl-ca={tls.certs.other_ca}"))
+    assert "certificate failed verification" in str(exc) and "127.0.0.1" in str(exc)
+
+
+@pytest.mark.parametrize("spelling", ["ssl-ca", "ssl_ca"])
+def test_a_ca_alone_means_verify_ca(tls, spelling):
+    refused(tls.url(query=f"{spelling}={tls.certs.other_ca}"))
+    with open_store(tls.url(query=f"{spelling}={tls.certs.ca}")) as store:
+        assert cipher(store)
+
+
+def test_verify_ca_does_not_check_the_host_name(tls):
+    with open_store(tls.url(host=UNNAMED_HOST, query=f"ssl-mode=VERIFY_CA&ssl-ca={tls.certs.ca}")) as store:
+        assert cipher(store)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_verify_identity_passes_for_a_name_the_certificate_holds(tls, host):
+    with open_store(tls.url(host=host, query=f"ssl-mode=verify_identity&ssl-ca={tls.certs.ca}")) as store:
+        roundtrip(store)
+        assert cipher(store)
+
+
+def test_verify_identity_refuses_a_host_the_certificate_does_not_name(tls):
+    exc = refused(tls.url(host=UNNAMED_HOST, query=f"ssl-mode=VERIFY_IDENTITY&ssl-ca={tls.certs.ca}"))
+    assert UNNAMED_HOST in str(exc)
+
+
+def test_verify_without_a_ca_uses_the_system_store_which_does_not_know_the_test_ca(tls):
+    refused(tls.url(query="ssl-mode=VERIFY_CA"))
+
+
+def test_x509_user_connects_only_with_a_client_certificate(tls):
+    url = tls.url("x509", X509_PASSWORD)
+    with pytest.raises(MysqlStateError) as info:
+        open_store(url, ssl_mode="REQUIRED")
+    assert info.value.errno == 1045
+    with open_store(url + f"?ssl-cert={tls.certs.client_cert}&ssl-key={tls.certs.client_key}") as store:
+        roundtrip(store)  # no mode: PREFERRED, encrypted since the server offers it
+        assert cipher(store)
+    with open_store(url, ssl_mode="VERIFY_IDENTITY", ssl_ca=tls.certs.ca, ssl_cert=tls.certs.client_cert,
+                    ssl_key=tls.certs.client_key) as store:
+        assert cipher(store)
+
+
+def test_keywords_win_over_url_parameters(tls):
+    bad = tls.url(query=f"ssl-mode=VERIFY_CA&ssl-ca={tls.certs.other_ca}")
+    with open_store(bad, ssl_ca=tls.certs.ca) as store:
+        assert cipher(store)
+    with open_store(bad, ssl_mode="REQUIRED") as store:
+        assert cipher(store)
+    refused(tls.url(query="ssl-mode=REQUIRED"), ssl_mode="VERIFY_CA", ssl_ca=tls.certs.other_ca)
+
+
+def test_async_store_forwards_tls_keywords(tls):
+    async def main() -> None:
+        store = AsyncMysqlAgentStateStore.from_url(tls.url(), create_if_not_exist=True,
+                                                   ssl_mode="VERIFY_IDENTITY", ssl_ca=tls.certs.ca)
+        async with store:
+            await store.save("alice", "chat-1", "k", [1, 2])
+            assert await store.get("alice", "chat-1", "k") == [1, 2]
+            assert cipher(store.sync)
+        with pytest.raises(TlsVerificationError):
+            AsyncMysqlAgentStateStore.from_url(tls.url(), ssl_mode="VERIFY_CA", ssl_ca=tls.certs.other_ca)
+
+    asyncio.run(main())
+
+
+# ---- no retries: each verification failure costs exactly one connection attempt ----------------
+
+
+def attempts(tls) -> int:
+    """The server's count of connection attempts so far (successful or not), each call
+    counting its own: the attempts between two calls are the difference minus one."""
+    con = pymysql.connect(host="127.0.0.1", port=tls.port, user="root")
+    try:
+        with con.cursor() as cur:
+            cur.execute("SHOW GLOBAL STATUS LIKE 'Connections'")
+            return int(cur.fetchone()[1])
+    finally:
+        con.close()
+
+
+def test_a_verification_failure_is_tried_once(tls):
+    before = attempts(tls)
+    refused(tls.url(query=f"ssl-ca={tls.certs.other_ca}"))
+    assert attempts(tls) - before - 1 == 1
+
+
+def context(cafile: str) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=cafile)
+    ctx.check_hostname = False
+    return ctx
+
+
+def given_pool(tls, cafile: str) -> PooledDB:
+    """Plain pymysql connections. ping=0, reset=False: DBUtils would otherwise replace a broken
+    connection itself (a ping at checkout, or the rollback at check-in, reconnects with these
+    kwargs), hiding the store's own behaviour."""
+    return PooledDB(pymysql, maxconnections=1, blocking=False, ping=0, reset=False, host="127.0.0.1", port=tls.port, user="tls",
+                    password=TLS_PASSWORD, ssl=context(cafile))
+
+
+def test_a_given_pool_of_plain_pymysql_connections_gets_the_same_error(tls):
+    pool = given_pool(tls, tls.certs.other_ca)
+    before = attempts(tls)
+    with pytest.raises(TlsVerificationError):
+        MysqlAgentStateStore(pool, "tls_test", create_if_not_exist=True)
+    assert attempts(tls) - before - 1 == 1
+
+
+@pytest.mark.parametrize("given", [False, True], ids=["from_url", "given pool"])
+def test_a_reconnect_that_fails_verification_is_not_retried(tls, given):
+    if given:
+        store = MysqlAgentStateStore(given_pool(tls, tls.certs.ca), "tls_test", create_if_not_exist=True)
+    else:
+        store = open_store(tls.url(query=f"ssl-ca={tls.certs.ca}"))
+    try:
+        raw = store._db.run(lambda cur: cur.connection, "the pooled connection", write=False)
+        raw.ctx = context(tls.certs.other_ca)  # its next reconnect meets an unrelated CA
+        raw._force_close()  # the socket is gone: the next call reconnects in place
+        before = attempts(tls)
+        with pytest.raises(TlsVerificationError):
+            store.get("alice", "chat-1", "k")
+        assert attempts(tls) - before - 1 == 1 and store._db.stats.reconnects == 0
+    finally:
+        store.close()
+
+
+# ---- a server without TLS ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["REQUIRED", "VERIFY_CA", "VERIFY_IDENTITY"])
+def test_encrypted_modes_refuse_a_server_without_tls(plain, database, tls, mode):
+    exc = refused(plain, TlsError, database_name=database, ssl_mode=mode, ssl_ca=tls.certs.ca)
+    assert "does not offer TLS" in str(exc) and exc.errno == 2026
+
+
+@pytest.mark.parametrize("query", ["", "?ssl-mode=PREFERRED", "?ssl-mode=DISABLED"])
+def test_preferred_and_disabled_connect_in_clear_text_to_a_server_without_tls(plain, database, query):
+    with open_store(plain + query, database_name=database) as store:
+        roundtrip(store)
+        assert cipher(store) == ""
+
+
+def test_unknown_mode_is_a_value_error_before_any_connection(tls):
+    tls.server.kill()  # nothing listens: only a check before connecting can answer ValueError
+    try:
+        for url, kw in ((tls.url(query="ssl-mode=SOMETIMES"), {}), (tls.url(), {"ssl_mode": "verify"})):
+            with pytest.raises(ValueError, match="ssl-mode") as info:
+                open_store(url, **kw)
+            assert not isinstance(info.value, MysqlStateError)
+    finally:
+        tls.server.start()
+
+
+# ---- URLs ---------------------------------------------------------------------------------------
+
+
+def test_host_lists_parse_and_a_single_host_is_as_before():
+    assert parse_hosts("mysql://u:pw@h1:3306,h2:3307,h3/db") == [("h1", 3306), ("h2", 3307), ("h3", 3306)]
+    assert parse_hosts("mysql://u:pw@[::1]:3310,Db.Example/db") == [("::1", 3310), ("db.example", 3306)]
+    assert parse_hosts("mysql://u@db/x") == [("db", 3306)]
+    assert parse_url("mysql://u:p%40ss@DB:3307/agents?unix_socket=/s") == (
+        {"user": "u", "password": "p@ss", "host": "db", "port": 3307, "unix_socket": "/s"}, "agents")
+    assert parse_url("mysql://root@127.0.0.1/") == ({"user": "root", "password": "", "host": "127.0.0.1"}, None)
+    assert parse_url("mysql://u:pw@h1:3306,h2:3307/db")[0]["host"] == "h1"
+    with pytest.raises(ValueError, match="empty host"):
+        parse_hosts("mysql://u:pw@h1,,h2/db")
+
+
+def test_a_store_uses_the_first_host_of_a_list(plain, database):
+    kwargs, _ = parse_url(plain)
+    listed = plain.replace(f"@{kwargs['host']}:{kwargs.get('port', 3306)}",
+                           f"@{kwargs['host']}:{kwargs.get('port', 3306)},unreachable.invalid:1", 1)
+    assert len(parse_hosts(listed)) == 2
+    with open_store(listed, database_name=database) as store:
+        roundtrip(store)
+
+
+def test_redact():
+    assert redact("mysql://app:s3cr%40t@db:3306/x?ssl-mode=REQUIRED") == "mysql://app:***@db:3306/x?ssl-mode=REQUIRED"
+    assert redact("mysql://app:a/b@c@db/x") == "mysql://app:***@db/x"
+    assert redact("mysql://app@db/x") == "mysql://app@db/x"
+
+
+# ---- no secret in any message -------------------------------------------------------------------
+
+SECRET = "Sup3r-S3cret-pw"
+
+
+def messages(exc: BaseException) -> list[str]:
+    """str and repr of the exception and of everything along its cause/context chain."""
+    out, seen, todo = [], set(), [exc]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        out += [str(e), repr(e), *map(str, getattr(e, "args", ()))]
+        todo += [e.__cause__, e.__context__, getattr(e, "original_exception", None)]
+    return out
+
+
+def failing_urls(tls, plain) -> dict[str, tuple[str, dict]]:
+    kwargs, _ = parse_url(plain)
+    user_host = f"{kwargs['user']}:{SECRET}@{kwargs['host']}:{kwargs.get('port', 3306)}"
+    return {
+        "bad scheme": (f"postgres://u:{SECRET}@127.0.0.1/db", {}),
+        "unknown parameter": (f"mysql://{user_host}/db?sslmode=require", {}),
+        "port out of range": (f"mysql://u:{SECRET}@127.0.0.1:99999/db", {}),
+        "port not a number": (f"mysql://u:{SECRET}@127.0.0.1:abc/db", {}),
+        "unencoded slash": (f"mysql://u:{SECRET}/x@127.0.0.1:1/db", {}),
+        "unknown mode": (f"mysql://{user_host}/db?ssl-mode=sometimes", {}),
+        "unreachable": (f"mysql://u:{SECRET}@127.0.0.1:1/db", {}),
+        "access denied": (f"mysql://tls:{SECRET}@127.0.0.1:{tls.port}/db", {}),
+        "tls failure": (f"mysql://tls:{SECRET}@127.0.0.1:{tls.port}/db?ssl-ca={tls.certs.other_ca}", {}),
+        "no tls": (f"mysql://{user_host}/db?ssl-mode=REQUIRED", {}),
+    }
+
+
+def test_the_password_is_in_no_message_log_or_repr(tls, plain, caplog):
+    caplog.set_level(logging.DEBUG)
+    for name, (url, kw) in failing_urls(tls, plain).items():
+        with pytest.raises((ValueError, MysqlStateError)) as info:
+            MysqlAgentStateStore.from_url(url, pool_size=1, connect_timeout=2, **kw)
+        for text in messages(info.value):
+            assert SECRET not in text, f"{name}: {text}"
+        assert "***" in str(info.value) or "mysql://" not in str(info.value), name
+    assert not any(SECRET in r.getMessage() for r in caplog.records)
+
+
+def test_access_denied_names_the_user_but_not_the_password(tls):
+    with pytest.raises(MysqlStateError) as info:
+        open_store(tls.url(password=SECRET))
+    assert info.value.errno == 1045 and "'tls'@" in str(info.value)
+    assert not any(SECRET in t for t in messages(info.value))
+
+
+def test_cli_prints_one_line_without_the_password(tls, plain):
+    for name, (url, _) in failing_urls(tls, plain).items():
+        out = subprocess.run([sys.executable, "-m", "mysql_state", "--url", url, "sessions", "alice"],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 2, name
+        assert SECRET not in out.stdout + out.stderr, f"{name}: {out.stderr}"
+        assert out.stdout == "" and len(out.stderr.splitlines()) == 1, f"{name}: {out.stderr}"
+        assert "Traceback" not in out.stderr and out.stderr.startswith("mysql-state: "), name
+
+
+def test_cli_with_tls_works(tls):
+    url = tls.url(query=f"ssl-mode=VERIFY_IDENTITY&ssl-ca={tls.certs.ca}")
+    with open_store(url) as store:
+        store.save("alice", "chat-9", "k", 1)
+    out = subprocess.run([sys.executable, "-m", "mysql_state", "--url", url, "sessions", "alice"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "chat-9" in out.stdout.split(), out.stderr
+
+
+def test_secrets_stay_out_of_parsed_reprs():
+    from mysql_state.url import parse
+    assert SECRET not in repr(parse(f"mysql://u:{SECRET}@h/db"))
+
+
+# ---- least privilege (the README's GRANT statements) -------------------------------------------
+
+
+def test_the_store_works_with_only_select_insert_update_delete_on_its_table(tls):
+    root = pymysql.connect(host="127.0.0.1", port=tls.port, user="root", autocommit=True)
+    try:
+        with root.cursor() as cur:
+            cur.execute("CREATE DATABASE IF NOT EXISTS least")
+            cur.execute("CREATE USER IF NOT EXISTS 'app'@'%%' IDENTIFIED BY %s", (SECRET,))
+        with open_store(f"mysql://root@127.0.0.1:{tls.port}/least"):
+            pass  # the table, made by an account that may
+        with root.cursor() as cur:
+            cur.execute("GRANT SELECT, INSERT, UPDATE, DELETE ON least.agentscope_sessions TO 'app'@'%'")
+        url = f"mysql://app:{SECRET}@127.0.0.1:{tls.port}/least"
+        with MysqlAgentStateStore.from_url(url, pool_size=1) as store:
+            store.save_list("alice", "chat-1", "memory", [{"i": i} for i in range(5)])
+            assert store.append_list("alice", "chat-1", "memory", [{"i": 5}]) == 6
+            store.save_list("alice", "chat-1", "memory", [{"i": 0}])
+            store.save("alice", "chat-1", "k", 1)
+            assert store.save_if_version("alice", "chat-1", "k", 2, 1)
+            assert store.get_list("alice", "chat-1", "memory") == [{"i": 0}] and store.exists("alice", "chat-1")
+            assert set(store.list_session_ids("alice")) == {"chat-1"}
+            store.delete("alice", "chat-1")
+            with pytest.raises(MysqlStateError) as denied:
+                store.truncate_all_sessions()
+            assert denied.value.errno == 1142  # TRUNCATE needs DROP
+        with pytest.raises(MysqlStateError) as denied:  # CREATE is needed to create the table
+            MysqlAgentStateStore.from_url(url.replace("/least", "/least2"), create_if_not_exist=True)
+        assert denied.value.errno in (1044, 1142)
+        with root.cursor() as cur:
+            cur.execute("GRANT DROP ON least.agentscope_sessions TO 'app'@'%'")
+        with MysqlAgentStateStore.from_url(url, pool_size=1) as store:
+            assert store.truncate_all_sessions() == 0
+    finally:
+        with root.cursor() as cur:
+            cur.execute("DROP USER IF EXISTS 'app'@'%'")
+            cur.execute("DROP DATABASE IF EXISTS least")
+        root.close()
