@@ -133,11 +133,25 @@ SELECT_TAIL = (
     "(SELECT item_index, state_data, 0 FROM {t} WHERE session_id = %s AND state_key = %s"
     " ORDER BY item_index DESC LIMIT %s)" + _HASH_PART
 )
+SELECT_ITEMS_FROM = (
+    "SELECT item_index, state_data FROM {t} WHERE session_id = %s AND state_key = %s AND item_index >= %s"
+    " ORDER BY item_index"
+)
 SELECT_ITEM = "SELECT state_data FROM {t} WHERE session_id = %s AND state_key = %s AND item_index = %s"
 COUNT_ITEMS = "SELECT COUNT(*) FROM {t} WHERE session_id = %s AND state_key = %s"
 DELETE_ITEMS_FROM = "DELETE FROM {t} WHERE session_id = %s AND state_key = %s AND item_index >= %s"
 UPSERT_ROWS_HEAD = "INSERT INTO {t} (session_id, state_key, item_index, state_data, version) VALUES "
 UPSERT_ROW = "(%s, %s, %s, %s, 1)"
+# An append in one statement: the hash row (first, so it is locked first) is updated only if it
+# still holds what this process last saw; an item row that exists is left alone. The caller
+# checks the affected-row count (2 for the hash row, 1 per new item) and rolls back otherwise.
+APPEND_IF_HASH_TAIL = (
+    " ON DUPLICATE KEY UPDATE"
+    " version = IF(state_key = %s AND CAST(state_data AS BINARY) = CAST(%s AS BINARY), version + 1, version),"
+    " state_data = IF(state_key = %s AND CAST(state_data AS BINARY) = CAST(%s AS BINARY),"
+    " VALUES(state_data), state_data)"
+)
+ROLLBACK = "ROLLBACK"
 UPSERT_ROWS_TAIL = " ON DUPLICATE KEY UPDATE state_data = VALUES(state_data), version = version + 1"
 
 # ---- sessions -------------------------------------------------------------------------------
