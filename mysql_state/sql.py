@@ -144,10 +144,12 @@ UPSERT_ROWS_HEAD = "INSERT INTO {t} (session_id, state_key, item_index, state_da
 UPSERT_ROW = "(%s, %s, %s, %s, 1)"
 # An append in one statement: the hash row (first, so it is locked first) is updated only if it
 # still holds what this process last saw; an item row that exists is left alone. The caller
-# checks the affected-row count (2 for the hash row, 1 per new item) and rolls back otherwise.
+# checks the affected-row count (2 for the hash row, 1 per new item) and rolls back otherwise;
+# LAST_INSERT_ID(expr) hands back the hash row's new version in the OK packet.
 APPEND_IF_HASH_TAIL = (
     " ON DUPLICATE KEY UPDATE"
-    " version = IF(state_key = %s AND CAST(state_data AS BINARY) = CAST(%s AS BINARY), version + 1, version),"
+    " version = IF(state_key = %s AND CAST(state_data AS BINARY) = CAST(%s AS BINARY),"
+    " LAST_INSERT_ID(version + 1), version),"
     " state_data = IF(state_key = %s AND CAST(state_data AS BINARY) = CAST(%s AS BINARY),"
     " VALUES(state_data), state_data)"
 )

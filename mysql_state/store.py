@@ -604,15 +604,30 @@ class MysqlAgentStateStore:
         return _ListWrite(sid, k, values, blob, self._snapshots.get((sid, k)))
 
     def _list_tx(self, cur: Any, w: "_ListWrite") -> Plan:
-        """Lock the hash row, plan (warm snapshot, else the checkpoint, else item by item), write."""
+        """Lock the hash row, plan (warm snapshot, else the checkpoint, else item by item), write.
+
+        A warm save that only appends is ONE statement, checked against the snapshot's hash
+        row as :meth:`_append_if_hash` does (the common turn: 2 round trips with the COMMIT).
+        """
+        encode = lambda vs, start: serde.encode_items(vs, w.key, start, check=False)  # noqa: E731
+        snap = w.snapshot
+        if snap is not None and w.expected is None:
+            planned = snap.diff(w.blob, w.values, encode)
+            if planned is not None and planned[0].kind == "append" and planned[0].delete_from is None:
+                plan = planned[0]
+                for i, d in plan.upserts:
+                    serde.check_finite(w.values[i], d, w.key, i)
+                    self._check_size(d, f"item {i} of list {w.key!r}")
+                version = self._append_if_hash(cur, w.sid, w.key, plan.upserts, snap.hash, plan.new_hash)
+                if version:
+                    w.new_snapshot, w.version = planned[1], version
+                    return plan
         cur.execute(self._sql["LOCK_HASH_ROW"], (w.sid, keys.hash_key(w.key)))
         row = cur.fetchone()
         before = int(row[1]) if row else (self._key_head(cur, w.sid, w.key)[0] if w.expected is not None else 0)
         if w.expected is not None and w.expected != UNVERSIONED and w.expected != before:
             raise StaleStateError(w.key, w.expected, before)
         stored = ListHash.parse(row[0] if row else None)
-        encode = lambda vs, start: serde.encode_items(vs, w.key, start, check=False)  # noqa: E731
-        snap = w.snapshot
         planned: Optional[tuple[Plan, Snapshot]] = None
         if snap is not None and stored is not None and stored == snap.hash:
             planned = snap.diff(w.blob, w.values, encode)
@@ -720,9 +735,10 @@ class MysqlAgentStateStore:
         still holds ``hint`` (checked under its lock); any other outcome is rolled back and the
         append is made the locked way."""
         if hint is not None:
-            done = self._append_if_hash(cur, sid, k, datas, hint)
-            if done is not None:
-                return done
+            new_digests = listsync.digests(datas, hint.n)
+            new_hash = hint.extended(new_digests)
+            if self._append_if_hash(cur, sid, k, list(enumerate(datas, hint.n)), hint, new_hash):
+                return hint, new_hash, new_digests
         cur.execute(self._sql["LOCK_HASH_ROW"], (sid, keys.hash_key(k)))
         row = cur.fetchone()
         stored = ListHash.parse(row[0] if row else None)
@@ -745,24 +761,25 @@ class MysqlAgentStateStore:
         return stored, new_hash, new_digests
 
     def _append_if_hash(
-        self, cur: Any, sid: str, k: str, datas: list[bytes], hint: ListHash
-    ) -> Optional[tuple[ListHash, ListHash, list[int]]]:
-        new_digests = listsync.digests(datas, hint.n)
-        new_hash = hint.extended(new_digests)
+        self, cur: Any, sid: str, k: str, items: list[tuple[int, bytes]], expected: ListHash, new_hash: ListHash
+    ) -> int:
+        """Write new items and the new hash row in ONE statement, the hash row only if it still
+        holds ``expected`` (checked under its lock); returns the list's new version. 0 (all
+        undone, a new transaction begun): the caller goes the locked way."""
         hk = keys.hash_key(k)
-        rows = [(hk, 0, new_hash.to_json())] + [(k, hint.n + i, d) for i, d in enumerate(datas)]
+        rows = [(hk, 0, new_hash.to_json())] + [(k, i, d) for i, d in items]
         tail = self._sql["APPEND_IF_HASH_TAIL"]
         statements = sql.upsert_rows((self._upsert[0], tail), sid, rows, self.max_allowed_packet - 1024)
         if len(statements) != 1:
-            return None  # more than one packet: the locked way
+            return 0  # more than one packet: the locked way
         statement, params = statements[0]
-        expected = hint.to_json().decode()
-        if cur.execute(statement, params + (hk, expected, hk, expected)) == 2 + len(datas):
-            return hint, new_hash, new_digests
+        text = expected.to_json().decode()
+        if cur.execute(statement, params + (hk, text, hk, text)) == 2 + len(items):
+            return int(cur.lastrowid)
         cur.execute(sql.ROLLBACK)  # another writer got there first: undo, then lock and read
         if not self._db.owned:
             cur.execute(sql.READ_COMMITTED_NEXT)
-        return None
+        return 0
 
     def get_list(
         self,

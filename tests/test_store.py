@@ -410,7 +410,10 @@ def test_round_trips_per_operation(store, raw):
     store.get_list("u", "s", "m")  # both pools hold a connection now
     # one INSERT (items and the hash row, checked against the one this process saw), COMMIT
     assert count(lambda: store.append_list("u", "s", "m", msgs(1, 50))) == 2
-    assert count(lambda: store.save_list("u", "s", "m", msgs(53))) == 3
+    assert count(lambda: store.save_list("u", "s", "m", msgs(53))) == 2  # warm, items appended: the same
+    changed = msgs(53)
+    changed[-1] = {"role": "assistant", "text": "grew"}
+    assert count(lambda: store.save_list("u", "s", "m", changed)) == 3  # lock hash row, upsert, COMMIT
     assert count(lambda: store.get_list("u", "s", "m")) == 1
     assert count(lambda: store.get_list("u", "s", "m", offset=-10)) == 1
     assert count(lambda: store.list_length("u", "s", "m")) == 1
