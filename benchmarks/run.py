@@ -169,8 +169,10 @@ class Bench:
         Resetting through save_list would serialise and compare the whole list (5 MB at
         N = 10 000) right before the timed append, evicting the CPU caches and billing the
         append ~300 us that it does not cost (measured: the same 5 MB of work before an append
-        at N = 10 slows it from ~0.9 to ~1.2 ms). append_list's SQL does not depend on the
-        store's snapshot, which the trim merely makes stale (it is then dropped).
+        at N = 10 slows it from ~0.9 to ~1.2 ms). The trim changes the hash row behind the
+        store's back, so the store then reads the list's last item (``get_list(offset=-1)``,
+        one statement that also brings the hash row), as an agent that loads its memory before
+        appending does; the timed append then meets a hash row it has seen (its common path).
         """
         packed, n, h = ctx["packed"], ctx["conv"].n, ctx["hash_json"]
 
@@ -180,6 +182,7 @@ class Bench:
                             (packed, K, n))
                 cur.execute(f"UPDATE {self.table} SET state_data = %s WHERE session_id = %s AND state_key = %s"
                             " AND item_index = 0", (h, packed, keys.hash_key(K)))
+            self.store.get_list(U, ctx["sid"], K, offset=-1)
         return trim
 
     def cold(self, sid: str, base: list, values_of: Callable[[], list]) -> Subject:

@@ -117,8 +117,12 @@ LOCK_ITEMS = (
 )
 # Reads of a list bring its hash row in the same statement (one snapshot), so the items can
 # be checked against it: rows are (item_index, state_data, version); the hash row has index -1.
+# The whole list: (state_data, NULL) per item in order, then the hash row (it sorts last) with
+# "version,min index,max index" of the items, so the rows are checked at no cost per row.
 SELECT_ITEMS = (
-    "SELECT IF(state_key = %s, -1, item_index), state_data, GREATEST(version, 1) FROM {t}"
+    "SELECT state_data, IF(state_key = %s, CONCAT_WS(',', GREATEST(version, 1),"
+    " (SELECT MIN(item_index) FROM {t} WHERE session_id = %s AND state_key = %s),"
+    " (SELECT MAX(item_index) FROM {t} WHERE session_id = %s AND state_key = %s)), NULL) FROM {t}"
     " WHERE session_id = %s AND state_key IN (%s, %s) ORDER BY state_key, item_index"
 )
 _HASH_PART = (

@@ -875,7 +875,7 @@ class MysqlAgentStateStore:
         if offset < 0:
             cur.execute(self._sql["SELECT_TAIL"], (sid, k, -offset, sid, hk))
         elif offset == 0 and limit is None:
-            cur.execute(self._sql["SELECT_ITEMS"], (hk, sid, k, hk))
+            cur.execute(self._sql["SELECT_ITEMS"], (hk, sid, k, sid, k, sid, k, hk))
         else:
             cur.execute(self._sql["SELECT_WINDOW"], (sid, k, offset, _NO_LIMIT if limit is None else limit, sid, hk))
         return cur.fetchall()
@@ -883,6 +883,8 @@ class MysqlAgentStateStore:
     def _check_list(self, rows: Any, sid: str, k: str, offset: int, limit: Optional[int], type
                     ) -> tuple[list, int, Optional[ListHash]]:
         """Items decoded and checked against the hash row read with them; (items, version, hash)."""
+        if offset == 0 and limit is None and (not rows or len(rows[0]) == 2):
+            return self._check_whole(rows, sid, k, type)
         rows = list(rows)
         head = None
         if rows and rows[-1][0] == -1:
@@ -913,6 +915,30 @@ class MysqlAgentStateStore:
         except ValueError:
             for r in rows:  # name the unreadable row
                 serde.decode_row(r[1], None, sid, k, r[0])
+            raise
+        return out, version, stored
+
+    def _check_whole(self, rows: Any, sid: str, k: str, type) -> tuple[list, int, Optional[ListHash]]:
+        """:meth:`_check_list` for a whole list read by ``SELECT_ITEMS`` (no index per row)."""
+        stored, version, got = None, 0, len(rows)
+        first = last = None
+        if rows and rows[-1][1] is not None:
+            head, meta = rows[-1]
+            rows = rows[:-1]
+            got -= 1
+            parts = [int(x) for x in meta.split(",")]
+            version = parts[0]
+            first, last = (parts[1], parts[2]) if len(parts) == 3 else (None, None)
+            stored = ListHash.parse(head)
+            n = stored.n if stored is not None else got
+            if got != n or (n and (first != 0 or last != n - 1)):
+                self._raise_damaged(sid, k, stored, 0, n, got, first, last)
+        try:
+            loads = serde.decode
+            out = [loads(r[0]) for r in rows] if type is None else [loads(r[0], type) for r in rows]
+        except ValueError:
+            for i, r in enumerate(rows):  # name the unreadable row
+                serde.decode_row(r[0], None, sid, k, i)
             raise
         return out, version, stored
 
