@@ -12,6 +12,7 @@ from .errors import (
     CommitUnknownError,
     ConflictError,
     CorruptStateError,
+    DecryptionError,
     LockTimeoutError,
     StaleStateError,
     StoreClosedError,
@@ -25,6 +26,7 @@ from .errors import (
     TlsVerificationError,
     ValueTooLargeError,
 )
+from .crypto import Keyring
 from .store import UNVERSIONED, MysqlAgentStateStore, VersionedState
 from .aio import AsyncMysqlAgentStateStore  # noqa: E402 (it imports the store)
 
@@ -44,6 +46,8 @@ __all__ = [
     "ConflictError",
     "QueryError",
     "CorruptStateError",
+    "DecryptionError",
+    "Keyring",
     "StaleStateError",
     "LockTimeoutError",
     "StoreClosedError",

@@ -53,6 +53,8 @@ OPERATIONS = (
     "delete",
     "list_session_ids",
     "truncate_all_sessions",
+    "forget_user",
+    "reencrypt",
 )
 
 
@@ -246,6 +248,20 @@ class AsyncMysqlAgentStateStore:
         >>> await store.transaction(lambda tx: tx.save("alice", "chat-1", "k", 1))  # doctest: +SKIP
         """
         return await self._run(self.sync.transaction, fn)
+
+    async def forget_user(self, user_id: Optional[str], *, batch: int = 500) -> int:
+        """Erase every row of a user's sessions, in bounded batches; returns the rows removed.
+
+        >>> await store.forget_user("alice")  # doctest: +SKIP
+        """
+        return await self._run(self.sync.forget_user, user_id, batch=batch)
+
+    async def reencrypt(self, *, batch: int = 500) -> int:
+        """Rewrite every row not under the keyring's current key; returns the rows rewritten.
+
+        >>> await store.reencrypt()  # doctest: +SKIP
+        """
+        return await self._run(self.sync.reencrypt, batch=batch)
 
     def session_lock(
         self, user_id: Optional[str], session_id: str, timeout: Optional[float] = 10

@@ -22,6 +22,7 @@ __all__ = [
     "ConflictError",
     "QueryError",
     "CorruptStateError",
+    "DecryptionError",
     "StaleStateError",
     "LockTimeoutError",
     "StoreClosedError",
@@ -100,6 +101,15 @@ class CorruptStateError(MysqlStateError):
     def __init__(self, message: str, session_id: str, key: str, index: Optional[int] = None) -> None:
         super().__init__(message)
         self.session_id, self.key, self.index = session_id, key, index
+
+
+class DecryptionError(CorruptStateError):
+    """An encrypted row that cannot be decrypted: its key id is not in the keyring, it was
+    tampered with or moved, or the store has no keyring. ``key_id`` names the key it needs."""
+
+    def __init__(self, message: str, session_id: str, key: str, index: Optional[int], key_id: Optional[str]) -> None:
+        super().__init__(message, session_id, key, index)
+        self.key_id = key_id
 
 
 class StaleStateError(MysqlStateError):

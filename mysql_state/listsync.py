@@ -23,6 +23,7 @@ the changed suffix. The snapshot is trusted only while the stored hash row still
 from __future__ import annotations
 
 import hashlib
+import hmac
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -35,20 +36,51 @@ LEGACY_FORMATS = ("mysql-state/list-v1",)
 _MOD = 1 << 128
 _MASK = _MOD - 1
 
-prefix_hasher = hashlib.sha256
-EMPTY_PREFIX = prefix_hasher(b"").digest()
-
 Encoder = Callable[[Sequence[Any], int], list]
 
 
+class Digester:
+    """The digests of a list: index-salted BLAKE2b per item, SHA-256 of the checkpoint's bytes.
+
+    Keyed (``key``, recorded in the hash row as ``kid``) for an encrypted store, so the table
+    holds no digest of the plaintext that could be matched against guesses.
+    """
+
+    __slots__ = ("key", "kid", "empty")
+
+    def __init__(self, key: Optional[bytes] = None, kid: Optional[str] = None) -> None:
+        self.key, self.kid = key, kid
+        self.empty = self.prefix().digest()
+
+    def digest(self, index: int, data: bytes) -> int:
+        """The index-salted 128-bit digest of one item's JSON."""
+        h = hashlib.blake2b(data, digest_size=16, salt=index.to_bytes(16, "little"), key=self.key or b"")
+        return int.from_bytes(h.digest(), "little")
+
+    def digests(self, datas: Sequence[bytes], start: int = 0) -> list[int]:
+        d = self.digest
+        return [d(i, x) for i, x in enumerate(datas, start)]
+
+    def prefix(self) -> Any:
+        """A fresh hasher for the checkpoint's bytes."""
+        return hmac.new(self.key, digestmod=hashlib.sha256) if self.key else hashlib.sha256()
+
+    def of(self, item_digests: Sequence[int]) -> "ListHash":
+        """A hash with its checkpoint at 0 (use :func:`full_snapshot` to place one)."""
+        return ListHash(len(item_digests), sum(item_digests) & _MASK, 0, 0, self.empty, 0, self.kid)
+
+
+PLAIN = Digester()
+EMPTY_PREFIX = PLAIN.empty
+
+
 def digest(index: int, data: bytes) -> int:
-    """The index-salted 128-bit digest of one item's JSON."""
-    h = hashlib.blake2b(data, digest_size=16, salt=index.to_bytes(16, "little"))
-    return int.from_bytes(h.digest(), "little")
+    """The unkeyed digest of one item's JSON (see :class:`Digester`)."""
+    return PLAIN.digest(index, data)
 
 
 def digests(datas: Sequence[bytes], start: int = 0) -> list[int]:
-    return [digest(i, d) for i, d in enumerate(datas, start)]
+    return PLAIN.digests(datas, start)
 
 
 @dataclass(frozen=True)
@@ -61,12 +93,14 @@ class ListHash:
     plen: int = 0
     ph: bytes = EMPTY_PREFIX
     psum: int = 0
+    dk: Optional[str] = None  # the id of the key the digests are keyed with (None: unkeyed)
 
     def to_json(self) -> bytes:
-        return orjson.dumps({
-            "fmt": HASH_FORMAT, "n": self.n, "sum": format(self.total, "032x"),
-            "p": self.p, "plen": self.plen, "ph": self.ph.hex(), "psum": format(self.psum, "032x"),
-        })
+        obj = {"fmt": HASH_FORMAT, "n": self.n, "sum": format(self.total, "032x"),
+               "p": self.p, "plen": self.plen, "ph": self.ph.hex(), "psum": format(self.psum, "032x")}
+        if self.dk is not None:
+            obj["dk"] = self.dk
+        return orjson.dumps(obj)
 
     @staticmethod
     def parse(data: Optional[str]) -> Optional["ListHash"]:
@@ -83,37 +117,40 @@ class ListHash:
             if obj["fmt"] != HASH_FORMAT:
                 return ListHash(n, total)
             p, plen, ph, psum = obj["p"], obj["plen"], bytes.fromhex(obj["ph"]), int(obj["psum"], 16)
-            if type(p) is not int or type(plen) is not int or not 0 <= p <= n or plen < 0 or len(ph) != 32:
+            dk = obj.get("dk")
+            if (type(p) is not int or type(plen) is not int or not 0 <= p <= n or plen < 0 or len(ph) != 32
+                    or not (dk is None or isinstance(dk, str))):
                 return None
-            return ListHash(n, total, p, plen, ph, psum & _MASK)
+            return ListHash(n, total, p, plen, ph, psum & _MASK, dk)
         except (ValueError, KeyError, TypeError):
             return None
 
     @staticmethod
     def of(item_digests: Sequence[int]) -> "ListHash":
-        """A hash with its checkpoint at 0 (use :func:`checkpoint` to place one)."""
-        return ListHash(len(item_digests), sum(item_digests) & _MASK)
+        """An unkeyed hash with its checkpoint at 0 (see :meth:`Digester.of`)."""
+        return PLAIN.of(item_digests)
 
     def extended(self, new_digests: Sequence[int]) -> "ListHash":
         """The hash after appending items with these digests (O(new items); the checkpoint stays)."""
         return ListHash(self.n + len(new_digests), (self.total + sum(new_digests)) & _MASK,
-                        self.p, self.plen, self.ph, self.psum)
+                        self.p, self.plen, self.ph, self.psum, self.dk)
 
-    def without_last(self, last_digest: int) -> "ListHash":
+    def without_last(self, last_digest: int, empty_prefix: bytes = EMPTY_PREFIX) -> "ListHash":
         """The hash after removing the last item, whose digest is given (a pop)."""
         total = (self.total - last_digest) & _MASK
         if self.p <= self.n - 1:
-            return ListHash(self.n - 1, total, self.p, self.plen, self.ph, self.psum)
-        return ListHash(self.n - 1, total)  # the checkpoint covered the popped item
+            return ListHash(self.n - 1, total, self.p, self.plen, self.ph, self.psum, self.dk)
+        return ListHash(self.n - 1, total, 0, 0, empty_prefix, 0, self.dk)  # the checkpoint covered it
 
 
-def verify(h: ListHash, datas: Sequence[bytes]) -> bool:
+def verify(h: ListHash, datas: Sequence[bytes], dig: Digester = PLAIN) -> bool:
     """Whether ``h`` describes exactly the items whose JSON is ``datas`` (tests, the doctor)."""
-    if h.n != len(datas) or h.total != sum(digests(datas)) & _MASK or h.p > len(datas):
+    if h.dk != dig.kid or h.n != len(datas) or h.total != sum(dig.digests(datas)) & _MASK or h.p > len(datas):
         return False
     prefix = b",".join(datas[: h.p])
-    return (len(prefix) == h.plen and prefix_hasher(prefix).digest() == h.ph
-            and sum(digests(datas[: h.p])) & _MASK == h.psum)
+    hasher = dig.prefix()
+    hasher.update(prefix)
+    return len(prefix) == h.plen and hasher.digest() == h.ph and sum(dig.digests(datas[: h.p])) & _MASK == h.psum
 
 
 @dataclass
@@ -150,7 +187,7 @@ def _ends_of(datas: Sequence[bytes], start: int) -> list[int]:
     return out
 
 
-def _checkpoint(blob: bytes, m: int, end_of: Callable[[int], int], total: int, last_digest: int,
+def _checkpoint(dig: Digester, blob: bytes, m: int, end_of: Callable[[int], int], total: int, last_digest: int,
                 hasher: Any, hashed_to: int) -> tuple[ListHash, Any]:
     """The hash of a list of ``m`` items whose JSON is ``blob``, checkpoint before its last item.
 
@@ -160,12 +197,12 @@ def _checkpoint(blob: bytes, m: int, end_of: Callable[[int], int], total: int, l
     p = max(m - 1, 0)
     end = end_of(p - 1) if p else 1
     if hasher is None or hashed_to > end:
-        hasher, hashed_to = prefix_hasher(), 1
+        hasher, hashed_to = dig.prefix(), 1
     else:
         hasher = hasher.copy()
     hasher.update(memoryview(blob)[hashed_to:end])
     psum = (total - last_digest) & _MASK if m else 0
-    return ListHash(m, total & _MASK, p, end - 1, hasher.copy().digest(), psum), hasher
+    return ListHash(m, total & _MASK, p, end - 1, hasher.copy().digest(), psum, dig.kid), hasher
 
 
 class Snapshot:
@@ -179,10 +216,11 @@ class Snapshot:
     list key in the process).
     """
 
-    __slots__ = ("blob", "n", "base", "first_end", "ends", "hasher", "pending", "pending_bytes", "lock", "hash")
+    __slots__ = ("blob", "n", "base", "first_end", "ends", "hasher", "pending", "pending_bytes", "lock", "hash", "dig")
 
     def __init__(self, blob: bytes, n: int, base: int, first_end: int, ends: list[int], hasher: Any,
-                 h: ListHash) -> None:
+                 h: ListHash, dig: Digester = PLAIN) -> None:
+        self.dig = dig
         self.blob, self.n, self.base, self.first_end, self.ends = blob, n, base, first_end, ends
         self.hasher = hasher
         self.pending: list[bytes] = []
@@ -237,21 +275,22 @@ class Snapshot:
         if (new_ends[-1] if new_ends else 1) != len(blob) - 1:
             return None  # not the layout we assumed
         plan = Plan()
+        dig = self.dig.digest
         dg: dict[int, int] = {}
         total = 0 if k == 0 else self.hash.total
         for i, d in enumerate(suffix, k):
             if i < n and d == self.item(i):
                 if k == 0:
-                    total += digest(i, d)
+                    total += dig(i, d)
                 continue
-            dg[i] = digest(i, d)
+            dg[i] = dig(i, d)
             if i < n and k:
-                total -= digest(i, self.item(i))
+                total -= dig(i, self.item(i))
             total += dg[i]
             plan.upserts.append((i, d))
         if k:
             for i in range(m, n):
-                total -= digest(i, self.item(i))
+                total -= dig(i, self.item(i))
         if m < n:
             plan.delete_from = m
         base = self.base  # k >= base: _first_change said so
@@ -263,12 +302,12 @@ class Snapshot:
         last = m - 1
         last_digest = 0
         if m:
-            last_digest = dg[last] if last in dg else digest(last, blob[(end_of(last - 1) + 1 if last else 1) : end_of(last)])
+            last_digest = dg[last] if last in dg else dig(last, blob[(end_of(last - 1) + 1 if last else 1) : end_of(last)])
         keep = k >= self.hash.p
-        plan.new_hash, hasher = _checkpoint(blob, m, end_of, total, last_digest,
+        plan.new_hash, hasher = _checkpoint(self.dig, blob, m, end_of, total, last_digest,
                                             self.hasher if keep else None, 1 + self.hash.plen)
         plan.kind = _kind(k, n, m)
-        return plan, Snapshot(blob, m, base, self.first_end, ends, hasher, plan.new_hash)
+        return plan, Snapshot(blob, m, base, self.first_end, ends, hasher, plan.new_hash, self.dig)
 
     def _first_change(self, blob: bytes) -> Optional[int]:
         """Smallest k whose item (with its delimiter) differs; None when it is before ``base``."""
@@ -314,6 +353,7 @@ class ColdStart:
     hasher: Any  # SHA-256 of the checkpoint's bytes
     blob: bytes
     m: int
+    dig: Digester = PLAIN
 
     @property
     def p(self) -> int:
@@ -349,9 +389,9 @@ class ColdStart:
         last = self.tail_digests[-1] if self.tail else 0
         if m - 1 < p:  # the list ends at the checkpoint: re-hash from the start
             return None
-        plan.new_hash, hasher = _checkpoint(self.blob, m, end_of, total, last, self.hasher, L)
+        plan.new_hash, hasher = _checkpoint(self.dig, self.blob, m, end_of, total, last, self.hasher, L)
         plan.kind = _kind(k, n, m)
-        return plan, Snapshot(self.blob, m, p, L if p else 0, ends, hasher, plan.new_hash)
+        return plan, Snapshot(self.blob, m, p, L if p else 0, ends, hasher, plan.new_hash, self.dig)
 
     def needs_read(self) -> bool:
         """Whether the stored items after the checkpoint must be read to find the change."""
@@ -362,10 +402,11 @@ class ColdStart:
     def _snapshot(self, h: ListHash) -> Snapshot:
         L = 1 + h.plen
         return Snapshot(self.blob, self.m, h.p, L if h.p else 0, _ends_of(self.tail, L + 1 if h.p else 1),
-                        self.hasher, h)
+                        self.hasher, h, self.dig)
 
 
-def cold_start(blob: bytes, values: Sequence[Any], stored: ListHash, encode_items: Encoder) -> Optional[ColdStart]:
+def cold_start(blob: bytes, values: Sequence[Any], stored: ListHash, encode_items: Encoder,
+               dig: Digester = PLAIN) -> Optional[ColdStart]:
     """Check the stored checkpoint against ``blob`` with one hash over one byte range.
 
     Returns None when the first ``p`` items changed (or the checkpoint does not fit): then
@@ -375,7 +416,7 @@ def cold_start(blob: bytes, values: Sequence[Any], stored: ListHash, encode_item
     L = 1 + stored.plen
     if p > m or L > len(blob) - 1 or (p and blob[L] not in (44, 93)) or (p and p == m and blob[L] != 93):
         return None
-    hasher = prefix_hasher()
+    hasher = dig.prefix()
     hasher.update(memoryview(blob)[1:L])
     if hasher.copy().digest() != stored.ph:
         return None
@@ -383,15 +424,16 @@ def cold_start(blob: bytes, values: Sequence[Any], stored: ListHash, encode_item
     body = memoryview(blob)[(L + 1 if p else 1) : len(blob) - 1]
     if (len(tail) and bytes(body) != b",".join(tail)) or (not tail and len(body)):
         return None
-    return ColdStart(stored, tail, digests(tail, p), hasher, blob, m)
+    return ColdStart(stored, tail, dig.digests(tail, p), hasher, blob, m, dig)
 
 
-def full_snapshot(blob: bytes, datas: Sequence[bytes], item_digests: Sequence[int]) -> tuple[ListHash, Snapshot]:
+def full_snapshot(blob: bytes, datas: Sequence[bytes], item_digests: Sequence[int],
+                  dig: Digester = PLAIN) -> tuple[ListHash, Snapshot]:
     """The hash (checkpoint placed) and snapshot of a list encoded item by item."""
     ends = _ends_of(datas, 1)
     m = len(datas)
-    h, hasher = _checkpoint(blob, m, lambda i: ends[i], sum(item_digests), item_digests[-1] if m else 0, None, 1)
-    return h, Snapshot(blob, m, 0, 0, ends, hasher, h)
+    h, hasher = _checkpoint(dig, blob, m, lambda i: ends[i], sum(item_digests), item_digests[-1] if m else 0, None, 1)
+    return h, Snapshot(blob, m, 0, 0, ends, hasher, h, dig)
 
 
 def plan_against_stored(datas: Sequence[bytes], stored: Sequence[bytes]) -> Plan:

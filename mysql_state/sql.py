@@ -177,6 +177,38 @@ SESSIONS_OF_USER = "SELECT DISTINCT session_id FROM {t} WHERE session_id >= %s A
 SESSIONS_OF_USER_LIKE = "SELECT DISTINCT session_id FROM {t} WHERE session_id LIKE %s ESCAPE '!'"
 COUNT_ROWS = "SELECT COUNT(*) FROM {t}"
 
+# ---- erasing a user and rotating keys (bounded batches) ---------------------------------------
+
+# One user's rows: the range [user + ':', user + ';') on an exact table (see SESSIONS_OF_USER);
+# on a table whose collation is not exact, an escaped LIKE and an exact binary prefix test.
+FORGET_USER_BATCH = "DELETE FROM {t} WHERE session_id >= %s AND session_id < %s LIMIT %s"
+FORGET_USER_BATCH_LIKE = (
+    "DELETE FROM {t} WHERE session_id LIKE %s ESCAPE '!'"
+    " AND CAST(LEFT(session_id, %s) AS BINARY) = CAST(%s AS BINARY) LIMIT %s"
+)
+# Keyset scan (primary-key order) for rows to re-encrypt: user rows only (a packed id has ':'),
+# value and item rows not sealed under the current key, or hash rows not keyed with it.
+_AFTER = (
+    " (session_id > %s OR (session_id = %s AND (state_key > %s OR (state_key = %s AND item_index > %s))))"
+    " AND LOCATE(':', session_id) > 0"
+)
+REENCRYPT_ROWS = (
+    "SELECT session_id, state_key, item_index, state_data FROM {t} WHERE" + _AFTER +
+    " AND RIGHT(state_key, 6) <> ':_hash' AND CAST(LEFT(state_data, %s) AS BINARY) <> CAST(%s AS BINARY)"
+    " ORDER BY session_id, state_key, item_index LIMIT %s"
+)
+REENCRYPT_HASH_ROWS = (
+    "SELECT session_id, state_key, item_index, state_data FROM {t} WHERE" + _AFTER +
+    " AND RIGHT(state_key, 6) = ':_hash' AND LOCATE(%s, state_data) = 0"
+    " ORDER BY session_id, state_key, item_index LIMIT %s"
+)
+# Replace a row's text only if it is still what was read (a concurrent write wins); the
+# activity time and the version stay: re-encryption is not a write of the caller's data.
+RESEAL_ROW = (
+    "UPDATE {t} SET state_data = %s, updated_at = updated_at WHERE session_id = %s AND state_key = %s"
+    " AND item_index = %s AND CAST(state_data AS BINARY) = CAST(%s AS BINARY)"
+)
+
 # ---- session locks (GET_LOCK: one server, or one node of a cluster) --------------------------
 
 GET_LOCK = "SELECT GET_LOCK(%s, %s)"

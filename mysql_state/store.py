@@ -17,7 +17,8 @@ from .errors import (
     ValueTooLargeError,
     errno_of,
 )
-from .listsync import HashHints, ListHash, Plan, Snapshot, SnapshotCache
+from .crypto import Keyring, RowCipher, is_sealed, unreadable
+from .listsync import PLAIN, Digester, HashHints, ListHash, Plan, Snapshot, SnapshotCache
 from .locks import SessionLock
 from .transaction import Transaction
 from .pool import (
@@ -142,6 +143,7 @@ class MysqlAgentStateStore:
         pool_timeout: float = DEFAULT_POOL_TIMEOUT,
         retries: int = DEFAULT_RETRIES,
         snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES,
+        encryption: Optional[Keyring] = None,
         _read_pool: Any = None,
         _owned: bool = False,
         _pool_size: Optional[int] = None,
@@ -152,10 +154,18 @@ class MysqlAgentStateStore:
         ``pool_timeout`` bounds the wait for a free connection, ``retries`` the retries of a
         transaction that hit a lock conflict, ``snapshot_bytes`` the memory for the
         per-process list snapshots that make ``save_list`` cheap (0 turns them off).
+        ``encryption`` (a :class:`Keyring`) encrypts every value and list item at rest
+        (AES-256-GCM, see :mod:`mysql_state.crypto`); rows written without it read as they are.
         """
         self.database_name = keys.identifier(database_name, "database name", keys.DEFAULT_DATABASE)
         self.table_name = keys.identifier(table_name, "table name", keys.DEFAULT_TABLE)
         check_int("snapshot_bytes", snapshot_bytes, 0)
+        if encryption is not None and not isinstance(encryption, Keyring):
+            raise TypeError(f"encryption must be a mysql_state.Keyring, got {type(encryption).__name__}")
+        self._keyring = encryption
+        self._cipher = RowCipher(encryption, self.table_name) if encryption is not None else None
+        self._digesters: dict[Optional[str], Digester] = {None: PLAIN}
+        self._dig = self._digester_of(encryption.current) if encryption is not None else PLAIN
         self._db = Connector(
             pool,
             read_pool=_read_pool,
@@ -194,6 +204,7 @@ class MysqlAgentStateStore:
         write_timeout: float = DEFAULT_WRITE_TIMEOUT,
         retries: int = DEFAULT_RETRIES,
         snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES,
+        encryption: Optional[Keyring] = None,
         **connect_kwargs: Any,
     ) -> "MysqlAgentStateStore":
         """A store with its own pools, closed by :meth:`close`.
@@ -226,6 +237,7 @@ class MysqlAgentStateStore:
             pool_timeout=pool_timeout,
             retries=retries,
             snapshot_bytes=snapshot_bytes,
+            encryption=encryption,
             _read_pool=read_pool,
             _owned=True,
             _pool_size=pool_size,
@@ -303,8 +315,40 @@ class MysqlAgentStateStore:
             raise TypeError("key must be a str, got None")
         return self._ids(user_id, session_id, key, is_list=is_list)
 
+    # ---- encryption at rest (a no-op without a keyring) ---------------------------------------
+
+    def _digester_of(self, kid: Optional[str]) -> Optional[Digester]:
+        """The digester of hash rows keyed with ``kid`` (None: that key is not in the ring)."""
+        found = self._digesters.get(kid)
+        if found is None and self._keyring is not None and kid in self._keyring:
+            found = self._digesters[kid] = Digester(self._keyring.digest_key(kid), kid)
+        return found
+
+    def _usable(self, stored: Optional[ListHash]) -> tuple[Optional[ListHash], Digester]:
+        """A stored hash row and the digester it needs; a hash row keyed with a key this store
+        lacks counts as missing (the list is then written whole under the current key)."""
+        if stored is None:
+            return None, self._dig
+        dig = self._digester_of(stored.dk)
+        return (stored, dig) if dig is not None else (None, self._dig)
+
+    def _seal(self, sid: str, k: str, index: int, data: bytes) -> bytes:
+        return data if self._cipher is None else self._cipher.seal(sid, k, index, data)
+
+    def _plain(self, sid: str, k: str, index: int, text: Any) -> bytes:
+        """A stored row's plaintext JSON; a sealed row without a keyring is a DecryptionError."""
+        if self._cipher is not None:
+            return self._cipher.open(sid, k, index, text)
+        if is_sealed(text):
+            raise unreadable(sid, k, index, text)
+        return text.encode("utf-8") if isinstance(text, str) else text
+
+    def _decode(self, sid: str, k: str, index: int, text: Any, type: Optional[type] = None) -> Any:
+        return serde.decode_row(self._plain(sid, k, index, text), type, sid, k, index)
+
     def _check_size(self, data: bytes, what: str) -> None:
-        need = sql.escaped_size(data) + 2 * 4 * 2 * keys.MAX_ID_CHARS + 256
+        size = sql.escaped_size(data) if self._cipher is None else (len(data) + 28) * 4 // 3 + 80
+        need = size + 2 * 4 * 2 * keys.MAX_ID_CHARS + 256
         if need > self.max_allowed_packet:
             raise ValueTooLargeError(
                 f"{what}: the value's JSON is {len(data)} bytes ({need} bytes in the statement), "
@@ -313,6 +357,7 @@ class MysqlAgentStateStore:
             )
 
     def _write_rows(self, cur: Any, sid: str, rows: list[tuple[str, int, bytes]]) -> None:
+        rows = self._sealed_rows(sid, rows)
         limit = self.max_allowed_packet - 1024
         for statement, params in sql.upsert_rows(self._upsert, sid, rows, limit):
             cur.execute(statement, params)
@@ -326,6 +371,13 @@ class MysqlAgentStateStore:
         if with_hash:
             rows.append((keys.hash_key(k), 0, new_hash.to_json()))
         self._write_rows(cur, sid, rows)
+
+    def _sealed_rows(self, sid: str, rows: list[tuple[str, int, bytes]]) -> list[tuple[str, int, bytes]]:
+        """Rows as stored: values and items sealed (with a keyring), hash rows as they are."""
+        if self._cipher is None:
+            return rows
+        seal, suffix = self._cipher.seal, keys.HASH_SUFFIX
+        return [(k, i, d if k.endswith(suffix) else seal(sid, k, i, d)) for k, i, d in rows]
 
     def _create_hash_row(self, cur: Any, sid: str, k: str, new_hash: ListHash) -> None:
         """INSERT a new list's hash row, its version one past a value it replaces.
@@ -358,7 +410,7 @@ class MysqlAgentStateStore:
         sid, k = self._key_ids(user_id, session_id, key)
         data = serde.encode(value, k)
         self._check_size(data, f"save {k!r}")
-        return sid, k, data.decode()
+        return sid, k, self._seal(sid, k, 0, data).decode()
 
     def _key_head(self, cur: Any, sid: str, k: str) -> tuple[int, bool, bool]:
         """Lock what is under ``k``: (its version, 0 when absent; is it a list; was there a row 0).
@@ -443,7 +495,7 @@ class MysqlAgentStateStore:
             return None, int(listed[2]), True
         if not rows:
             return None
-        return serde.decode_row(rows[0][1], type, sid, k, 0), int(rows[0][2]), False
+        return self._decode(sid, k, 0, rows[0][1], type), int(rows[0][2]), False
 
     def save_if_version(
         self, user_id: Optional[str], session_id: str, key: str, value: Any, expected_version: int
@@ -627,30 +679,32 @@ class MysqlAgentStateStore:
         before = int(row[1]) if row else (self._key_head(cur, w.sid, w.key)[0] if w.expected is not None else 0)
         if w.expected is not None and w.expected != UNVERSIONED and w.expected != before:
             raise StaleStateError(w.key, w.expected, before)
-        stored = ListHash.parse(row[0] if row else None)
+        stored, dig = self._usable(ListHash.parse(row[0] if row else None))
         planned: Optional[tuple[Plan, Snapshot]] = None
         if snap is not None and stored is not None and stored == snap.hash:
             planned = snap.diff(w.blob, w.values, encode)
         cold = planned is None
         if cold and stored is not None:
-            planned = self._plan_from_checkpoint(cur, w, stored, encode)
+            planned = self._plan_from_checkpoint(cur, w, stored, encode, dig)
         if planned is None:
-            planned = self._plan_per_item(cur, w.sid, w.key, w.values, w.blob, stored)
+            planned = self._plan_per_item(cur, w.sid, w.key, w.values, w.blob, stored, dig)
         plan, w.new_snapshot = planned
         if cold and plan.kind == "unchanged" and stored is not None:
             # Nothing to write by the hash row: check the rows still are what it describes
             # (a row deleted by hand would otherwise never be repaired).
             cur.execute(self._sql["ITEMS_SHAPE"], (w.sid, w.key))
             if not _rows_are_whole(*cur.fetchone(), stored):
-                plan, w.new_snapshot = self._plan_per_item(cur, w.sid, w.key, w.values, w.blob, None)
+                plan, w.new_snapshot = self._plan_per_item(cur, w.sid, w.key, w.values, w.blob, None, self._dig)
         self._apply(cur, w.sid, w.key, plan, w.values, hash_row_exists=row is not None)
         w.version = before if plan.new_hash is None else before + 1
         return plan
 
-    def _plan_from_checkpoint(self, cur: Any, w: "_ListWrite", stored: ListHash, encode) -> Optional[tuple[Plan, Snapshot]]:
+    def _plan_from_checkpoint(
+        self, cur: Any, w: "_ListWrite", stored: ListHash, encode, dig: Digester
+    ) -> Optional[tuple[Plan, Snapshot]]:
         """A cold save that trusts the stored checkpoint (one hash over its bytes); reads the
         stored items after it only when their digest sum says one changed."""
-        start = listsync.cold_start(w.blob, w.values, stored, encode)
+        start = listsync.cold_start(w.blob, w.values, stored, encode, dig)
         if start is None:
             return None
         tail = None
@@ -659,22 +713,23 @@ class MysqlAgentStateStore:
             rows = cur.fetchall()
             if [r[0] for r in rows] != list(range(start.p, stored.n)):
                 return None  # the rows do not match the hash row: the per-item path repairs
-            tail = [r[1].encode() for r in rows]
+            tail = [self._plain(w.sid, w.key, r[0], r[1]) for r in rows]
         return start.plan(tail)
 
     def _plan_per_item(
-        self, cur: Any, sid: str, k: str, values: Sequence[Any], blob: bytes, stored: Optional[ListHash]
+        self, cur: Any, sid: str, k: str, values: Sequence[Any], blob: bytes, stored: Optional[ListHash],
+        dig: Digester,
     ) -> tuple[Plan, Snapshot]:
         """Plan without snapshot or checkpoint: digest every item, read the stored ones if needed."""
         datas = serde.encode_items(values, k, check=False)
-        item_digests = listsync.digests(datas)
-        new_hash, snap = listsync.full_snapshot(blob, datas, item_digests)
+        item_digests = dig.digests(datas)
+        new_hash, snap = listsync.full_snapshot(blob, datas, item_digests, dig)
         plan = listsync.plan_cold(datas, item_digests, stored)
         if plan is None:
             cur.execute(self._sql["LOCK_ITEMS"], (sid, k))
             have = cur.fetchall()
             if [r[0] for r in have] == list(range(len(have))):
-                plan = listsync.plan_against_stored(datas, [r[1].encode() for r in have])
+                plan = listsync.plan_against_stored(datas, [self._plain(sid, k, r[0], r[1]) for r in have])
             else:  # gaps in item_index: rewrite it whole
                 plan = listsync.plan_rewrite(datas)
         if plan.kind != "unchanged" or stored != new_hash:
@@ -734,25 +789,26 @@ class MysqlAgentStateStore:
         it is ONE statement: the items and the new hash row, the hash row written only if it
         still holds ``hint`` (checked under its lock); any other outcome is rolled back and the
         append is made the locked way."""
+        hint, hint_dig = self._usable(hint)
         if hint is not None:
-            new_digests = listsync.digests(datas, hint.n)
+            new_digests = hint_dig.digests(datas, hint.n)
             new_hash = hint.extended(new_digests)
             if self._append_if_hash(cur, sid, k, list(enumerate(datas, hint.n)), hint, new_hash):
                 return hint, new_hash, new_digests
         cur.execute(self._sql["LOCK_HASH_ROW"], (sid, keys.hash_key(k)))
         row = cur.fetchone()
-        stored = ListHash.parse(row[0] if row else None)
+        stored, dig = self._usable(ListHash.parse(row[0] if row else None))
         if stored is None:  # no hash row of ours: derive it from the items
             cur.execute(self._sql["LOCK_ITEMS"], (sid, k))
             have = cur.fetchall()
-            existing = [r[1].encode() for r in have]
+            existing = [self._plain(sid, k, r[0], r[1]) for r in have]
             if [r[0] for r in have] != list(range(len(have))):  # gaps: renumber 0..n-1
                 cur.execute(self._sql["DELETE_ITEMS_FROM"], (sid, k, 0))
                 self._write_rows(cur, sid, [(k, i, d) for i, d in enumerate(existing)])
-            base = ListHash.of(listsync.digests(existing))
+            base = dig.of(dig.digests(existing))
         else:
             base = stored
-        new_digests = listsync.digests(datas, base.n)
+        new_digests = dig.digests(datas, base.n)
         new_hash = base.extended(new_digests)
         new_items = [(base.n + i, d) for i, d in enumerate(datas)]
         if row is None:
@@ -767,7 +823,7 @@ class MysqlAgentStateStore:
         holds ``expected`` (checked under its lock); returns the list's new version. 0 (all
         undone, a new transaction begun): the caller goes the locked way."""
         hk = keys.hash_key(k)
-        rows = [(hk, 0, new_hash.to_json())] + [(k, i, d) for i, d in items]
+        rows = self._sealed_rows(sid, [(hk, 0, new_hash.to_json())] + [(k, i, d) for i, d in items])
         tail = self._sql["APPEND_IF_HASH_TAIL"]
         statements = sql.upsert_rows((self._upsert[0], tail), sid, rows, self.max_allowed_packet - 1024)
         if len(statements) != 1:
@@ -853,7 +909,7 @@ class MysqlAgentStateStore:
                 raise TypeError(f"key {k!r} of session {sid!r} holds a list, not a single value: ask for it in lists")
             row = next((r for r in by_key.get(k, ()) if r[0] == 0), None)
             if row is not None:
-                out[k] = (serde.decode_row(row[1], None, sid, k, 0), int(row[2]))
+                out[k] = (self._decode(sid, k, 0, row[1]), int(row[2]))
         for k in list_keys:
             head = [(-1, r[1], r[2]) for r in by_key.get(keys.hash_key(k), ())]
             items = by_key.get(k, [])
@@ -909,14 +965,7 @@ class MysqlAgentStateStore:
             self._raise_damaged(sid, k, stored, start, stop, got, first, last)
         if offset < 0 and limit is not None:
             rows = rows[:limit]
-        try:
-            loads = serde.decode
-            out = [loads(r[1]) for r in rows] if type is None else [loads(r[1], type) for r in rows]
-        except ValueError:
-            for r in rows:  # name the unreadable row
-                serde.decode_row(r[1], None, sid, k, r[0])
-            raise
-        return out, version, stored
+        return self._decode_items(sid, k, [(r[0], r[1]) for r in rows], type), version, stored
 
     def _check_whole(self, rows: Any, sid: str, k: str, type) -> tuple[list, int, Optional[ListHash]]:
         """:meth:`_check_list` for a whole list read by ``SELECT_ITEMS`` (no index per row)."""
@@ -933,14 +982,20 @@ class MysqlAgentStateStore:
             n = stored.n if stored is not None else got
             if got != n or (n and (first != 0 or last != n - 1)):
                 self._raise_damaged(sid, k, stored, 0, n, got, first, last)
+        return self._decode_items(sid, k, [(i, r[0]) for i, r in enumerate(rows)], type), version, stored
+
+    def _decode_items(self, sid: str, k: str, rows: list[tuple[int, Any]], type) -> list:
+        """Items of (index, stored text), decrypted when sealed; a bad row raises naming it."""
+        loads = serde.decode
         try:
-            loads = serde.decode
-            out = [loads(r[0]) for r in rows] if type is None else [loads(r[0], type) for r in rows]
+            if self._cipher is not None:
+                opened = self._cipher.open
+                return [loads(opened(sid, k, i, t), type) for i, t in rows]
+            return [loads(t) for _, t in rows] if type is None else [loads(t, type) for _, t in rows]
         except ValueError:
-            for i, r in enumerate(rows):  # name the unreadable row
-                serde.decode_row(r[0], None, sid, k, i)
+            for i, t in rows:  # name the unreadable row (JSON, or a sealed row without a keyring)
+                self._decode(sid, k, i, t)
             raise
-        return out, version, stored
 
     @staticmethod
     def _raise_damaged(sid: str, k: str, stored: Optional[ListHash], start, stop, got, first, last) -> None:
@@ -982,21 +1037,21 @@ class MysqlAgentStateStore:
         sid, k = self._key_ids(user_id, session_id, key, is_list=True)
         data = self._db.run(lambda cur: self._pop_tx(cur, sid, k), f"pop_list {k!r}", write=True)
         self._forget((sid, k))
-        return None if data is None else serde.decode_row(data[1], type, sid, k, data[0])
+        return None if data is None else self._decode(sid, k, data[0], data[1], type)
 
     def _pop_tx(self, cur: Any, sid: str, k: str) -> Optional[tuple[int, str]]:
         hk = keys.hash_key(k)
         cur.execute(self._sql["LOCK_HASH_ROW"], (sid, hk))
         row = cur.fetchone()
-        stored = ListHash.parse(row[0] if row else None)
+        stored, dig = self._usable(ListHash.parse(row[0] if row else None))
         if stored is None:  # no hash row of ours: take the rows as they are, then index them
             cur.execute(self._sql["LOCK_ITEMS"], (sid, k))
             have = cur.fetchall()
             if not have:
                 return None
-            rest = [r[1].encode() for r in have[:-1]]
+            rest = [self._plain(sid, k, r[0], r[1]) for r in have[:-1]]
             plan = listsync.plan_rewrite(rest)
-            plan.new_hash = ListHash.of(listsync.digests(rest))
+            plan.new_hash = dig.of(dig.digests(rest))
             self._apply(cur, sid, k, plan, [None] * len(rest), hash_row_exists=row is not None)
             return have[-1][0], have[-1][1]
         if stored.n == 0:
@@ -1010,7 +1065,7 @@ class MysqlAgentStateStore:
                 f"{last} is missing; save the whole list again to repair it", sid, k, last,
             )
         cur.execute(self._sql["DELETE_ITEMS_FROM"], (sid, k, last))
-        new_hash = stored.without_last(listsync.digest(last, item[0].encode()))
+        new_hash = stored.without_last(dig.digest(last, self._plain(sid, k, last, item[0])), dig.empty)
         self._write_list(cur, sid, k, [], new_hash, with_hash=True)
         return last, item[0]
 
@@ -1125,6 +1180,48 @@ class MysqlAgentStateStore:
         rows = self._db.run(read, "list_session_ids", write=False)
         # The exact prefix test also guards tables whose collation is not exact.
         return {r[0][len(prefix) :] for r in rows if r[0].startswith(prefix)}
+
+    def forget_user(self, user_id: Optional[str], *, batch: int = 500) -> int:
+        """Erase a user: every row of every session of ``user_id`` (None: the anonymous user),
+        in bounded batches (one transaction each), safe to re-run; returns the rows removed.
+
+        Backups keep what they hold. Other users are untouched.
+
+        >>> store.forget_user("alice")  # doctest: +SKIP
+        1234
+        """
+        prefix = keys.user_prefix(user_id)
+        check_int("batch", batch, 1)
+        if self.exact_keys:
+            statement, params = self._sql["FORGET_USER_BATCH"], (prefix, prefix[:-1] + ";", batch)
+        else:
+            like = sql.sessions_of_user(prefix, exact=False)[1][0]
+            statement, params = self._sql["FORGET_USER_BATCH_LIKE"], (like, len(prefix), prefix, batch)
+        removed = 0
+        while True:
+            n = self._db.run(lambda cur: cur.execute(statement, params), f"forget_user {user_id!r}", write=True)
+            removed += n
+            if n < batch:
+                break
+        self._forget()
+        return removed
+
+    def reencrypt(self, *, batch: int = 500) -> int:
+        """Rewrite every row that is not under the keyring's current key (plaintext rows
+        included), hash rows too, in bounded transactions; safe beside live writers (a
+        concurrent write is never lost or undone) and resumable. Returns the rows rewritten.
+
+        Rotation: ``{k1}`` -> ``{k2 (current), k1}`` everywhere -> ``reencrypt()`` -> ``{k2}``.
+
+        >>> store.reencrypt()  # doctest: +SKIP
+        1234
+        """
+        if self._cipher is None:
+            raise ValueError("reencrypt needs a store with encryption=Keyring(...)")
+        check_int("batch", batch, 1)
+        from .reencrypt import reencrypt
+
+        return reencrypt(self, batch)
 
     def truncate_all_sessions(self) -> int:
         """Remove every row (``TRUNCATE TABLE``); returns how many rows there were.

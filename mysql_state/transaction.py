@@ -53,7 +53,7 @@ class Transaction:
         if not rows:
             self._absent.add((sid, k))
             return default
-        return serde.decode_row(rows[0][1], type, sid, k, 0)
+        return s._decode(sid, k, 0, rows[0][1], type)
 
     def get_list(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None, *,
                  offset: int = 0, limit: Optional[int] = None) -> list:
@@ -78,7 +78,7 @@ class Transaction:
     def _lock_list(self, sid: str, k: str) -> Optional[ListHash]:
         self._cur.execute(self._store._sql["LOCK_HASH_ROW"], (sid, keys.hash_key(k)))
         row = self._cur.fetchone()
-        return ListHash.parse(row[0] if row else None)
+        return self._store._usable(ListHash.parse(row[0] if row else None))[0]
 
     # ---- writes ------------------------------------------------------------------------------
 

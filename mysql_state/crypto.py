@@ -1,0 +1,180 @@
+"""Encryption at rest: a keyring, AES-256-GCM rows bound to their place, keyed digests.
+
+Each value and each list item is its own ciphertext, so list saves stay incremental: an
+append encrypts only the new items. A row's text is ``"\\x1eenc1:<key id>:<base64(nonce +
+ciphertext + tag)>"``; the leading record separator is never the start of JSON, so an
+encrypted row is never taken for a value (nor for "no state yet") by a reader without the key.
+
+The associated data binds a row to its place: the table's name, the packed session id, the key
+and the item index. A row copied or moved to another table, session, key or index fails to
+decrypt. The database's name is left out, so a backup restored under another name reads.
+
+Change detection hashes the plaintext JSON with keys derived from the ring (HMAC-SHA256 of a
+ring key and a label), recorded by id in the hash row, so the table holds no digest of the
+plaintext that could be matched against guesses. Needs the ``encryption`` extra
+(``cryptography``).
+
+>>> ring = Keyring({"k1": os.urandom(32)}, current="k1")  # doctest: +SKIP
+>>> store = MysqlAgentStateStore.from_url(url, encryption=ring)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import os
+import re
+from typing import Any, Mapping, Optional
+
+from .errors import DecryptionError
+
+__all__ = ["Keyring", "RowCipher", "PREFIX", "is_sealed"]
+
+PREFIX = "\x1eenc1:"
+KEY_BYTES = 32
+NONCE_BYTES = 12
+_KEY_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+_DIGEST_LABEL = b"mysql-state/digest-key/v1"
+
+
+def is_sealed(text: Any) -> bool:
+    """Whether a stored text is an encrypted row (works for str and bytes)."""
+    if isinstance(text, bytes):
+        return text.startswith(PREFIX.encode())
+    return isinstance(text, str) and text.startswith(PREFIX)
+
+
+class Keyring:
+    """Key ids to 32-byte AES-256 keys; ``current`` is the one new writes use.
+
+    Older keys stay in the ring to read rows written under them, until
+    :meth:`MysqlAgentStateStore.reencrypt` has rewritten those rows. ``repr`` shows ids only.
+
+    >>> ring = Keyring({"k2": new_key, "k1": old_key}, current="k2")  # doctest: +SKIP
+    """
+
+    def __init__(self, keys: Mapping[str, bytes], current: str) -> None:
+        if not isinstance(keys, Mapping) or not keys:
+            raise ValueError("keys must be a non-empty mapping of key id to a 32-byte key")
+        checked: dict[str, bytes] = {}
+        for kid, key in keys.items():
+            if not isinstance(kid, str) or not _KEY_ID.fullmatch(kid):
+                raise ValueError(f"key id {kid!r} must match {_KEY_ID.pattern}")
+            if not isinstance(key, (bytes, bytearray)) or len(key) != KEY_BYTES:
+                size = len(key) if isinstance(key, (bytes, bytearray)) else type(key).__name__
+                raise ValueError(f"key {kid!r} must be {KEY_BYTES} bytes (AES-256), got {size}")
+            checked[kid] = bytes(key)
+        if current not in checked:
+            raise ValueError(f"current key id {current!r} is not one of the ring's keys {sorted(checked)}")
+        self._keys = checked
+        self.current = current
+        self._aead: dict[str, Any] = {}
+        self._digest_keys = {kid: hmac.new(k, _DIGEST_LABEL, hashlib.sha256).digest() for kid, k in checked.items()}
+
+    @classmethod
+    def from_env(cls, name: str = "MYSQL_STATE_KEYS") -> "Keyring":
+        """A ring from ``"k2=<base64>,k1=<base64>"`` in the environment; the first is current.
+
+        >>> ring = Keyring.from_env()  # MYSQL_STATE_KEYS="k2=...,k1=..."  # doctest: +SKIP
+        """
+        spec = os.environ.get(name, "")
+        if not spec.strip():
+            raise ValueError(f"environment variable {name} is empty or not set (expected \"k2=<base64>,k1=<base64>\")")
+        keys: dict[str, bytes] = {}
+        order: list[str] = []
+        for part in spec.split(","):
+            kid, sep, b64 = part.strip().partition("=")
+            if not sep or not kid:
+                raise ValueError(f"{name}: each entry must be <key id>=<base64 key>; got an entry without '=' "
+                                 f"(key id {kid[:20]!r})")
+            try:
+                keys[kid] = base64.b64decode(b64 + "=" * (-len(b64) % 4), validate=True)
+            except (binascii.Error, ValueError):
+                raise ValueError(f"{name}: the key of {kid!r} is not valid base64") from None
+            order.append(kid)
+        return cls(keys, current=order[0])
+
+    @property
+    def ids(self) -> list[str]:
+        return list(self._keys)
+
+    def __repr__(self) -> str:
+        return f"Keyring(ids={self.ids!r}, current={self.current!r})"
+
+    def aead(self, kid: str) -> Any:
+        found = self._aead.get(kid)
+        if found is None:
+            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+            found = self._aead[kid] = AESGCM(self._keys[kid])
+        return found
+
+    def digest_key(self, kid: str) -> Optional[bytes]:
+        """The change-detection key derived from key ``kid`` (None when not in the ring)."""
+        return self._digest_keys.get(kid)
+
+    def __contains__(self, kid: object) -> bool:
+        return kid in self._keys
+
+
+class RowCipher:
+    """Seals and opens rows of one table with a :class:`Keyring`."""
+
+    def __init__(self, keyring: Keyring, table: str) -> None:
+        try:
+            import cryptography  # noqa: F401
+        except ImportError as exc:  # pragma: no cover - exercised only without the extra
+            raise ImportError("encryption needs the 'encryption' extra: pip install 'mysql-state[encryption]'") from exc
+        self.keyring = keyring
+        self.table = table
+
+    def _aad(self, session_id: str, key: str, index: int) -> bytes:
+        return f"{self.table}\0{session_id}\0{key}\0{index}".encode("utf-8")
+
+    def seal(self, session_id: str, key: str, index: int, data: bytes) -> bytes:
+        """The stored text (ASCII bytes) of a row whose plaintext JSON is ``data``."""
+        kid = self.keyring.current
+        nonce = os.urandom(NONCE_BYTES)
+        sealed = self.keyring.aead(kid).encrypt(nonce, data, self._aad(session_id, key, index))
+        return (PREFIX + kid + ":").encode() + base64.b64encode(nonce + sealed)
+
+    def open(self, session_id: str, key: str, index: int, text: Any) -> bytes:
+        """The plaintext JSON of a stored row (a row that is not sealed is returned as is)."""
+        if isinstance(text, bytes):
+            text = text.decode("utf-8")
+        if not text.startswith(PREFIX):
+            return text.encode("utf-8")
+        kid, _, body = text[len(PREFIX):].partition(":")
+        if kid not in self.keyring:
+            raise _failed(session_id, key, index, kid, "its key id is not in this store's keyring")
+        try:
+            raw = base64.b64decode(body, validate=True)
+            return self.keyring.aead(kid).decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:],
+                                                  self._aad(session_id, key, index))
+        except Exception:  # noqa: BLE001 - InvalidTag, bad base64, short input: all "cannot decrypt"
+            raise _failed(session_id, key, index, kid,
+                          "it was changed, or moved from another table, session, key or index") from None
+
+
+def key_id_of(text: Any) -> Optional[str]:
+    """The key id of a sealed row's text (None for a plaintext row)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if not isinstance(text, str) or not text.startswith(PREFIX):
+        return None
+    return text[len(PREFIX):].partition(":")[0]
+
+
+def unreadable(session_id: str, key: str, index: int, text: Any) -> DecryptionError:
+    """The error for a sealed row met by a store without a keyring."""
+    return _failed(session_id, key, index, key_id_of(text), "this store has no keyring (encryption=...)")
+
+
+def _failed(session_id: str, key: str, index: int, kid: Optional[str], why: str) -> DecryptionError:
+    return DecryptionError(
+        f"the row of session {session_id!r}, key {key!r}, item_index {index} is encrypted under key id "
+        f"{kid!r} and cannot be decrypted: {why}",
+        session_id, key, index, kid,
+    )

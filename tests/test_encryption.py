@@ -1,0 +1,219 @@
+"""Encryption at rest: rows sealed with AES-256-GCM and bound to their place, keyed digests,
+rotation by reencrypt beside live writers, and erasing a user. Checked with plain SQL."""
+
+from __future__ import annotations
+
+import base64
+import os
+import threading
+
+import orjson
+import pytest
+
+from mysql_state import (
+    CorruptStateError,
+    DecryptionError,
+    Keyring,
+    MysqlAgentStateStore,
+)
+from mysql_state.crypto import PREFIX
+from mysql_state.listsync import Digester, ListHash, verify
+
+from .conftest import Raw
+
+K1, K2 = os.urandom(32), os.urandom(32)
+SECRET = "my blood test says"
+
+
+def ring(*ids: str) -> Keyring:
+    keys = {"k1": K1, "k2": K2}
+    return Keyring({i: keys[i] for i in ids}, current=ids[0])
+
+
+@pytest.fixture
+def open_store(url, database, store):
+    made = []
+
+    def make(encryption=None, **kw):
+        s = MysqlAgentStateStore.from_url(url, database_name=database, encryption=encryption, **kw)
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        s.close()
+
+
+def plaintext_anywhere(raw: Raw, text: str) -> bool:
+    return any(text in str(r[3]) for r in raw.rows())
+
+
+def msgs(n: int, start: int = 0) -> list:
+    return [{"role": "user", "content": f"{SECRET} {i}"} for i in range(start, start + n)]
+
+
+def test_values_and_items_are_sealed_and_read_back(open_store, raw):
+    s = open_store(ring("k1"))
+    s.save("alice", "c1", "summary", {"text": SECRET})
+    s.save_list("alice", "c1", "memory", msgs(5))
+    assert s.append_list("alice", "c1", "memory", msgs(2, 5)) == 7
+    assert s.get("alice", "c1", "summary") == {"text": SECRET}
+    assert s.get_list("alice", "c1", "memory") == msgs(7)
+    assert s.get_list("alice", "c1", "memory", offset=-2) == msgs(2, 5)
+    assert s.get_many("alice", "c1", values=["summary"], lists=["memory"])["memory"] == msgs(7)
+    assert not plaintext_anywhere(raw, SECRET)
+    data_rows = [r for r in raw.rows() if not r[1].endswith(":_hash")]
+    assert all(r[3].startswith(PREFIX + "k1:") for r in data_rows)
+    # every seal uses a fresh nonce: the same value twice gives two different texts
+    s.save("alice", "c1", "again", "x")
+    first = raw.query("SELECT state_data FROM {t} WHERE state_key='again'")[0][0]
+    s.save("alice", "c1", "again", "x")
+    assert raw.query("SELECT state_data FROM {t} WHERE state_key='again'")[0][0] != first
+    assert s.pop_list("alice", "c1", "memory") == msgs(1, 6)[0]
+
+
+def test_hash_rows_hold_keyed_digests_only(open_store, raw):
+    a, b = open_store(ring("k1")), open_store(ring("k2"))
+    a.save_list("alice", "c1", "memory", msgs(3))
+    b.save_list("alice", "c2", "memory", msgs(3))
+    h1, h2 = (orjson.loads(raw.query("SELECT state_data FROM {t} WHERE session_id=%s AND state_key='memory:_hash'",
+                                     (sid,))[0][0]) for sid in ("alice:c1", "alice:c2"))
+    assert h1["dk"] == "k1" and h2["dk"] == "k2"
+    assert (h1["sum"], h1["ph"]) != (h2["sum"], h2["ph"])  # other keys, other digests of the same list
+    datas = [orjson.dumps(m) for m in msgs(3)]
+    assert not verify(ListHash.parse(orjson.dumps(h1).decode()), datas)  # not the plain digests
+    keyed = Digester(ring("k1").digest_key("k1"), "k1")
+    assert verify(ListHash.parse(orjson.dumps(h1).decode()), datas, keyed)
+
+
+def test_incremental_paths_encrypt_only_what_they_write(open_store, raw, monkeypatch):
+    s = open_store(ring("k1"))
+    s.save_list("alice", "c1", "memory", msgs(50))
+    sealed = []
+    real = s._cipher.seal
+    monkeypatch.setattr(s._cipher, "seal", lambda *a: sealed.append(a[2]) or real(*a))
+    s.append_list("alice", "c1", "memory", msgs(1, 50))
+    assert sealed == [50]
+    sealed.clear()
+    s.save_list("alice", "c1", "memory", msgs(53))
+    assert sealed == [51, 52]
+    cold = open_store(ring("k1"))
+    monkeypatch.setattr(cold._cipher, "seal", lambda *a: sealed.append(a[2]) or real(*a))
+    opened = []
+    real_open = cold._cipher.open
+    monkeypatch.setattr(cold._cipher, "open", lambda *a: opened.append(a[2]) or real_open(*a))
+    sealed.clear()
+    plan = cold.save_list_report("alice", "c1", "memory", msgs(54))
+    assert (plan.kind, sealed, opened) == ("append", [53], [])  # cold: nothing decrypted
+
+
+def test_a_row_moved_copied_or_tampered_with_fails_to_decrypt(open_store, raw):
+    s = open_store(ring("k1"))
+    s.save("alice", "c1", "v", SECRET)
+    s.save_list("alice", "c1", "m", ["a", "b"])
+    raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data) SELECT 'bob:c1', state_key,"
+                " item_index, state_data FROM {t} WHERE session_id='alice:c1' AND state_key='v'")
+    with pytest.raises(DecryptionError) as err:
+        s.get("bob", "c1", "v")
+    assert (err.value.session_id, err.value.key, err.value.index, err.value.key_id) == ("bob:c1", "v", 0, "k1")
+    assert isinstance(err.value, CorruptStateError)
+    # swap two items of one list: each is bound to its index
+    a, b = (r[0] for r in raw.query("SELECT state_data FROM {t} WHERE state_key='m' ORDER BY item_index"))
+    raw.execute("UPDATE {t} SET state_data=%s WHERE state_key='m' AND item_index=0", (b,))
+    with pytest.raises(DecryptionError):
+        s.get_list("alice", "c1", "m")
+    # one flipped character of the ciphertext
+    text = raw.query("SELECT state_data FROM {t} WHERE session_id='alice:c1' AND state_key='v'")[0][0]
+    flipped = text[:-3] + ("A" if text[-3] != "A" else "B") + text[-2:]
+    raw.execute("UPDATE {t} SET state_data=%s WHERE session_id='alice:c1' AND state_key='v'", (flipped,))
+    with pytest.raises(DecryptionError):
+        s.get("alice", "c1", "v")
+
+
+def test_a_store_without_the_key_never_reads_an_envelope_as_data(open_store, raw):
+    open_store(ring("k2")).save("alice", "c1", "v", SECRET)
+    open_store(ring("k2")).save_list("alice", "c1", "m", ["x"])
+    for s in (open_store(None), open_store(ring("k1"))):
+        with pytest.raises(DecryptionError, match="k2"):
+            s.get("alice", "c1", "v")
+        with pytest.raises(DecryptionError):
+            s.get_list("alice", "c1", "m")
+        with pytest.raises(DecryptionError):
+            s.get_many("alice", "c1", values=["v"])
+
+
+def test_plaintext_rows_read_as_they_are_and_reencrypt_rewrites_them(open_store, raw):
+    plain = open_store(None)
+    plain.save("alice", "c1", "v", SECRET)
+    plain.save_list("alice", "c1", "m", msgs(4))
+    s = open_store(ring("k1"))
+    assert s.get("alice", "c1", "v") == SECRET and s.get_list("alice", "c1", "m") == msgs(4)
+    assert s.append_list("alice", "c1", "m", msgs(1, 4)) == 5  # a plaintext-era list keeps working
+    assert s.reencrypt() == 7  # the hash row with its 5 items, and the value
+    assert not plaintext_anywhere(raw, SECRET)
+    assert s.reencrypt() == 0
+    assert s.get_list("alice", "c1", "m") == msgs(5) and s.get("alice", "c1", "v") == SECRET
+
+
+def test_rotation_loses_nothing_beside_writers_on_the_old_ring(open_store, raw):
+    old = open_store(ring("k1"))
+    for i in range(20):
+        old.save_list("alice", f"c{i}", "m", msgs(5))
+        old.save("alice", f"c{i}", "v", i)
+    rotated = open_store(ring("k2", "k1"))
+    still_old = open_store(ring("k1", "k2"))  # a worker not yet moved to the new ring
+    stop = threading.Event()
+    written: dict[str, int] = {}
+
+    def writer():
+        j = 0
+        while not stop.is_set():
+            j += 1
+            n = still_old.append_list("alice", f"c{j % 20}", "m", [{"turn": j}])
+            written[f"c{j % 20}"] = n
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        first = rotated.reencrypt(batch=7)
+    finally:
+        stop.set()
+        t.join()
+    assert first > 0
+    rotated.reencrypt(batch=7)  # the old ring's writes during the first run
+    newest = open_store(ring("k2"))
+    for i in range(20):
+        items = newest.get_list("alice", f"c{i}", "m")
+        assert items[:5] == msgs(5) and len(items) == written.get(f"c{i}", 5)
+        assert newest.get("alice", f"c{i}", "v") == i
+    assert all(r[3].startswith(PREFIX + "k2:") for r in raw.rows() if not r[1].endswith(":_hash"))
+    assert all('"dk":"k2"' in r[3] for r in raw.rows() if r[1].endswith(":_hash"))
+
+
+def test_keyring_rules_and_no_key_in_any_message(monkeypatch):
+    with pytest.raises(ValueError, match="'k1' must be 32 bytes"):
+        Keyring({"k1": b"short"}, current="k1")
+    with pytest.raises(ValueError, match="current key id 'k9'"):
+        Keyring({"k1": K1}, current="k9")
+    monkeypatch.setenv("MYSQL_STATE_KEYS", f"k2={base64.b64encode(K2).decode()},k1={base64.b64encode(K1).decode()}")
+    r = Keyring.from_env()
+    assert r.current == "k2" and r.ids == ["k2", "k1"]
+    assert base64.b64encode(K2).decode() not in repr(r) and "k2" in repr(r)
+    monkeypatch.setenv("MYSQL_STATE_KEYS", "k1=" + base64.b64encode(b"x" * 16).decode())
+    with pytest.raises(ValueError) as err:
+        Keyring.from_env()
+    assert "16" in str(err.value) and base64.b64encode(b"x" * 16).decode() not in str(err.value)
+
+
+def test_forget_user_removes_every_row_of_that_user_only(store, raw):
+    for u in ("alice", "alicia", "bob", None):
+        for s in ("c1", "c2"):
+            store.save(u, s, "v", 1)
+            store.save_list(u, s, "m", [1, 2, 3])
+    before = len(raw.rows())
+    assert store.forget_user("alice", batch=3) == 10
+    assert store.forget_user("alice") == 0
+    assert not store.exists("alice", "c1") and store.list_session_ids("alice") == set()
+    assert len(raw.rows()) == before - 10
+    assert store.list_session_ids("alicia") == {"c1", "c2"} and store.exists("bob", "c2")
+    assert store.forget_user(None) == 10 and store.list_session_ids(None) == set()
