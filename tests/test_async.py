@@ -159,7 +159,8 @@ def test_a_ticking_coroutine_keeps_ticking_beside_a_burst_of_saves(url, database
     try:
         gap, ticks, elapsed = _max_tick_gap(burst)
         assert elapsed > 0.2, "the burst is too small to show anything"
-        assert ticks >= elapsed / 0.005 * 0.3, (ticks, elapsed)
+        # liveness only: the loop keeps running (the side-by-side stall check below is the real one)
+        assert ticks >= max(20, elapsed / 0.005 * 0.1), (ticks, elapsed)
         blocked_gap, _, blocked_elapsed = _max_tick_gap(blocking_burst)
         assert blocked_gap > 0.8 * blocked_elapsed, "the control should have frozen the ticker"
         # Side by side in one run (the machine is shared and noisy): the async burst's longest
