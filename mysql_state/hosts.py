@@ -6,7 +6,7 @@ connection that is re-opened in place stays on its host) and when the host was l
 down. The :class:`~mysql_state.pool.Connector` asks it which host to use for each call
 (:meth:`HostPools.order`) and tells it when a host did not answer (:meth:`HostPools.mark_down`):
 the call is then retried on the next host of the list (nothing was committed yet), and the
-host is skipped by new calls for a back-off (1 s, doubling up to 30 s) after which it is
+host is skipped by new calls for a back-off (1 s, doubling up to 5 s) after which it is
 tried first again, so a recovered preferred host is used again for new connections.
 
 "Did not answer" means: the connection could not be made (2002, 2003), a re-open of a lost
@@ -30,7 +30,7 @@ __all__ = ["Host", "HostPools", "RETRY_AFTER", "RETRY_AFTER_MAX"]
 
 #: Seconds a host that did not answer is skipped by new calls (doubling per failure).
 RETRY_AFTER = 1.0
-RETRY_AFTER_MAX = 30.0
+RETRY_AFTER_MAX = 5.0
 
 
 @dataclass(eq=False)
