@@ -1,9 +1,19 @@
 """Change detection for lists: what a ``save_list`` must write. Pure logic, no I/O.
 
-The hash row of a list holds ``{"fmt": "mysql-state/list-v1", "n": <length>, "sum": <hex>}``,
-where ``sum`` is the sum modulo 2**128 of a BLAKE2b digest of every item's JSON, salted with
-the item's index. Any change to any item's bytes changes the sum (no sampling), an append
-updates it in O(new items), and a prefix of the list can be checked against it.
+The hash row of a list (format ``mysql-state/list-v2``) holds:
+
+* ``n`` and ``sum``: the length, and the sum modulo 2**128 of an index-salted BLAKE2b digest of
+  every item's JSON. Any change to any item changes it, and an append updates it in O(new items).
+* a checkpoint ``p``, ``plen``, ``ph``, ``psum``: the items ``0..p-1`` are, in the list's JSON
+  ``[item0,item1,...]``, the ``plen`` bytes after the ``[``; ``ph`` is their SHA-256 and ``psum``
+  the sum of their digests. A save puts the checkpoint just before the last item.
+
+So a save in a process that has never seen the list (a cold save: another worker, a restart)
+costs one ``orjson.dumps`` of the list and ONE hash over one byte range ("the first p items are
+unchanged"), then per-item work on the few items after the checkpoint only: the turn appended,
+or the last message that grew in place. Anything else (an edit in the middle, a compaction) is
+found by the per-item path, item digests and, where needed, the stored items themselves. The
+format ``mysql-state/list-v1`` (``n`` and ``sum`` only) reads as a checkpoint at 0.
 
 Within one process a :class:`Snapshot` remembers the JSON of what was last written, so a warm
 ``save_list`` costs one ``orjson.dumps`` of the list and a ``memcmp``, then work proportional to
@@ -16,13 +26,19 @@ import hashlib
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import orjson
 
-HASH_FORMAT = "mysql-state/list-v1"
+HASH_FORMAT = "mysql-state/list-v2"
+LEGACY_FORMATS = ("mysql-state/list-v1",)
 _MOD = 1 << 128
 _MASK = _MOD - 1
+
+prefix_hasher = hashlib.sha256
+EMPTY_PREFIX = prefix_hasher(b"").digest()
+
+Encoder = Callable[[Sequence[Any], int], list]
 
 
 def digest(index: int, data: bytes) -> int:
@@ -37,13 +53,20 @@ def digests(datas: Sequence[bytes], start: int = 0) -> list[int]:
 
 @dataclass(frozen=True)
 class ListHash:
-    """What the hash row says: the list's length and the sum of its item digests."""
+    """What the hash row says: length, digest sum, and the checkpoint (see the module doc)."""
 
     n: int
     total: int
+    p: int = 0
+    plen: int = 0
+    ph: bytes = EMPTY_PREFIX
+    psum: int = 0
 
     def to_json(self) -> bytes:
-        return orjson.dumps({"fmt": HASH_FORMAT, "n": self.n, "sum": format(self.total, "032x")})
+        return orjson.dumps({
+            "fmt": HASH_FORMAT, "n": self.n, "sum": format(self.total, "032x"),
+            "p": self.p, "plen": self.plen, "ph": self.ph.hex(), "psum": format(self.psum, "032x"),
+        })
 
     @staticmethod
     def parse(data: Optional[str]) -> Optional["ListHash"]:
@@ -52,26 +75,45 @@ class ListHash:
             return None
         try:
             obj = orjson.loads(data)
-            if not isinstance(obj, dict) or obj.get("fmt") != HASH_FORMAT:
+            if not isinstance(obj, dict) or obj.get("fmt") not in (HASH_FORMAT, *LEGACY_FORMATS):
                 return None
             n, total = obj["n"], int(obj["sum"], 16)
             if type(n) is not int or n < 0 or not 0 <= total < _MOD:
                 return None
-            return ListHash(n, total)
+            if obj["fmt"] != HASH_FORMAT:
+                return ListHash(n, total)
+            p, plen, ph, psum = obj["p"], obj["plen"], bytes.fromhex(obj["ph"]), int(obj["psum"], 16)
+            if type(p) is not int or type(plen) is not int or not 0 <= p <= n or plen < 0 or len(ph) != 32:
+                return None
+            return ListHash(n, total, p, plen, ph, psum & _MASK)
         except (ValueError, KeyError, TypeError):
             return None
 
     @staticmethod
     def of(item_digests: Sequence[int]) -> "ListHash":
+        """A hash with its checkpoint at 0 (use :func:`checkpoint` to place one)."""
         return ListHash(len(item_digests), sum(item_digests) & _MASK)
+
+    def extended(self, new_digests: Sequence[int]) -> "ListHash":
+        """The hash after appending items with these digests (O(new items); the checkpoint stays)."""
+        return ListHash(self.n + len(new_digests), (self.total + sum(new_digests)) & _MASK,
+                        self.p, self.plen, self.ph, self.psum)
 
     def without_last(self, last_digest: int) -> "ListHash":
         """The hash after removing the last item, whose digest is given (a pop)."""
-        return ListHash(self.n - 1, (self.total - last_digest) & _MASK)
+        total = (self.total - last_digest) & _MASK
+        if self.p <= self.n - 1:
+            return ListHash(self.n - 1, total, self.p, self.plen, self.ph, self.psum)
+        return ListHash(self.n - 1, total)  # the checkpoint covered the popped item
 
-    def extended(self, new_digests: Sequence[int]) -> "ListHash":
-        """The hash after appending items with these digests (O(new items))."""
-        return ListHash(self.n + len(new_digests), (self.total + sum(new_digests)) & _MASK)
+
+def verify(h: ListHash, datas: Sequence[bytes]) -> bool:
+    """Whether ``h`` describes exactly the items whose JSON is ``datas`` (tests, the doctor)."""
+    if h.n != len(datas) or h.total != sum(digests(datas)) & _MASK or h.p > len(datas):
+        return False
+    prefix = b",".join(datas[: h.p])
+    return (len(prefix) == h.plen and prefix_hasher(prefix).digest() == h.ph
+            and sum(digests(datas[: h.p])) & _MASK == h.psum)
 
 
 @dataclass
@@ -82,178 +124,338 @@ class Plan:
     delete_from: Optional[int] = None  # delete rows with item_index >= this
     delete_all: bool = False  # full rewrite: drop every item row first
     new_hash: Optional[ListHash] = None  # None: nothing to write at all
-    kind: str = "unchanged"  # unchanged | append | suffix | rewrite | clear (for reports)
+    kind: str = "unchanged"  # unchanged | append | suffix | shrink | rewrite | clear
 
     @property
     def rows_written(self) -> int:
         return len(self.upserts)
 
 
+def _kind(k: int, n: int, m: int) -> str:
+    """The kind of a save whose first changed index is ``k`` (old length n, new m)."""
+    if m == 0:
+        return "clear"
+    if m < n:
+        return "shrink"
+    return "append" if k >= n else "suffix"
+
+
+def _ends_of(datas: Sequence[bytes], start: int) -> list[int]:
+    """Offsets just past each item, the first starting at ``start``."""
+    out, pos = [], start
+    for d in datas:
+        pos += len(d)
+        out.append(pos)
+        pos += 1
+    return out
+
+
+def _checkpoint(blob: bytes, m: int, end_of: Callable[[int], int], total: int, last_digest: int,
+                hasher: Any, hashed_to: int) -> tuple[ListHash, Any]:
+    """The hash of a list of ``m`` items whose JSON is ``blob``, checkpoint before its last item.
+
+    ``hasher`` holds the SHA-256 of ``blob[1:hashed_to]`` (a prefix already hashed, or None);
+    returns the hash and the hasher state at the checkpoint (for the next warm save).
+    """
+    p = max(m - 1, 0)
+    end = end_of(p - 1) if p else 1
+    if hasher is None or hashed_to > end:
+        hasher, hashed_to = prefix_hasher(), 1
+    else:
+        hasher = hasher.copy()
+    hasher.update(memoryview(blob)[hashed_to:end])
+    psum = (total - last_digest) & _MASK if m else 0
+    return ListHash(m, total & _MASK, p, end - 1, hasher.copy().digest(), psum), hasher
+
+
 class Snapshot:
     """The JSON of a list as this process last stored it.
 
-    ``blob`` is ``orjson.dumps(list)``; ``ends[i]`` is the offset just past item i in ``blob``;
-    ``pending`` holds appended items not yet folded into ``blob`` (kept so that an append
-    costs O(new items)). Guarded by ``lock`` (one writer per list key in the process).
+    ``blob`` is ``orjson.dumps(list)``; the offsets just past items ``base..n-1`` are in
+    ``ends`` (a snapshot made by a cold save knows them only after the checkpoint);
+    ``first_end`` is the offset just past item ``base-1`` (0 when ``base`` is 0). ``hasher``
+    holds the SHA-256 of the checkpoint's bytes. ``pending`` holds appended items not yet
+    folded into ``blob`` (an append costs O(new items)). Guarded by ``lock`` (one writer per
+    list key in the process).
     """
 
-    __slots__ = ("blob", "ends", "digests", "pending", "pending_bytes", "lock", "hash")
+    __slots__ = ("blob", "n", "base", "first_end", "ends", "hasher", "pending", "pending_bytes", "lock", "hash")
 
-    def __init__(self, blob: bytes, ends: list[int], item_digests: list[int], h: ListHash) -> None:
-        self.blob = blob
-        self.ends = ends
-        self.digests = item_digests
+    def __init__(self, blob: bytes, n: int, base: int, first_end: int, ends: list[int], hasher: Any,
+                 h: ListHash) -> None:
+        self.blob, self.n, self.base, self.first_end, self.ends = blob, n, base, first_end, ends
+        self.hasher = hasher
         self.pending: list[bytes] = []
         self.pending_bytes = 0
         self.lock = threading.Lock()
         self.hash = h
 
-    @staticmethod
-    def build(blob: bytes, datas: Sequence[bytes], item_digests: list[int], h: ListHash) -> "Snapshot":
-        ends, pos = [], 1
-        for d in datas:
-            pos += len(d)
-            ends.append(pos)
-            pos += 1
-        return Snapshot(blob, ends, item_digests, h)
-
     @property
     def nbytes(self) -> int:
         return len(self.blob) + self.pending_bytes + 40 * (len(self.ends) + len(self.pending))
 
-    def item(self, i: int) -> bytes:
-        start = self.ends[i - 1] + 1 if i else 1
-        return self.blob[start : self.ends[i]]
+    def end(self, i: int) -> int:
+        """The offset just past item ``i`` (``i >= base - 1``)."""
+        return self.first_end if i == self.base - 1 else self.ends[i - self.base]
 
-    def extend(self, datas: Sequence[bytes], new_digests: Sequence[int], h: ListHash) -> None:
+    def item(self, i: int) -> bytes:
+        return self.blob[self.end(i - 1) + 1 : self.end(i)] if i else self.blob[1 : self.end(0)]
+
+    def extend(self, datas: Sequence[bytes], h: ListHash) -> None:
         """Record an append (O(new items)); folded into ``blob`` on the next diff."""
         self.pending.extend(datas)
         self.pending_bytes += sum(map(len, datas))
-        self.digests.extend(new_digests)
+        self.n += len(datas)
         self.hash = h
 
     def _fold(self) -> None:
         if not self.pending:
             return
-        parts = self.pending
         body = self.blob[:-1]
-        joined = b",".join(parts)
-        pos = len(body) + (1 if self.ends else 0)
-        for d in parts:
-            self.ends.append(pos + len(d))
-            pos += len(d) + 1
-        self.blob = body + (b"," if len(body) > 1 else b"") + joined + b"]"
+        start = len(body) + (1 if self.n > len(self.pending) else 0)
+        self.ends.extend(_ends_of(self.pending, start))
+        self.blob = body + (b"," if len(body) > 1 else b"") + b",".join(self.pending) + b"]"
         self.pending = []
         self.pending_bytes = 0
 
-    def diff(self, blob: bytes, values: Sequence, encode_items) -> tuple[Plan, Optional["Snapshot"]]:
+    def diff(self, blob: bytes, values: Sequence, encode_items: Encoder) -> Optional[tuple[Plan, "Snapshot"]]:
         """Plan the writes that turn this snapshot into ``values`` (whose JSON is ``blob``).
 
-        ``encode_items(values_slice, start)`` encodes the changed suffix only.
-        Returns the plan and the snapshot after the write (None: use the cold path).
+        ``encode_items(values_slice, start)`` encodes the changed suffix only. Returns the
+        plan and the snapshot after the write, or None: use the cold path.
         """
         self._fold()
-        old, ends, n, m = self.blob, self.ends, len(self.ends), len(values)
+        old, n, m = self.blob, self.n, len(values)
         if blob == old:
             return Plan(kind="unchanged"), self
-        view = memoryview(old)
-        # First changed index k: items before k are byte-identical (JSON values are
-        # self-delimiting, and the delimiter after each item is compared too).
-        if n and blob.startswith(view[: ends[-1]]) and blob[ends[-1] : ends[-1] + 1] == b",":
-            k = n
-        else:
-            k = _first_change(blob, view, ends)
+        k = self._first_change(blob)
+        if k is None:
+            return None
+        start = self.end(k - 1) + 1 if k else 1
         suffix = encode_items(values[k:], k)
-        start = ends[k - 1] + 1 if k else 1
-        new_ends = ends[:k]
-        pos = start
-        for d in suffix:
-            pos += len(d)
-            new_ends.append(pos)
-            pos += 1
+        new_ends = _ends_of(suffix, start)
         if (new_ends[-1] if new_ends else 1) != len(blob) - 1:
-            return Plan(), None  # not the layout we assumed: let the caller go cold
+            return None  # not the layout we assumed
         plan = Plan()
-        new_digests = self.digests[:k]
-        total = self.hash.total
+        dg: dict[int, int] = {}
+        total = 0 if k == 0 else self.hash.total
         for i, d in enumerate(suffix, k):
             if i < n and d == self.item(i):
-                new_digests.append(self.digests[i])
+                if k == 0:
+                    total += digest(i, d)
                 continue
-            dg = digest(i, d)
-            if i < n:
-                total -= self.digests[i]
-            total += dg
-            new_digests.append(dg)
+            dg[i] = digest(i, d)
+            if i < n and k:
+                total -= digest(i, self.item(i))
+            total += dg[i]
             plan.upserts.append((i, d))
-        for i in range(m, n):
-            total -= self.digests[i]
+        if k:
+            for i in range(m, n):
+                total -= digest(i, self.item(i))
         if m < n:
             plan.delete_from = m
-        plan.new_hash = ListHash(m, total & _MASK)
-        plan.kind = "append" if k == n else ("clear" if m == 0 else "suffix")
-        snap = Snapshot(blob, new_ends, new_digests, plan.new_hash)
-        return plan, snap
+        base = self.base  # k >= base: _first_change said so
+        ends = self.ends[: k - base] + new_ends
+
+        def end_of(i: int) -> int:
+            return self.first_end if i == base - 1 else ends[i - base]
+
+        last = m - 1
+        last_digest = 0
+        if m:
+            last_digest = dg[last] if last in dg else digest(last, blob[(end_of(last - 1) + 1 if last else 1) : end_of(last)])
+        keep = k >= self.hash.p
+        plan.new_hash, hasher = _checkpoint(blob, m, end_of, total, last_digest,
+                                            self.hasher if keep else None, 1 + self.hash.plen)
+        plan.kind = _kind(k, n, m)
+        return plan, Snapshot(blob, m, base, self.first_end, ends, hasher, plan.new_hash)
+
+    def _first_change(self, blob: bytes) -> Optional[int]:
+        """Smallest k whose item (with its delimiter) differs; None when it is before ``base``."""
+        old, n = memoryview(self.blob), self.n
+        if n and self.end(n - 1) < len(blob) and blob[self.end(n - 1)] == 44 and blob.startswith(old[: self.end(n - 1)]):
+            return n  # pure append: one memcmp
+        if n == 0:
+            return 0
+
+        def same_through(i: int) -> bool:  # items 0..i unchanged, delimiter included
+            return blob.startswith(old[: self.end(i) + 1])
+
+        if self.base and not same_through(self.base - 1):
+            return None
+        lo, hi, step = self.base - 1, n - 1, 1  # invariant: items 0..lo unchanged; hi changed or last
+        while True:
+            probe = hi - step
+            if probe <= lo:
+                break
+            if same_through(probe):
+                lo = probe
+                break
+            hi, step = probe, step * 2
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if same_through(mid):
+                lo = mid
+            else:
+                hi = mid
+        return lo + 1 if lo + 1 < n or not same_through(n - 1) else n
 
 
-def _first_change(blob: bytes, view: memoryview, ends: list[int]) -> int:
-    """Smallest k whose item (with its delimiter) differs; gallops from the end."""
+# ---- cold saves ---------------------------------------------------------------------------------
 
-    def same_through(i: int) -> bool:  # items 0..i unchanged, delimiter included
-        return blob.startswith(view[: ends[i] + 1])
 
-    n = len(ends)
-    hi = n - 1  # invariant: item hi changed or hi is the last
-    step, lo = 1, -1
-    while True:
-        probe = hi - step
-        if probe < 0:
-            break
-        if same_through(probe):
-            lo = probe
-            break
-        hi, step = probe, step * 2
-    # same_through(lo) holds (or lo == -1); the first change is in (lo, hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if same_through(mid):
-            lo = mid
+@dataclass
+class ColdStart:
+    """A cold save whose checkpoint matched: the items after it, encoded, and what follows."""
+
+    stored: ListHash
+    tail: list[bytes]  # JSON of new items p..m-1
+    tail_digests: list[int]
+    hasher: Any  # SHA-256 of the checkpoint's bytes
+    blob: bytes
+    m: int
+
+    @property
+    def p(self) -> int:
+        return self.stored.p
+
+    def plan(self, stored_tail: Optional[Sequence[bytes]]) -> Optional[tuple[Plan, Snapshot]]:
+        """The plan; ``stored_tail`` (the stored items p..n-1) when :meth:`needs_read`."""
+        s, p, m, n = self.stored, self.stored.p, self.m, self.stored.n
+        plan = Plan()
+        if stored_tail is None:  # the sum says items p..n-1 are unchanged, or there is one
+            same = m >= n and sum(self.tail_digests[: n - p]) & _MASK == (s.total - s.psum) & _MASK
+            first = n if same else p
+            plan.upserts = list(enumerate(self.tail[first - p :], first))
+            k = first
         else:
-            hi = mid
-    return lo + 1
+            k = None
+            for i, d in enumerate(self.tail, p):
+                if i >= n or stored_tail[i - p] != d:
+                    plan.upserts.append((i, d))
+                    k = i if k is None else k
+            k = min(m, n) if k is None else k
+        if m < n:
+            plan.delete_from = m
+        if not plan.upserts and m == n:
+            return Plan(kind="unchanged"), self._snapshot(s)
+        total = (s.psum + sum(self.tail_digests)) & _MASK
+        L = 1 + s.plen
+        ends = _ends_of(self.tail, L + 1 if p else 1)
+
+        def end_of(i: int) -> int:
+            return L if i == p - 1 else ends[i - p]
+
+        last = self.tail_digests[-1] if self.tail else 0
+        if m - 1 < p:  # the list ends at the checkpoint: re-hash from the start
+            return None
+        plan.new_hash, hasher = _checkpoint(self.blob, m, end_of, total, last, self.hasher, L)
+        plan.kind = _kind(k, n, m)
+        return plan, Snapshot(self.blob, m, p, L if p else 0, ends, hasher, plan.new_hash)
+
+    def needs_read(self) -> bool:
+        """Whether the stored items after the checkpoint must be read to find the change."""
+        s, p = self.stored, self.stored.p
+        same = self.m >= s.n and sum(self.tail_digests[: s.n - p]) & _MASK == (s.total - s.psum) & _MASK
+        return not same and s.n - p > 1
+
+    def _snapshot(self, h: ListHash) -> Snapshot:
+        L = 1 + h.plen
+        return Snapshot(self.blob, self.m, h.p, L if h.p else 0, _ends_of(self.tail, L + 1 if h.p else 1),
+                        self.hasher, h)
+
+
+def cold_start(blob: bytes, values: Sequence[Any], stored: ListHash, encode_items: Encoder) -> Optional[ColdStart]:
+    """Check the stored checkpoint against ``blob`` with one hash over one byte range.
+
+    Returns None when the first ``p`` items changed (or the checkpoint does not fit): then
+    the per-item path is needed. Items after the checkpoint are encoded here.
+    """
+    p, m = stored.p, len(values)
+    L = 1 + stored.plen
+    if p > m or L > len(blob) - 1 or (p and blob[L] not in (44, 93)) or (p and p == m and blob[L] != 93):
+        return None
+    hasher = prefix_hasher()
+    hasher.update(memoryview(blob)[1:L])
+    if hasher.copy().digest() != stored.ph:
+        return None
+    tail = encode_items(values[p:], p)
+    body = memoryview(blob)[(L + 1 if p else 1) : len(blob) - 1]
+    if (len(tail) and bytes(body) != b",".join(tail)) or (not tail and len(body)):
+        return None
+    return ColdStart(stored, tail, digests(tail, p), hasher, blob, m)
+
+
+def full_snapshot(blob: bytes, datas: Sequence[bytes], item_digests: Sequence[int]) -> tuple[ListHash, Snapshot]:
+    """The hash (checkpoint placed) and snapshot of a list encoded item by item."""
+    ends = _ends_of(datas, 1)
+    m = len(datas)
+    h, hasher = _checkpoint(blob, m, lambda i: ends[i], sum(item_digests), item_digests[-1] if m else 0, None, 1)
+    return h, Snapshot(blob, m, 0, 0, ends, hasher, h)
 
 
 def plan_against_stored(datas: Sequence[bytes], stored: Sequence[bytes]) -> Plan:
     """Plan from the stored items' JSON (cold path after a hash mismatch)."""
     plan = Plan()
     n, m = len(stored), len(datas)
+    k = None
     for i, d in enumerate(datas):
         if i >= n or stored[i] != d:
             plan.upserts.append((i, d))
+            k = i if k is None else k
     if m < n:
         plan.delete_from = m
-    plan.kind = "clear" if m == 0 else "suffix"
+    plan.kind = _kind(min(m, n) if k is None else k, n, m)
     return plan
 
 
-def plan_rewrite(datas: Sequence[bytes], item_digests: Sequence[int]) -> Plan:
-    """Drop every item row and write the list whole."""
-    return Plan(upserts=list(enumerate(datas)), delete_all=True, new_hash=ListHash.of(item_digests), kind="rewrite")
+def plan_rewrite(datas: Sequence[bytes]) -> Plan:
+    """Drop every item row and write the list whole (the caller sets ``new_hash``)."""
+    return Plan(upserts=list(enumerate(datas)), delete_all=True, kind="rewrite" if datas else "clear")
 
 
 def plan_cold(datas: Sequence[bytes], item_digests: Sequence[int], stored: Optional[ListHash]) -> Optional[Plan]:
-    """Plan without a snapshot; None when the stored items must be read to find the change.
-
-    A missing or foreign hash row gives a full rewrite.
+    """Per-item plan without a snapshot; None when the stored items must be read to find the
+    change. A missing or foreign hash row gives a full rewrite. ``new_hash`` is left to the caller.
     """
     if stored is None:
-        return plan_rewrite(datas, item_digests)
-    new_hash = ListHash.of(item_digests)
-    if stored == new_hash:
+        return plan_rewrite(datas)
+    if stored.n == len(datas) and stored.total == sum(item_digests) & _MASK:
         return Plan(kind="unchanged")
     if stored.n <= len(datas) and (sum(item_digests[: stored.n]) & _MASK) == stored.total:
-        return Plan(upserts=list(enumerate(datas[stored.n :], stored.n)), new_hash=new_hash, kind="append")
+        return Plan(upserts=list(enumerate(datas[stored.n :], stored.n)), kind="append")
     return None
+
+
+class HashHints:
+    """The hash row last seen per list (bounded; approximate LRU). A hint is only a guess:
+    whoever uses it checks it against the stored row under its lock."""
+
+    def __init__(self, max_items: int = 4096) -> None:
+        self.max_items = max_items
+        self._items: OrderedDict[tuple[str, str], ListHash] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> Optional[ListHash]:
+        return self._items.get(key)
+
+    def put(self, key: tuple[str, str], h: Optional[ListHash]) -> None:
+        with self._lock:
+            self._items.pop(key, None)
+            if h is not None:
+                self._items[key] = h
+                while len(self._items) > self.max_items:
+                    self._items.popitem(last=False)
+
+    def drop(self, key: Optional[tuple[str, str]] = None, session: Optional[str] = None) -> None:
+        with self._lock:
+            if key is not None:
+                self._items.pop(key, None)
+            elif session is not None:
+                for k in [k for k in self._items if k[0] == session]:
+                    self._items.pop(k, None)
+            else:
+                self._items.clear()
 
 
 class SnapshotCache:

@@ -64,8 +64,13 @@ def init_datadir(binary: str, datadir: str, user: Optional[str] = None) -> None:
         shutil.chown(datadir, user, user)
     as_user = [f"--user={user}"] if user is not None else []
     if install and "mariadb" in os.path.basename(binary):
+        # A tmpdir of its own: bootstraps running side by side in /tmp collided on temp tables.
+        tmpdir = os.path.join(os.path.dirname(datadir), "bootstrap-tmp")
+        os.makedirs(tmpdir, exist_ok=True)
+        if user is not None and user != "root":
+            shutil.chown(tmpdir, user, user)
         cmd = [install, "--no-defaults", f"--datadir={datadir}", "--auth-root-authentication-method=normal",
-               "--skip-test-db", *as_user]
+               "--skip-test-db", f"--tmpdir={tmpdir}", *as_user]
     else:  # MySQL: mysqld --initialize-insecure
         cmd = [binary, "--no-defaults", "--initialize-insecure", f"--datadir={datadir}", *as_user]
     out = subprocess.run(cmd, capture_output=True, text=True)

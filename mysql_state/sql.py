@@ -117,8 +117,12 @@ LOCK_ITEMS = (
 )
 # Reads of a list bring its hash row in the same statement (one snapshot), so the items can
 # be checked against it: rows are (item_index, state_data, version); the hash row has index -1.
+# The whole list: (state_data, NULL) per item in order, then the hash row (it sorts last) with
+# "version,min index,max index" of the items, so the rows are checked at no cost per row.
 SELECT_ITEMS = (
-    "SELECT IF(state_key = %s, -1, item_index), state_data, GREATEST(version, 1) FROM {t}"
+    "SELECT state_data, IF(state_key = %s, CONCAT_WS(',', GREATEST(version, 1),"
+    " (SELECT MIN(item_index) FROM {t} WHERE session_id = %s AND state_key = %s),"
+    " (SELECT MAX(item_index) FROM {t} WHERE session_id = %s AND state_key = %s)), NULL) FROM {t}"
     " WHERE session_id = %s AND state_key IN (%s, %s) ORDER BY state_key, item_index"
 )
 _HASH_PART = (
@@ -133,11 +137,27 @@ SELECT_TAIL = (
     "(SELECT item_index, state_data, 0 FROM {t} WHERE session_id = %s AND state_key = %s"
     " ORDER BY item_index DESC LIMIT %s)" + _HASH_PART
 )
+SELECT_ITEMS_FROM = (
+    "SELECT item_index, state_data FROM {t} WHERE session_id = %s AND state_key = %s AND item_index >= %s"
+    " ORDER BY item_index"
+)
 SELECT_ITEM = "SELECT state_data FROM {t} WHERE session_id = %s AND state_key = %s AND item_index = %s"
 COUNT_ITEMS = "SELECT COUNT(*) FROM {t} WHERE session_id = %s AND state_key = %s"
 DELETE_ITEMS_FROM = "DELETE FROM {t} WHERE session_id = %s AND state_key = %s AND item_index >= %s"
 UPSERT_ROWS_HEAD = "INSERT INTO {t} (session_id, state_key, item_index, state_data, version) VALUES "
 UPSERT_ROW = "(%s, %s, %s, %s, 1)"
+# An append in one statement: the hash row (first, so it is locked first) is updated only if it
+# still holds what this process last saw; an item row that exists is left alone. The caller
+# checks the affected-row count (2 for the hash row, 1 per new item) and rolls back otherwise;
+# LAST_INSERT_ID(expr) hands back the hash row's new version in the OK packet.
+APPEND_IF_HASH_TAIL = (
+    " ON DUPLICATE KEY UPDATE"
+    " version = IF(state_key = %s AND CAST(state_data AS BINARY) = CAST(%s AS BINARY),"
+    " LAST_INSERT_ID(version + 1), version),"
+    " state_data = IF(state_key = %s AND CAST(state_data AS BINARY) = CAST(%s AS BINARY),"
+    " VALUES(state_data), state_data)"
+)
+ROLLBACK = "ROLLBACK"
 UPSERT_ROWS_TAIL = " ON DUPLICATE KEY UPDATE state_data = VALUES(state_data), version = version + 1"
 
 # ---- sessions -------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from .errors import (
     ValueTooLargeError,
     errno_of,
 )
-from .listsync import ListHash, Plan, Snapshot, SnapshotCache
+from .listsync import HashHints, ListHash, Plan, Snapshot, SnapshotCache
 from .locks import SessionLock
 from .transaction import Transaction
 from .pool import (
@@ -193,6 +193,7 @@ class MysqlAgentStateStore:
         #: Connections per pool (None for a given pool); the async store sizes its threads to it.
         self.pool_size: Optional[int] = _pool_size
         self._snapshots = SnapshotCache(snapshot_bytes)
+        self._hints = HashHints()  # the hash row last seen per list: one-statement appends
         self._table = keys.quote_table(self.database_name, self.table_name)
         try:
             self._setup(create_if_not_exist)  # the primary only: replicas get no DDL
@@ -388,7 +389,7 @@ class MysqlAgentStateStore:
     def _save_value(self, user_id, session_id, key, value) -> int:
         sid, k, text = self._prepare_value(user_id, session_id, key, value)
         version = self._db.run(lambda cur: self._value_tx(cur, sid, k, text), f"save {k!r}", write=True)
-        self._snapshots.drop((sid, k))
+        self._forget((sid, k))
         return version
 
     def _prepare_value(self, user_id, session_id, key, value) -> tuple[str, str, str]:
@@ -509,7 +510,7 @@ class MysqlAgentStateStore:
             version = self._db.run(lambda cur: self._cas_tx(cur, sid, k, text, expected_version),
                                    f"save_if_version {k!r}", write=True)
         if version != UNVERSIONED:
-            self._snapshots.drop((sid, k))
+            self._forget((sid, k))
         return version
 
     def _cas_tx(self, cur: Any, sid: str, k: str, text: str, expected: int) -> int:
@@ -544,7 +545,7 @@ class MysqlAgentStateStore:
         w = self._prepare_list(user_id, session_id, key, values)
         with w.lock():
             plan = self._db.run(lambda cur: self._list_tx(cur, w), f"save_list {w.key!r}", write=True)
-        self._snapshots.put((w.sid, w.key), w.new_snapshot)
+        self._remember((w.sid, w.key), w.new_snapshot)
         return plan
 
     def save_many(
@@ -606,12 +607,12 @@ class MysqlAgentStateStore:
                 result = self._db.run(tx, f"save_many {sorted(lists) + sorted(values)}", write=True)
             except StaleStateError:
                 for w in writes:
-                    self._snapshots.drop((w.sid, w.key))
+                    self._forget((w.sid, w.key))
                 raise
         for w in writes:
-            self._snapshots.put((w.sid, w.key), w.new_snapshot)
+            self._remember((w.sid, w.key), w.new_snapshot)
         for sid, k, _ in prepared:
-            self._snapshots.drop((sid, k))
+            self._forget((sid, k))
         return result
 
     def save_list_if_version(
@@ -634,9 +635,9 @@ class MysqlAgentStateStore:
             with w.lock():
                 self._db.run(lambda cur: self._list_tx(cur, w), f"save_list_if_version {w.key!r}", write=True)
         except StaleStateError:
-            self._snapshots.drop((w.sid, w.key))
+            self._forget((w.sid, w.key))
             return UNVERSIONED
-        self._snapshots.put((w.sid, w.key), w.new_snapshot)
+        self._remember((w.sid, w.key), w.new_snapshot)
         return w.version
 
     def _prepare_list(self, user_id, session_id, key, values) -> "_ListWrite":
@@ -647,46 +648,82 @@ class MysqlAgentStateStore:
         return _ListWrite(sid, k, values, blob, self._snapshots.get((sid, k)))
 
     def _list_tx(self, cur: Any, w: "_ListWrite") -> Plan:
-        """Lock the hash row, plan from the snapshot (or cold), write the plan."""
+        """Lock the hash row, plan (warm snapshot, else the checkpoint, else item by item), write.
+
+        A warm save that only appends is ONE statement, checked against the snapshot's hash
+        row as :meth:`_append_if_hash` does (the common turn: 2 round trips with the COMMIT).
+        """
+        encode = lambda vs, start: serde.encode_items(vs, w.key, start, check=False)  # noqa: E731
+        snap = w.snapshot
+        if snap is not None and w.expected is None:
+            planned = snap.diff(w.blob, w.values, encode)
+            if planned is not None and planned[0].kind == "append" and planned[0].delete_from is None:
+                plan = planned[0]
+                for i, d in plan.upserts:
+                    serde.check_finite(w.values[i], d, w.key, i)
+                    self._check_size(d, f"item {i} of list {w.key!r}")
+                version = self._append_if_hash(cur, w.sid, w.key, plan.upserts, snap.hash, plan.new_hash)
+                if version:
+                    w.new_snapshot, w.version = planned[1], version
+                    return plan
         cur.execute(self._sql["LOCK_HASH_ROW"], (w.sid, keys.hash_key(w.key)))
         row = cur.fetchone()
         before = int(row[1]) if row else (self._key_head(cur, w.sid, w.key)[0] if w.expected is not None else 0)
         if w.expected is not None and w.expected != UNVERSIONED and w.expected != before:
             raise StaleStateError(w.key, w.expected, before)
         stored = ListHash.parse(row[0] if row else None)
-        snap = w.snapshot
-        planned: Optional[tuple[Plan, Optional[Snapshot]]] = None
+        planned: Optional[tuple[Plan, Snapshot]] = None
         if snap is not None and stored is not None and stored == snap.hash:
-            planned = snap.diff(w.blob, w.values, lambda vs, start: serde.encode_items(vs, w.key, start, check=False))
-        if planned is None or planned[1] is None:
-            planned = self._plan_cold(cur, w.sid, w.key, w.values, w.blob, stored)
+            planned = snap.diff(w.blob, w.values, encode)
+        cold = planned is None
+        if cold and stored is not None:
+            planned = self._plan_from_checkpoint(cur, w, stored, encode)
+        if planned is None:
+            planned = self._plan_per_item(cur, w.sid, w.key, w.values, w.blob, stored)
         plan, w.new_snapshot = planned
+        if cold and plan.kind == "unchanged" and stored is not None:
+            # Nothing to write by the hash row: check the rows still are what it describes
+            # (a row deleted by hand would otherwise never be repaired).
+            cur.execute(self._sql["ITEMS_SHAPE"], (w.sid, w.key))
+            if not _rows_are_whole(*cur.fetchone(), stored):
+                plan, w.new_snapshot = self._plan_per_item(cur, w.sid, w.key, w.values, w.blob, None)
         self._apply(cur, w.sid, w.key, plan, w.values, hash_row_exists=row is not None)
         w.version = before if plan.new_hash is None else before + 1
         return plan
 
-    def _plan_cold(
+    def _plan_from_checkpoint(self, cur: Any, w: "_ListWrite", stored: ListHash, encode) -> Optional[tuple[Plan, Snapshot]]:
+        """A cold save that trusts the stored checkpoint (one hash over its bytes); reads the
+        stored items after it only when their digest sum says one changed."""
+        start = listsync.cold_start(w.blob, w.values, stored, encode)
+        if start is None:
+            return None
+        tail = None
+        if start.needs_read():
+            cur.execute(self._sql["SELECT_ITEMS_FROM"], (w.sid, w.key, start.p))
+            rows = cur.fetchall()
+            if [r[0] for r in rows] != list(range(start.p, stored.n)):
+                return None  # the rows do not match the hash row: the per-item path repairs
+            tail = [r[1].encode() for r in rows]
+        return start.plan(tail)
+
+    def _plan_per_item(
         self, cur: Any, sid: str, k: str, values: Sequence[Any], blob: bytes, stored: Optional[ListHash]
     ) -> tuple[Plan, Snapshot]:
-        """Plan without a usable snapshot: digest every item, read the stored ones if needed."""
+        """Plan without snapshot or checkpoint: digest every item, read the stored ones if needed."""
         datas = serde.encode_items(values, k, check=False)
         item_digests = listsync.digests(datas)
+        new_hash, snap = listsync.full_snapshot(blob, datas, item_digests)
         plan = listsync.plan_cold(datas, item_digests, stored)
-        if plan is not None and plan.kind == "unchanged":
-            # Nothing to write by the hash row: check the rows still are what it describes
-            # (a row deleted by hand would otherwise never be repaired).
-            cur.execute(self._sql["ITEMS_SHAPE"], (sid, k))
-            if not _rows_are_whole(*cur.fetchone(), stored):
-                plan = listsync.plan_rewrite(datas, item_digests)
         if plan is None:
             cur.execute(self._sql["LOCK_ITEMS"], (sid, k))
             have = cur.fetchall()
             if [r[0] for r in have] == list(range(len(have))):
                 plan = listsync.plan_against_stored(datas, [r[1].encode() for r in have])
-                plan.new_hash = ListHash.of(item_digests)
             else:  # gaps in item_index: rewrite it whole
-                plan = listsync.plan_rewrite(datas, item_digests)
-        return plan, Snapshot.build(blob, datas, item_digests, ListHash.of(item_digests))
+                plan = listsync.plan_rewrite(datas)
+        if plan.kind != "unchanged" or stored != new_hash:
+            plan.new_hash = new_hash  # (an unchanged list may still get its checkpoint moved)
+        return plan, snap
 
     def _apply(self, cur: Any, sid: str, k: str, plan: Plan, values: Sequence[Any], *, hash_row_exists: bool) -> None:
         if plan.new_hash is None:
@@ -713,15 +750,17 @@ class MysqlAgentStateStore:
             return self.list_length(user_id, session_id, key)
         cache_key = (sid, k)
         snap = self._snapshots.get(cache_key)
+        hint = snap.hash if snap is not None else self._hints.get(cache_key)
         with _ListWrite.lock_of(snap):
-            stored, new_hash, new_digests = self._db.run(
-                lambda cur: self._append_tx(cur, sid, k, datas), f"append_list {k!r}", write=True
+            stored, new_hash, _ = self._db.run(
+                lambda cur: self._append_tx(cur, sid, k, datas, hint), f"append_list {k!r}", write=True
             )
             if snap is not None and stored == snap.hash:
-                snap.extend(datas, new_digests, new_hash)
+                snap.extend(datas, new_hash)
                 self._snapshots.put(cache_key, snap)
             else:
                 self._snapshots.drop(cache_key)
+            self._hints.put(cache_key, new_hash)
         return new_hash.n
 
     def _prepare_append(self, user_id, session_id, key, items) -> tuple[str, str, list[bytes]]:
@@ -732,7 +771,18 @@ class MysqlAgentStateStore:
             self._check_size(d, f"new item {i} of list {k!r}")
         return sid, k, datas
 
-    def _append_tx(self, cur: Any, sid: str, k: str, datas: list[bytes]) -> tuple[Optional[ListHash], ListHash, list[int]]:
+    def _append_tx(
+        self, cur: Any, sid: str, k: str, datas: list[bytes], hint: Optional[ListHash] = None
+    ) -> tuple[Optional[ListHash], ListHash, list[int]]:
+        """Append under the list's hash row. With ``hint`` (the hash row this process last saw)
+        it is ONE statement: the items and the new hash row, the hash row written only if it
+        still holds ``hint`` (checked under its lock); any other outcome is rolled back and the
+        append is made the locked way."""
+        if hint is not None:
+            new_digests = listsync.digests(datas, hint.n)
+            new_hash = hint.extended(new_digests)
+            if self._append_if_hash(cur, sid, k, list(enumerate(datas, hint.n)), hint, new_hash):
+                return hint, new_hash, new_digests
         cur.execute(self._sql["LOCK_HASH_ROW"], (sid, keys.hash_key(k)))
         row = cur.fetchone()
         stored = ListHash.parse(row[0] if row else None)
@@ -753,6 +803,27 @@ class MysqlAgentStateStore:
             self._create_hash_row(cur, sid, k, new_hash)
         self._write_list(cur, sid, k, new_items, new_hash, with_hash=row is not None)
         return stored, new_hash, new_digests
+
+    def _append_if_hash(
+        self, cur: Any, sid: str, k: str, items: list[tuple[int, bytes]], expected: ListHash, new_hash: ListHash
+    ) -> int:
+        """Write new items and the new hash row in ONE statement, the hash row only if it still
+        holds ``expected`` (checked under its lock); returns the list's new version. 0 (all
+        undone, a new transaction begun): the caller goes the locked way."""
+        hk = keys.hash_key(k)
+        rows = [(hk, 0, new_hash.to_json())] + [(k, i, d) for i, d in items]
+        tail = self._sql["APPEND_IF_HASH_TAIL"]
+        statements = sql.upsert_rows((self._upsert[0], tail), sid, rows, self.max_allowed_packet - 1024)
+        if len(statements) != 1:
+            return 0  # more than one packet: the locked way
+        statement, params = statements[0]
+        text = expected.to_json().decode()
+        if cur.execute(statement, params + (hk, text, hk, text)) == 2 + len(items):
+            return int(cur.lastrowid)
+        cur.execute(sql.ROLLBACK)  # another writer got there first: undo, then lock and read
+        if not self._db.owned:
+            cur.execute(sql.READ_COMMITTED_NEXT)
+        return 0
 
     def get_list(
         self,
@@ -835,7 +906,7 @@ class MysqlAgentStateStore:
             head = [(-1, r[1], r[2]) for r in by_key.get(keys.hash_key(k), ())]
             items = by_key.get(k, [])
             if head or items:
-                out[k] = self._check_list(items + head, sid, k, 0, None, None)
+                out[k] = self._check_list(items + head, sid, k, 0, None, None)[:2]
         return out
 
     def _get_list(self, user_id, session_id, key, type, offset, limit, consistency="strong") -> tuple[list, int]:
@@ -843,20 +914,26 @@ class MysqlAgentStateStore:
         offset, limit = self._window_of(offset, limit)
         rows = self._db.run(lambda cur: self._read_list(cur, sid, k, offset, limit), f"get_list {k!r}", write=False,
                             consistency=consistency, session=sid)
-        return self._check_list(rows, sid, k, offset, limit, type)
+        items, version, stored = self._check_list(rows, sid, k, offset, limit, type)
+        if stored is not None and consistency == "strong":  # a replica's may be behind
+            self._hints.put((sid, k), stored)
+        return items, version
 
     def _read_list(self, cur: Any, sid: str, k: str, offset: int, limit: Optional[int]) -> list:
         hk = keys.hash_key(k)
         if offset < 0:
             cur.execute(self._sql["SELECT_TAIL"], (sid, k, -offset, sid, hk))
         elif offset == 0 and limit is None:
-            cur.execute(self._sql["SELECT_ITEMS"], (hk, sid, k, hk))
+            cur.execute(self._sql["SELECT_ITEMS"], (hk, sid, k, sid, k, sid, k, hk))
         else:
             cur.execute(self._sql["SELECT_WINDOW"], (sid, k, offset, _NO_LIMIT if limit is None else limit, sid, hk))
         return cur.fetchall()
 
-    def _check_list(self, rows: Any, sid: str, k: str, offset: int, limit: Optional[int], type) -> tuple[list, int]:
-        """Items decoded and checked against the hash row read with them; (items, version)."""
+    def _check_list(self, rows: Any, sid: str, k: str, offset: int, limit: Optional[int], type
+                    ) -> tuple[list, int, Optional[ListHash]]:
+        """Items decoded and checked against the hash row read with them; (items, version, hash)."""
+        if offset == 0 and limit is None and (not rows or len(rows[0]) == 2):
+            return self._check_whole(rows, sid, k, type)
         rows = list(rows)
         head = None
         if rows and rows[-1][0] == -1:
@@ -888,7 +965,31 @@ class MysqlAgentStateStore:
             for r in rows:  # name the unreadable row
                 serde.decode_row(r[1], None, sid, k, r[0])
             raise
-        return out, version
+        return out, version, stored
+
+    def _check_whole(self, rows: Any, sid: str, k: str, type) -> tuple[list, int, Optional[ListHash]]:
+        """:meth:`_check_list` for a whole list read by ``SELECT_ITEMS`` (no index per row)."""
+        stored, version, got = None, 0, len(rows)
+        first = last = None
+        if rows and rows[-1][1] is not None:
+            head, meta = rows[-1]
+            rows = rows[:-1]
+            got -= 1
+            parts = [int(x) for x in meta.split(",")]
+            version = parts[0]
+            first, last = (parts[1], parts[2]) if len(parts) == 3 else (None, None)
+            stored = ListHash.parse(head)
+            n = stored.n if stored is not None else got
+            if got != n or (n and (first != 0 or last != n - 1)):
+                self._raise_damaged(sid, k, stored, 0, n, got, first, last)
+        try:
+            loads = serde.decode
+            out = [loads(r[0]) for r in rows] if type is None else [loads(r[0], type) for r in rows]
+        except ValueError:
+            for i, r in enumerate(rows):  # name the unreadable row
+                serde.decode_row(r[0], None, sid, k, i)
+            raise
+        return out, version, stored
 
     @staticmethod
     def _raise_damaged(sid: str, k: str, stored: Optional[ListHash], start, stop, got, first, last) -> None:
@@ -929,7 +1030,7 @@ class MysqlAgentStateStore:
         """
         sid, k = self._key_ids(user_id, session_id, key, is_list=True)
         data = self._db.run(lambda cur: self._pop_tx(cur, sid, k), f"pop_list {k!r}", write=True)
-        self._snapshots.drop((sid, k))
+        self._forget((sid, k))
         return None if data is None else serde.decode_row(data[1], type, sid, k, data[0])
 
     def _pop_tx(self, cur: Any, sid: str, k: str) -> Optional[tuple[int, str]]:
@@ -943,7 +1044,8 @@ class MysqlAgentStateStore:
             if not have:
                 return None
             rest = [r[1].encode() for r in have[:-1]]
-            plan = listsync.plan_rewrite(rest, listsync.digests(rest))
+            plan = listsync.plan_rewrite(rest)
+            plan.new_hash = ListHash.of(listsync.digests(rest))
             self._apply(cur, sid, k, plan, [None] * len(rest), hash_row_exists=row is not None)
             return have[-1][0], have[-1][1]
         if stored.n == 0:
@@ -993,9 +1095,9 @@ class MysqlAgentStateStore:
         finally:
             for sid, k in touched:
                 if k is None:
-                    self._snapshots.drop(session=sid)
+                    self._forget(session=sid)
                 else:
-                    self._snapshots.drop((sid, k))
+                    self._forget((sid, k))
 
     def session_lock(self, user_id: Optional[str], session_id: str, timeout: Optional[float] = 10) -> SessionLock:
         """A lease on one session across processes: ``with store.session_lock(u, s):``.
@@ -1041,10 +1143,10 @@ class MysqlAgentStateStore:
         sid, k = self._ids(user_id, session_id, key)
         if k is None:
             self._db.run(lambda cur: self._delete_session_tx(cur, sid), "delete", write=True)
-            self._snapshots.drop(session=sid)
+            self._forget(session=sid)
         else:
             self._db.run(lambda cur: self._delete_key_tx(cur, sid, k), f"delete {k!r}", write=True)
-            self._snapshots.drop((sid, k))
+            self._forget((sid, k))
 
     def _delete_session_tx(self, cur: Any, sid: str) -> None:
         cur.execute(self._sql["LOCK_SESSION"], (sid,))
@@ -1087,8 +1189,17 @@ class MysqlAgentStateStore:
             return count
 
         count = self._db.run(tx, "truncate_all_sessions", write=True)
-        self._snapshots.drop()
+        self._forget()
         return count
+
+    def _remember(self, key: tuple[str, str], snap: Optional[Snapshot]) -> None:
+        """Keep what a list save wrote: its snapshot, and its hash row as a hint for appends."""
+        self._snapshots.put(key, snap)
+        self._hints.put(key, snap.hash if snap is not None else None)
+
+    def _forget(self, key: Optional[tuple[str, str]] = None, session: Optional[str] = None) -> None:
+        self._snapshots.drop(key, session)
+        self._hints.drop(key, session)
 
     # ---- lifecycle -----------------------------------------------------------------------------
 
@@ -1100,7 +1211,7 @@ class MysqlAgentStateStore:
     def close(self) -> None:
         """Close the pools this store created (a pool that was given is left open)."""
         self._db.close()
-        self._snapshots.drop()
+        self._forget()
 
     def __enter__(self) -> "MysqlAgentStateStore":
         return self

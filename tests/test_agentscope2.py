@@ -249,7 +249,7 @@ def test_compression_is_found_from_content_not_from_summary(astore, raw):
         # truncation without a new summary: keep the last two
         state.context = [m.model_copy(deep=True) for m in state.context[-2:]]
         r = await repo.save("alice", "chat-1", state)
-        assert (r.context.kind, r.context.rows_written) == ("suffix", 2)
+        assert (r.context.kind, r.context.rows_written) == ("shrink", 2)
         await assert_stored(repo, raw, state)
         assert len(table(raw)[0]) == 2
         # a new summary only: the message rows are untouched

@@ -102,12 +102,20 @@ def other(url, database, store):
     s.close()
 
 
+@pytest.fixture
+def cold(url, database, store):
+    """A writer that never saw the list (another process): it locks the hash row, then inserts."""
+    s = MysqlAgentStateStore.from_url(url, database_name=database)
+    yield s
+    s.close()
+
+
 # ---- 1, 2: deletes and value saves racing list writers ----------------------------------------
 
 
-def test_delete_session_racing_an_append_leaves_no_orphan(store, other, raw, hold):
+def test_delete_session_racing_an_append_leaves_no_orphan(store, other, cold, raw, hold):
     store.save_list("u", "s", "m", list(range(5)))
-    release = hold(lambda: store.append_list("u", "s", "m", [5, 6]))
+    release = hold(lambda: cold.append_list("u", "s", "m", [5, 6]))
     deleting = in_thread(lambda: other.delete("u", "s"))
     time.sleep(0.3)  # the delete is now waiting on the held writer's locks
     release.set()
@@ -116,10 +124,10 @@ def test_delete_session_racing_an_append_leaves_no_orphan(store, other, raw, hol
     assert not other.exists("u", "s") and not store.exists("u", "s")
 
 
-def test_delete_key_racing_a_growing_save_list_leaves_no_orphan(store, other, raw, hold):
+def test_delete_key_racing_a_growing_save_list_leaves_no_orphan(store, other, cold, raw, hold):
     store.save_list("u", "s", "m", list(range(5)))
     store.save("u", "s", "keep", 1)
-    release = hold(lambda: store.save_list("u", "s", "m", list(range(8))))
+    release = hold(lambda: cold.save_list("u", "s", "m", list(range(8))))
     deleting = in_thread(lambda: other.delete("u", "s", "m"))
     time.sleep(0.3)
     release.set()
@@ -128,15 +136,40 @@ def test_delete_key_racing_a_growing_save_list_leaves_no_orphan(store, other, ra
     assert other.get_list("u", "s", "m") == []
 
 
-def test_save_of_a_value_racing_an_append_leaves_a_value_only(store, other, raw, hold):
+def test_save_of_a_value_racing_an_append_leaves_a_value_only(store, other, cold, raw, hold):
     store.save_list("u", "s", "m", ["o0", "o1"])
-    release = hold(lambda: store.append_list("u", "s", "m", ["n0", "n1"]))
+    release = hold(lambda: cold.append_list("u", "s", "m", ["n0", "n1"]))
     saving = in_thread(lambda: other.save("u", "s", "m", {"now": "a value"}))
     time.sleep(0.3)
     release.set()
     saving()
     assert [(r[1], r[2]) for r in raw.rows("u:s")] == [("m", 0)]
     assert store.get("u", "s", "m") == {"now": "a value"}
+
+
+def test_a_warm_one_statement_append_racing_a_delete_is_whole_or_gone(store, other, raw, monkeypatch):
+    """The warm writer appends in ONE statement; paused right after it (locks held), a delete
+    waits for its COMMIT and then removes everything."""
+    store.save_list("u", "s", "m", list(range(5)))
+    reached, release = threading.Event(), threading.Event()
+    real = pymysql.connections.Connection.commit
+
+    def held_commit(con):
+        if threading.current_thread().name == "held":
+            reached.set()
+            release.wait(10)
+        return real(con)
+
+    monkeypatch.setattr(pymysql.connections.Connection, "commit", held_commit)
+    writer = threading.Thread(target=lambda: store.append_list("u", "s", "m", [5, 6]), name="held")
+    writer.start()
+    assert reached.wait(10)
+    deleting = in_thread(lambda: other.delete("u", "s"))
+    time.sleep(0.3)
+    release.set()
+    writer.join(10)
+    deleting()
+    assert raw.rows("u:s") == []
 
 
 def test_append_after_a_value_replaced_the_list_starts_a_new_list(store, raw):

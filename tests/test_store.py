@@ -377,8 +377,26 @@ def test_save_many_writes_values_and_lists_in_one_transaction(store, raw):
         store.save_many("u", "s", values={"k": 1}, lists={"k": [1]})
 
 
+def test_appends_on_a_stale_hint_are_redone_the_locked_way(url, database, store, raw):
+    from .test_faults import check_list_rows
+
+    other = MysqlAgentStateStore.from_url(url, database_name=database)
+    try:
+        store.save_list("u", "s", "m", [0])
+        assert other.get_list("u", "s", "m") == [0]  # other's hint: the hash row it read
+        assert store.append_list("u", "s", "m", [1]) == 2  # other's hint is stale now
+        assert other.append_list("u", "s", "m", [2]) == 3  # rolled back, then appended after 1
+        assert store.append_list("u", "s", "m", [3]) == 4
+        assert check_list_rows(raw, "u:s", "m") == [0, 1, 2, 3]
+        raw.execute("DELETE FROM {t} WHERE state_key = 'm:_hash'")  # the hint's row is gone
+        assert store.append_list("u", "s", "m", [4]) == 5
+        assert check_list_rows(raw, "u:s", "m") == [0, 1, 2, 3, 4]
+    finally:
+        other.close()
+
+
 def test_round_trips_per_operation(store, raw):
-    """Statements the server receives (its Questions counter): append is 3 with the COMMIT."""
+    """Statements the server receives (its Questions counter): append is 2 with the COMMIT."""
 
     def questions() -> int:
         return int(raw.query("SHOW GLOBAL STATUS LIKE 'Questions'")[0][1])
@@ -390,10 +408,14 @@ def test_round_trips_per_operation(store, raw):
 
     store.save_list("u", "s", "m", msgs(50))
     store.get_list("u", "s", "m")  # both pools hold a connection now
-    assert count(lambda: store.append_list("u", "s", "m", msgs(1, 50))) == 3  # lock hash row, INSERT, COMMIT
-    assert count(lambda: store.save_list("u", "s", "m", msgs(53))) == 3
+    # one INSERT (items and the hash row, checked against the one this process saw), COMMIT
+    assert count(lambda: store.append_list("u", "s", "m", msgs(1, 50))) == 2
+    assert count(lambda: store.save_list("u", "s", "m", msgs(53))) == 2  # warm, items appended: the same
+    changed = msgs(53)
+    changed[-1] = {"role": "assistant", "text": "grew"}
+    assert count(lambda: store.save_list("u", "s", "m", changed)) == 3  # lock hash row, upsert, COMMIT
     assert count(lambda: store.get_list("u", "s", "m")) == 1
     assert count(lambda: store.get_list("u", "s", "m", offset=-10)) == 1
     assert count(lambda: store.list_length("u", "s", "m")) == 1
-    assert count(lambda: store.save("u", "s", "v", {"x": 1})) == 3  # DELETE list remains, upsert, COMMIT
+    assert count(lambda: store.save("u", "s", "v", {"x": 1})) == 3  # lock the key's head, upsert, COMMIT
     assert count(lambda: store.get("u", "s", "v")) == 1
