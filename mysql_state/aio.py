@@ -139,22 +139,26 @@ class AsyncMysqlAgentStateStore:
         key: str,
         type: Optional[type] = None,
         default: Any = None,
+        *,
+        consistency: str = "strong",
     ) -> Any:
-        """The value at ``key`` (an instance of ``type`` when given), or ``default``.
+        """The value at ``key`` (an instance of ``type`` when given), or ``default``;
+        ``consistency`` as for the sync store (``"strong"``, ``"session"``, ``"eventual"``).
 
         >>> await store.get("alice", "chat-1", "summary")  # doctest: +SKIP
         {'text': 'talked about MySQL'}
         """
-        return await self._run(self.sync.get, user_id, session_id, key, type, default)
+        return await self._run(self.sync.get, user_id, session_id, key, type, default, consistency=consistency)
 
     async def get_versioned(
-        self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None
+        self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None, *,
+        consistency: str = "strong",
     ) -> VersionedState:
         """The value and its version; ``(None, 0)`` when absent.
 
         >>> value, version = await store.get_versioned("alice", "chat-1", "plan")  # doctest: +SKIP
         """
-        return await self._run(self.sync.get_versioned, user_id, session_id, key, type)
+        return await self._run(self.sync.get_versioned, user_id, session_id, key, type, consistency=consistency)
 
     async def save_if_version(
         self, user_id: Optional[str], session_id: str, key: str, value: Any, expected_version: int
@@ -219,13 +223,15 @@ class AsyncMysqlAgentStateStore:
         return await self._run(self.sync.pop_list, user_id, session_id, key, type)
 
     async def get_list_versioned(
-        self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None
+        self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None, *,
+        consistency: str = "strong",
     ) -> VersionedState:
         """The whole list and its version in one statement; ``([], 0)`` when absent.
 
         >>> items, version = await store.get_list_versioned("alice", "chat-1", "memory")  # doctest: +SKIP
         """
-        return await self._run(self.sync.get_list_versioned, user_id, session_id, key, type)
+        return await self._run(self.sync.get_list_versioned, user_id, session_id, key, type,
+                               consistency=consistency)
 
     async def get_many(
         self,
@@ -235,12 +241,14 @@ class AsyncMysqlAgentStateStore:
         lists: Sequence[str] = (),
         *,
         versioned: bool = False,
+        consistency: str = "strong",
     ) -> dict[str, Any]:
         """Values and whole lists of one session in one statement (one snapshot).
 
         >>> await store.get_many("alice", "chat-1", values=["summary"], lists=["context"])  # doctest: +SKIP
         """
-        return await self._run(self.sync.get_many, user_id, session_id, values, lists, versioned=versioned)
+        return await self._run(self.sync.get_many, user_id, session_id, values, lists, versioned=versioned,
+                               consistency=consistency)
 
     async def transaction(self, fn: Callable[[Transaction], T]) -> T:
         """Run the synchronous ``fn(tx)`` in one database transaction, in a worker thread.
@@ -291,30 +299,33 @@ class AsyncMysqlAgentStateStore:
         *,
         offset: int = 0,
         limit: Optional[int] = None,
+        consistency: str = "strong",
     ) -> list:
         """The list's items in order; ``offset``/``limit`` read a window (negative: from the end).
 
         >>> await store.get_list("alice", "chat-1", "memory", offset=-50)  # doctest: +SKIP
         """
-        return await self._run(self.sync.get_list, user_id, session_id, key, type, offset=offset, limit=limit)
+        return await self._run(self.sync.get_list, user_id, session_id, key, type, offset=offset, limit=limit,
+                               consistency=consistency)
 
-    async def list_length(self, user_id: Optional[str], session_id: str, key: str) -> int:
+    async def list_length(self, user_id: Optional[str], session_id: str, key: str, *,
+                          consistency: str = "strong") -> int:
         """Number of items in the list.
 
         >>> await store.list_length("alice", "chat-1", "memory")  # doctest: +SKIP
         12
         """
-        return await self._run(self.sync.list_length, user_id, session_id, key)
+        return await self._run(self.sync.list_length, user_id, session_id, key, consistency=consistency)
 
     # ---- sessions ------------------------------------------------------------------------------
 
-    async def exists(self, user_id: Optional[str], session_id: str) -> bool:
+    async def exists(self, user_id: Optional[str], session_id: str, *, consistency: str = "strong") -> bool:
         """True while the session has any row.
 
         >>> await store.exists("alice", "chat-1")  # doctest: +SKIP
         True
         """
-        return await self._run(self.sync.exists, user_id, session_id)
+        return await self._run(self.sync.exists, user_id, session_id, consistency=consistency)
 
     async def delete(self, user_id: Optional[str], session_id: str, key: Optional[str] = None) -> None:
         """Delete the whole session, or one key.
@@ -323,13 +334,13 @@ class AsyncMysqlAgentStateStore:
         """
         return await self._run(self.sync.delete, user_id, session_id, key)
 
-    async def list_session_ids(self, user_id: Optional[str]) -> set[str]:
+    async def list_session_ids(self, user_id: Optional[str], *, consistency: str = "strong") -> set[str]:
         """The session ids of one user (None: anonymous sessions).
 
         >>> await store.list_session_ids("alice")  # doctest: +SKIP
         {'chat-1'}
         """
-        return await self._run(self.sync.list_session_ids, user_id)
+        return await self._run(self.sync.list_session_ids, user_id, consistency=consistency)
 
     async def truncate_all_sessions(self) -> int:
         """Remove every row; returns how many there were.

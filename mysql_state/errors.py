@@ -32,6 +32,7 @@ __all__ = [
     "translate",
     "CONNECTION_ERRNOS",
     "RETRYABLE_LOCK_ERRNOS",
+    "UNAVAILABLE_ERRNOS",
 ]
 
 
@@ -144,6 +145,11 @@ class MysqlStateWarning(UserWarning):
 CONNECTION_ERRNOS = frozenset({0, 1053, 1927, 2002, 2003, 2006, 2013, 2055, 4031})
 #: Error numbers that mean "could not connect at all" (nothing was sent).
 CONNECT_ERRNOS = frozenset({2002, 2003})
+#: The server answers but cannot serve: 1047 (ER_UNKNOWN_COM_ERROR) is what a Galera node
+#: without quorum answers ("WSREP has not yet prepared node for application use"). The
+#: node is unavailable (not a query bug): the store moves on to the next host.
+WSREP_NOT_READY = 1047
+UNAVAILABLE_ERRNOS = frozenset({WSREP_NOT_READY})
 # Lock conflicts that a retry of the whole transaction resolves: deadlock, lock wait timeout.
 RETRYABLE_LOCK_ERRNOS = frozenset({1213, 1205})
 DUPLICATE_KEY = 1062
@@ -206,6 +212,12 @@ def translate(exc: BaseException, what: str) -> MysqlStateError:
         return ServerUnavailableError(
             f"{what}: the MySQL server is unreachable or dropped the connection "
             f"(error {errno}: {detail})",
+            errno,
+        )
+    if errno in UNAVAILABLE_ERRNOS:
+        return ServerUnavailableError(
+            f"{what}: the server is not ready to serve (error {errno}: {detail}); a Galera node "
+            "without quorum answers so, and no other host of the list answered",
             errno,
         )
     if errno in RETRYABLE_LOCK_ERRNOS or errno == DUPLICATE_KEY:

@@ -30,6 +30,7 @@ from .errors import (
     CONNECT_ERRNOS,
     CONNECTION_ERRNOS,
     RETRYABLE_LOCK_ERRNOS,
+    UNAVAILABLE_ERRNOS,
     DUPLICATE_KEY,
     CommitUnknownError,
     MysqlStateWarning,
@@ -41,6 +42,8 @@ from .errors import (
     translate,
 )
 from . import url as _url
+from .hosts import Host, HostPools, host_name
+from .replicas import check_consistency
 from .url import parse_url  # noqa: F401 - re-exported: it lived here before url.py
 
 T = TypeVar("T")
@@ -66,6 +69,8 @@ class Stats:
     reconnects: int = 0
     transactions: int = 0
     retries_by_errno: dict = field(default_factory=dict)  # e.g. {1213: 3, 1062: 5}
+    replica_reads: int = 0  # reads a replica served (consistency "eventual"/"session")
+    replica_fallbacks: int = 0  # such reads the primary served (no replica answered, or behind)
 
 
 def _is_driver_error(exc: BaseException) -> bool:
@@ -89,26 +94,39 @@ class Connector:
         pool_timeout: float = DEFAULT_POOL_TIMEOUT,
         retries: int = DEFAULT_RETRIES,
         name: str = "the store",
+        hosts: Optional[HostPools] = None,
+        reconnects: int = RECONNECTS,
     ) -> None:
         check_seconds("pool_timeout", pool_timeout)
         check_int("retries", retries, 0)
         if pool_size is not None:
             check_int("pool_size", pool_size, 1)
-        if pool is None or not callable(getattr(pool, "connection", None)):
-            raise TypeError(
-                f"pool must have a .connection() method returning a DB-API connection "
-                f"(e.g. a DBUtils PooledDB), got {type(pool).__name__}"
-            )
-        self.pool = pool
-        self.read_pool = read_pool or pool
+        if hosts is None:
+            if pool is None or not callable(getattr(pool, "connection", None)):
+                raise TypeError(
+                    f"pool must have a .connection() method returning a DB-API connection "
+                    f"(e.g. a DBUtils PooledDB), got {type(pool).__name__}"
+                )
+            hosts = HostPools([Host(pool, read_pool or pool, "the server")])
+        #: The host list (one host unless several were given), in order of preference.
+        self.hosts = hosts
+        self.pool = hosts.first.pool
+        self.read_pool = hosts.first.read_pool
         self.owned = owned
         self.pool_timeout = pool_timeout
         self.retries = retries
+        self.reconnects = reconnects
         self.stats = Stats()
         self.closed = False
         self.name = name
-        self._pools = list({id(pool): pool, id(self.read_pool): self.read_pool}.values())
+        #: Called with the driver connection right after each COMMIT (None: nothing is done,
+        #: so a store without replicas pays nothing); see mysql_state.replicas.
+        self.on_commit: Optional[Callable[[Any], None]] = None
+        #: Routes reads that opt out of "strong" consistency (a replicas.Router), or None.
+        self.replicas: Any = None
+        self._pools = hosts.pools()
         self._limits = {}
+        pool = self.pool
         if pool_size:
             for p in self._pools:
                 self._limits[id(p)] = threading.BoundedSemaphore(pool_size)
@@ -167,20 +185,39 @@ class Connector:
 
     # ---- running ---------------------------------------------------------------------------
 
-    def run(self, fn: Callable[[Any], T], what: str, *, write: bool, lock_retry: bool = True) -> T:
+    def run(
+        self,
+        fn: Callable[[Any], T],
+        what: str,
+        *,
+        write: bool,
+        lock_retry: bool = True,
+        consistency: str = "strong",
+        session: Optional[str] = None,
+    ) -> T:
         """Run ``fn(cursor)`` with retries; a write is one transaction ending in COMMIT.
 
-        Retried: lock conflicts (1213, 1205) and a lost creation race (1062) for writes with
+        Retried: lock conflicts (1213, 1205, also when COMMIT returns them: a Galera
+        certification failure) and a lost creation race (1062) for writes with
         ``lock_retry``, and a lost connection whenever nothing was committed yet. A lost
         connection is re-opened in place, so however many idle connections the server cut
-        (``wait_timeout``, a proxy's idle timeout), the retry runs on a fresh one. A connection
-        lost during COMMIT raises :class:`CommitUnknownError` and is never retried.
+        (``wait_timeout``, a proxy's idle timeout), the retry runs on a fresh one; a host that
+        does not answer (refused, or 1047: a Galera node without quorum) is left for the next
+        host of the list (:mod:`mysql_state.hosts`). A connection lost during COMMIT raises
+        :class:`CommitUnknownError` and is never retried.
+
+        A read with ``consistency`` other than ``"strong"`` may go to a replica
+        (:mod:`mysql_state.replicas`); ``session`` is the packed session id it reads.
         """
+        if consistency != "strong":
+            check_consistency(consistency)
+            if self.replicas is not None and not write:
+                return self.replicas.read(fn, what, consistency, session)
         if self.closed:
             raise StoreClosedError(f"{what}: {self.name} is closed; it opens no new connection")
-        pool = self.pool if write else self.read_pool
-        attempt = down = stale = 0
-        con = self._checkout(pool, what)
+        way = _Failover(self.hosts, self.reconnects)
+        host, pool, con = self._open(way, write, what)
+        attempt = stale = 0
         broken = False
         try:
             while True:
@@ -203,20 +240,25 @@ class Connector:
                         flight.committing = True
                         raw.commit()
                         self.stats.transactions += 1
+                        if self.on_commit is not None:
+                            flight.committing = False
+                            self.on_commit(raw)  # never raises: it records what it could
                     elif not auto:
                         raw.rollback()  # end the read snapshot: no open transaction goes back
                     if restore_autocommit:
                         raw.autocommit(True)
                     flight.on = False
+                    self.hosts.mark_up(host)
                     return result
                 except BaseException as exc:
                     driver = _is_driver_error(exc)
                     errno = errno_of(exc) if driver else None
                     lost = errno in CONNECTION_ERRNOS and tls_failure(exc) is None
+                    unready = errno in UNAVAILABLE_ERRNOS  # the host answers but cannot serve
                     # A statement sent whose reply was not read (an interrupt, a cancelled
                     # thread): the protocol state is unknown, so the connection is dropped.
                     unknown = flight.on and not driver
-                    if lost or unknown or not isinstance(exc, Exception):
+                    if lost or unready or unknown or not isinstance(exc, Exception):
                         _drop(raw, restore_autocommit)
                     else:
                         try:
@@ -227,31 +269,55 @@ class Connector:
                             _drop(raw, restore_autocommit)
                     if not driver:
                         raise
-                    if lost and flight.committing:
+                    if (lost or unready) and flight.committing:
                         raise CommitUnknownError(
                             f"{what}: the connection was lost during COMMIT (error {errno}); the write "
                             "may or may not be stored, read it back before repeating it",
                             errno,
                         ) from exc
                     timed_out = isinstance(exc.__context__, TimeoutError)
-                    if lost and not timed_out:
-                        connect_failed = errno in CONNECT_ERRNOS
-                        down += connect_failed
-                        stale += not connect_failed
-                        if down <= RECONNECTS and stale <= STALE_RETRIES:
+                    if unready or (lost and not timed_out and errno in CONNECT_ERRNOS):
+                        # This host does not answer: the next one of the list (the same one,
+                        # after a back-off, when it is the only one).
+                        if way.failed():
                             self.stats.reconnects += 1
-                            if connect_failed:
-                                _backoff(down, 0.05)
-                            continue  # re-opened in place at the top of the loop
+                            if way.host is not host:
+                                self._checkin(pool, con, True)
+                                con = None
+                                host, pool, con = self._open(way, write, what)
+                            continue
+                    elif lost and not timed_out:
+                        stale += 1  # a connection cut while idle: re-opened in place
+                        if stale <= STALE_RETRIES:
+                            self.stats.reconnects += 1
+                            continue
                     if write and lock_retry and errno in RETRYABLE_WRITE_ERRNOS and attempt <= self.retries:
                         self.stats.lock_retries += 1
                         self.stats.retries_by_errno[errno] = self.stats.retries_by_errno.get(errno, 0) + 1
                         _backoff(attempt, 0.005)
                         continue
-                    broken = lost
+                    broken = lost or unready
                     raise translate(exc, what) from exc
         finally:
-            self._checkin(pool, con, broken)
+            if con is not None:
+                self._checkin(pool, con, broken)
+
+    def _open(self, way: "_Failover", write: bool, what: str) -> tuple[Host, Any, Any]:
+        """A pooled connection to the first host of ``way`` that answers (host, pool, conn).
+
+        A host whose connection cannot be made is marked down and the next one tried; when
+        none is left, the last host's ServerUnavailableError is raised.
+        """
+        while True:
+            host = way.host
+            if host is None:
+                raise ServerUnavailableError(f"{what}: no host of {self.name} answers")
+            pool = host.pool if write else host.read_pool
+            try:
+                return host, pool, self._checkout(pool, what)
+            except ServerUnavailableError as exc:
+                if exc.errno not in CONNECT_ERRNOS or not way.failed(reround=False):
+                    raise
 
     @contextlib.contextmanager
     def hold(self, what: str) -> Iterator[Any]:
@@ -259,7 +325,7 @@ class Connector:
         session lock; it goes back to the pool at the end, closed if anything went wrong."""
         if self.closed:
             raise StoreClosedError(f"{what}: {self.name} is closed; it opens no new connection")
-        con = self._checkout(self.read_pool, what)
+        host, pool, con = self._open(_Failover(self.hosts, 0), False, what)
         broken = True
         try:
             raw = _raw(con)
@@ -272,7 +338,7 @@ class Connector:
             yield raw
             broken = False
         finally:
-            self._checkin(self.read_pool, con, broken)
+            self._checkin(pool, con, broken)
 
     def _isolate(self, raw: Any, cur: Any) -> None:
         """READ COMMITTED for this write (see sql.READ_COMMITTED_SESSION for why)."""
@@ -286,6 +352,8 @@ class Connector:
 
     def close(self) -> None:
         self.closed = True
+        if self.replicas is not None:
+            self.replicas.close()
         if self.owned:
             for p in self._pools:
                 p.close()
@@ -307,6 +375,36 @@ def check_seconds(name: str, value: Any) -> float:
     if not 0 < value < float("inf"):
         raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
     return float(value)
+
+
+class _Failover:
+    """One call's way through the host list: which host now, and how many rounds so far."""
+
+    __slots__ = ("hosts", "order", "at", "rounds", "limit")
+
+    def __init__(self, hosts: HostPools, limit: int) -> None:
+        self.hosts, self.limit = hosts, limit
+        self.order = hosts.order()
+        self.at = self.rounds = 0
+
+    @property
+    def host(self) -> Optional[Host]:
+        return self.order[self.at] if self.at < len(self.order) else None
+
+    def failed(self, reround: bool = True) -> bool:
+        """The current host did not answer: mark it down and move to the next one; after a
+        whole round, back off and start again (at most ``limit`` more rounds, and only when
+        ``reround``). False when there is nothing left to try."""
+        self.hosts.mark_down(self.order[self.at])
+        self.at += 1
+        if self.at < len(self.order):
+            return True
+        self.rounds += 1
+        if not reround or self.rounds > self.limit:
+            return False
+        _backoff(self.rounds, 0.05)
+        self.order, self.at = self.hosts.order(), 0
+        return bool(self.order)
 
 
 class _Flight:
@@ -407,15 +505,19 @@ def make_pools(
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
     read_timeout: float = DEFAULT_READ_TIMEOUT,
     write_timeout: float = DEFAULT_WRITE_TIMEOUT,
+    host_index: int = 0,
+    reads_only: bool = False,
     **connect_kwargs: Any,
 ) -> tuple[Any, Any, Optional[str]]:
-    """Two PooledDBs of pymysql connections (utf8mb4): writes (autocommit off), reads (on).
+    """Two PooledDBs of pymysql connections (utf8mb4) to host ``host_index`` of the URL:
+    writes (autocommit off), reads (on); ``reads_only`` (a replica): the read pool only,
+    ``(None, read_pool, database)``.
 
     Connections are not pinged at checkout nor rolled back at check-in (each costs a round trip
     per call): a dead one is detected by its error and reconnected in place, and every call
     ends its own transaction. TLS (``ssl_mode``, ``ssl_ca``, ...) and the host come from
     :func:`mysql_state.url.connect_args`; connections are made by :func:`mysql_state.url.connect`,
-    which enforces ``ssl_mode``. Only the URL's first host is used.
+    which enforces ``ssl_mode``. :func:`make_host_pools` makes them for every host of the list.
     """
     from dbutils.pooled_db import PooledDB
 
@@ -423,7 +525,7 @@ def make_pools(
     for name, value in (("connect_timeout", connect_timeout), ("read_timeout", read_timeout),
                         ("write_timeout", write_timeout)):
         check_seconds(name, value)
-    kwargs, database = _url.connect_args(url, **connect_kwargs)  # keywords win over the URL
+    kwargs, database = _url.connect_args(url, host_index, **connect_kwargs)  # keywords win over the URL
     kwargs.setdefault("connect_timeout", connect_timeout)
     kwargs.setdefault("read_timeout", read_timeout)
     kwargs.setdefault("write_timeout", write_timeout)
@@ -431,6 +533,19 @@ def make_pools(
     # reset=False: DBUtils would send a ROLLBACK at every check-in; every call here ends its
     # transaction itself (COMMIT, or ROLLBACK on error), so that round trip buys nothing.
     common = dict(maxconnections=pool_size, maxcached=pool_size, blocking=True, ping=0, reset=False)
-    write_pool = PooledDB(_url.connect, **common, autocommit=False, **kwargs)
+    write_pool = None if reads_only else PooledDB(_url.connect, **common, autocommit=False, **kwargs)
     read_pool = PooledDB(_url.connect, **common, autocommit=True, **kwargs)
     return write_pool, read_pool, database
+
+
+def make_host_pools(url: str, *, reads_only: bool = False, **options: Any) -> tuple[HostPools, Optional[str]]:
+    """:func:`make_pools` for every host of ``url`` (``h1:3306,h2:3306,...``), in the URL's
+    order of preference, as a :class:`~mysql_state.hosts.HostPools`; and the URL's database.
+    ``reads_only`` (replicas): read pools only, spread over, and a host in back-off skipped."""
+    parsed = _url.parse(url)
+    hosts, database = [], None
+    for i in range(len(parsed.hosts)):
+        write_pool, read_pool, database = make_pools(url, host_index=i, reads_only=reads_only, **options)
+        name = host_name(parsed.kwargs(i))
+        hosts.append(Host(write_pool if write_pool is not None else read_pool, read_pool, name))
+    return HostPools(hosts, skip_down=reads_only, spread=reads_only), database

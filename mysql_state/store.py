@@ -32,8 +32,10 @@ from .pool import (
     Stats,
     check_int,
     check_seconds,
-    make_pools,
+    make_host_pools,
 )
+from .hosts import HostPools
+from .replicas import DEFAULT_SESSION_WAIT, Router
 
 __all__ = ["MysqlAgentStateStore", "VersionedState", "SavedMany", "UNVERSIONED"]
 
@@ -117,6 +119,16 @@ def _rows_are_whole(count: Any, lo: Any, hi: Any, stored: Optional[ListHash]) ->
     return int(count) == stored.n and lo == 0 and hi == stored.n - 1
 
 
+def _host_list(pool: Any, read_pool: Any, hosts: Optional[Sequence[Any]]) -> Optional[HostPools]:
+    """The store's host list from ``hosts=[...]`` (``pool``, if given, first), or None."""
+    if hosts is None or isinstance(hosts, HostPools):
+        return hosts
+    entries = list(hosts) if not isinstance(hosts, (str, bytes)) else hosts
+    if pool is not None and all(e is not pool and e != (pool, read_pool or pool) for e in entries):
+        entries = [(pool, read_pool or pool), *entries]
+    return HostPools.of(entries)
+
+
 class MysqlAgentStateStore:
     """Agent state in one MySQL table, readable by AgentScope Java's ``MysqlAgentStateStore``.
 
@@ -135,7 +147,7 @@ class MysqlAgentStateStore:
 
     def __init__(
         self,
-        pool: Any,
+        pool: Any = None,
         database_name: Optional[str] = None,
         table_name: Optional[str] = None,
         create_if_not_exist: bool = False,
@@ -144,12 +156,23 @@ class MysqlAgentStateStore:
         retries: int = DEFAULT_RETRIES,
         snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES,
         encryption: Optional[Keyring] = None,
+        hosts: Optional[Sequence[Any]] = None,
+        replicas: Optional[Sequence[Any]] = None,
+        session_wait: float = DEFAULT_SESSION_WAIT,
         _read_pool: Any = None,
         _owned: bool = False,
         _pool_size: Optional[int] = None,
     ) -> None:
         """Use ``pool`` (a DBUtils ``PooledDB`` of pymysql connections, or anything with
         ``.connection()``); the store never closes a pool it was given.
+
+        ``hosts`` (instead of ``pool``): one pool per host, in order of preference, for
+        failover (:mod:`mysql_state.hosts`); each entry a pool or a ``(write_pool,
+        read_pool)`` pair; a ``pool`` given too is the first host. ``replicas``: one read pool
+        per replica, for reads with ``consistency="session"`` or ``"eventual"``
+        (:mod:`mysql_state.replicas`); ``session_wait`` bounds, in seconds, how long a replica
+        may take to catch up with this store's last write to a session before the primary
+        serves a ``"session"`` read.
 
         ``pool_timeout`` bounds the wait for a free connection, ``retries`` the retries of a
         transaction that hit a lock conflict, ``snapshot_bytes`` the memory for the
@@ -166,28 +189,34 @@ class MysqlAgentStateStore:
         self._cipher = RowCipher(encryption, self.table_name) if encryption is not None else None
         self._digesters: dict[Optional[str], Digester] = {None: PLAIN}
         self._dig = self._digester_of(encryption.current) if encryption is not None else PLAIN
-        self._db = Connector(
-            pool,
-            read_pool=_read_pool,
-            owned=_owned,
-            pool_size=_pool_size,
-            pool_timeout=pool_timeout,
-            retries=retries,
-            name=f"the store of `{self.database_name}`.`{self.table_name}`",
-        )
+        check_seconds("session_wait", session_wait)
+        name = f"the store of `{self.database_name}`.`{self.table_name}`"
+        common = dict(owned=_owned, pool_size=_pool_size, pool_timeout=pool_timeout, retries=retries)
+        self._db = Connector(pool, read_pool=_read_pool, name=name, hosts=_host_list(pool, _read_pool, hosts),
+                             **common)
+        replica_db = None
+        if replicas is not None:
+            if not isinstance(replicas, HostPools):
+                replicas = HostPools.of(replicas, [f"replicas[{i}]" for i in range(len(replicas))],
+                                        skip_down=True, spread=True)
+            replica_db = Connector(None, hosts=replicas, reconnects=0, name=f"the replicas of {name[4:]}", **common)
         #: Connections per pool (None for a given pool); the async store sizes its threads to it.
         self.pool_size: Optional[int] = _pool_size
         self._snapshots = SnapshotCache(snapshot_bytes)
         self._hints = HashHints()  # the hash row last seen per list: one-statement appends
         self._table = keys.quote_table(self.database_name, self.table_name)
         try:
-            self._setup(create_if_not_exist)
+            self._setup(create_if_not_exist)  # the primary only: replicas get no DDL
         except BaseException:
             self._db.close()
+            if replica_db is not None:
+                replica_db.close()
             raise
         q = lambda template: sql.render(template, self._table, self.collation)  # noqa: E731
         self._sql = {name: q(getattr(sql, name)) for name in dir(sql) if name.isupper() and isinstance(getattr(sql, name), str)}
         self._upsert = (self._sql["UPSERT_ROWS_HEAD"], self._sql["UPSERT_ROWS_TAIL"])
+        if replica_db is not None:
+            Router(self._db, replica_db, session_wait).install(self)
 
     @classmethod
     def from_url(
@@ -205,13 +234,19 @@ class MysqlAgentStateStore:
         retries: int = DEFAULT_RETRIES,
         snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES,
         encryption: Optional[Keyring] = None,
+        replica_urls: Optional[Sequence[str]] = None,
+        session_wait: float = DEFAULT_SESSION_WAIT,
         **connect_kwargs: Any,
     ) -> "MysqlAgentStateStore":
         """A store with its own pools, closed by :meth:`close`.
 
         ``url`` is ``mysql://user:password@host:port/database``; the path's database is used
         unless ``database_name`` is given; ``?unix_socket=/path`` connects through a socket.
-        Other keywords go to ``pymysql.connect``.
+        Other keywords go to ``pymysql.connect``. A host list (``h1:3306,h2:3306,h3:3306``)
+        is an order of preference: the store uses the first host that answers and fails
+        over to the next (:mod:`mysql_state.hosts`). ``replica_urls`` (read-only users
+        suffice) serve reads made with ``consistency="session"`` or ``"eventual"``
+        (:mod:`mysql_state.replicas`); their database is this store's.
 
         >>> with MysqlAgentStateStore.from_url("mysql://root@127.0.0.1:3306/agentscope") as s:
         ...     s.exists("alice", "chat-1")  # doctest: +SKIP
@@ -220,17 +255,19 @@ class MysqlAgentStateStore:
         check_int("snapshot_bytes", snapshot_bytes, 0)
         check_int("retries", retries, 0)
         check_seconds("pool_timeout", pool_timeout)
-        write_pool, read_pool, url_database = make_pools(
-            url,
-            pool_size=pool_size,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
-            write_timeout=write_timeout,
-            **connect_kwargs,
-        )
+        check_seconds("session_wait", session_wait)
+        if isinstance(replica_urls, str):
+            replica_urls = [replica_urls]
+        options = dict(pool_size=pool_size, connect_timeout=connect_timeout, read_timeout=read_timeout,
+                       write_timeout=write_timeout, **connect_kwargs)
+        hosts, url_database = make_host_pools(url, **options)
+        replicas = None
+        if replica_urls is not None:  # pools open no connection until used
+            replicas = HostPools([h for u in replica_urls for h in make_host_pools(u, reads_only=True, **options)[0].hosts],
+                                 skip_down=True, spread=True)
         chosen = database_name if database_name is not None and database_name.strip() else url_database
         return cls(
-            write_pool,
+            None,
             chosen,
             table_name,
             create_if_not_exist,
@@ -238,7 +275,9 @@ class MysqlAgentStateStore:
             retries=retries,
             snapshot_bytes=snapshot_bytes,
             encryption=encryption,
-            _read_pool=read_pool,
+            hosts=hosts,
+            replicas=replicas,
+            session_wait=session_wait,
             _owned=True,
             _pool_size=pool_size,
         )
@@ -449,16 +488,20 @@ class MysqlAgentStateStore:
         key: str,
         type: Optional[type] = None,
         default: Any = None,
+        *,
+        consistency: str = "strong",
     ) -> Any:
         """The value at ``key`` (an instance of ``type`` when given), or ``default``.
 
         A key that holds a list raises ``TypeError`` (read it with :meth:`get_list`).
+        ``consistency`` (every read method has it): ``"strong"`` reads the primary,
+        ``"session"`` or ``"eventual"`` may read a replica (see :mod:`mysql_state.replicas`).
 
         >>> store.get("alice", "chat-1", "summary")  # doctest: +SKIP
         {'text': 'talked about MySQL'}
         """
         sid, k = self._key_ids(user_id, session_id, key)
-        found = self._read_value(sid, k, type)
+        found = self._read_value(sid, k, type, consistency)
         if found is None:
             return default
         if found[2]:
@@ -466,7 +509,8 @@ class MysqlAgentStateStore:
         return found[0]
 
     def get_versioned(
-        self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None
+        self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None, *,
+        consistency: str = "strong",
     ) -> VersionedState:
         """The value and its version; ``(None, 0)`` when absent.
 
@@ -476,12 +520,12 @@ class MysqlAgentStateStore:
         >>> value, version = store.get_versioned("alice", "chat-1", "plan")  # doctest: +SKIP
         """
         sid, k = self._key_ids(user_id, session_id, key)
-        found = self._read_value(sid, k, type)
+        found = self._read_value(sid, k, type, consistency)
         if found is None:
             return VersionedState(None, 0)
         return VersionedState(None if found[2] else found[0], found[1])
 
-    def _read_value(self, sid: str, k: str, type: Optional[type]) -> Optional[tuple[Any, int, bool]]:
+    def _read_value(self, sid: str, k: str, type: Optional[type], consistency: str = "strong") -> Optional[tuple[Any, int, bool]]:
         """(value, version, is_list) in one statement, or None when the key is absent."""
         hk = keys.hash_key(k)
 
@@ -489,7 +533,7 @@ class MysqlAgentStateStore:
             cur.execute(self._sql["SELECT_VALUE"], (hk, sid, k, hk))
             return cur.fetchall()
 
-        rows = self._db.run(read, f"get {k!r}", write=False)
+        rows = self._db.run(read, f"get {k!r}", write=False, consistency=consistency, session=sid)
         listed = next((r for r in rows if r[0]), None)
         if listed is not None:
             return None, int(listed[2]), True
@@ -846,6 +890,7 @@ class MysqlAgentStateStore:
         *,
         offset: int = 0,
         limit: Optional[int] = None,
+        consistency: str = "strong",
     ) -> list:
         """The list's items in order; ``offset``/``limit`` read a window in one query.
 
@@ -854,16 +899,17 @@ class MysqlAgentStateStore:
 
         >>> store.get_list("alice", "chat-1", "memory", offset=-50)  # doctest: +SKIP
         """
-        return self._get_list(user_id, session_id, key, type, offset, limit)[0]
+        return self._get_list(user_id, session_id, key, type, offset, limit, consistency)[0]
 
     def get_list_versioned(
-        self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None
+        self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None, *,
+        consistency: str = "strong",
     ) -> VersionedState:
         """The whole list and its version, read in one statement; ``([], 0)`` when absent.
 
         >>> items, version = store.get_list_versioned("alice", "chat-1", "memory")  # doctest: +SKIP
         """
-        items, version = self._get_list(user_id, session_id, key, type, 0, None)
+        items, version = self._get_list(user_id, session_id, key, type, 0, None, consistency)
         return VersionedState(items, version)
 
     def get_many(
@@ -874,6 +920,7 @@ class MysqlAgentStateStore:
         lists: Sequence[str] = (),
         *,
         versioned: bool = False,
+        consistency: str = "strong",
     ) -> dict[str, Any]:
         """Values and whole lists of one session in ONE statement: one consistent snapshot, one
         round trip. Missing keys are absent from the result; ``versioned=True`` gives each as
@@ -882,12 +929,12 @@ class MysqlAgentStateStore:
         >>> store.get_many("alice", "chat-1", values=["summary"], lists=["context"])  # doctest: +SKIP
         {'summary': {...}, 'context': [...]}
         """
-        found = self._get_many(user_id, session_id, values, lists)
+        found = self._get_many(user_id, session_id, values, lists, consistency)
         if versioned:
             return {k: VersionedState(*vv) for k, vv in found.items()}
         return {k: v for k, (v, _) in found.items()}
 
-    def _get_many(self, user_id, session_id, values, lists) -> dict[str, tuple[Any, int]]:
+    def _get_many(self, user_id, session_id, values, lists, consistency="strong") -> dict[str, tuple[Any, int]]:
         """:meth:`get_many` with each key's version: ``{key: (value, version)}``."""
         value_keys = [self._key_ids(user_id, session_id, k)[1] for k in serde.check_keys(values, "values")]
         list_keys = [self._key_ids(user_id, session_id, k, is_list=True)[1] for k in serde.check_keys(lists, "lists")]
@@ -899,7 +946,8 @@ class MysqlAgentStateStore:
             return {}
         hash_keys = [keys.hash_key(k) for k in (*value_keys, *list_keys)]
         statement, params = sql.select_many(self._table, sid, value_keys, list_keys, hash_keys)
-        rows = self._db.run(lambda cur: (cur.execute(statement, params), cur.fetchall())[1], "get_many", write=False)
+        rows = self._db.run(lambda cur: (cur.execute(statement, params), cur.fetchall())[1], "get_many", write=False,
+                            consistency=consistency, session=sid)
         by_key: dict[str, list] = {}
         for key, index, data, version in rows:
             by_key.setdefault(key, []).append((index, data, version))
@@ -917,12 +965,13 @@ class MysqlAgentStateStore:
                 out[k] = self._check_list(items + head, sid, k, 0, None, None)[:2]
         return out
 
-    def _get_list(self, user_id, session_id, key, type, offset, limit) -> tuple[list, int]:
+    def _get_list(self, user_id, session_id, key, type, offset, limit, consistency="strong") -> tuple[list, int]:
         sid, k = self._key_ids(user_id, session_id, key, is_list=True)
         offset, limit = self._window_of(offset, limit)
-        rows = self._db.run(lambda cur: self._read_list(cur, sid, k, offset, limit), f"get_list {k!r}", write=False)
+        rows = self._db.run(lambda cur: self._read_list(cur, sid, k, offset, limit), f"get_list {k!r}", write=False,
+                            consistency=consistency, session=sid)
         items, version, stored = self._check_list(rows, sid, k, offset, limit, type)
-        if stored is not None:
+        if stored is not None and consistency == "strong":  # a replica's may be behind
             self._hints.put((sid, k), stored)
         return items, version
 
@@ -1006,7 +1055,7 @@ class MysqlAgentStateStore:
             sid, k,
         )
 
-    def list_length(self, user_id: Optional[str], session_id: str, key: str) -> int:
+    def list_length(self, user_id: Optional[str], session_id: str, key: str, *, consistency: str = "strong") -> int:
         """Number of items, read from the hash row (no scan of the items).
 
         >>> store.list_length("alice", "chat-1", "memory")  # doctest: +SKIP
@@ -1023,7 +1072,7 @@ class MysqlAgentStateStore:
             cur.execute(self._sql["COUNT_ITEMS"], (sid, k))
             return int(cur.fetchone()[0])
 
-        return self._db.run(read, f"list_length {k!r}", write=False)
+        return self._db.run(read, f"list_length {k!r}", write=False, consistency=consistency, session=sid)
 
     def pop_list(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None) -> Any:
         """Remove and return the last item of a list, atomically (None when it is empty).
@@ -1124,7 +1173,7 @@ class MysqlAgentStateStore:
 
     # ---- sessions ------------------------------------------------------------------------------
 
-    def exists(self, user_id: Optional[str], session_id: str) -> bool:
+    def exists(self, user_id: Optional[str], session_id: str, *, consistency: str = "strong") -> bool:
         """True while the session has any row.
 
         >>> store.exists("alice", "chat-1")  # doctest: +SKIP
@@ -1136,7 +1185,7 @@ class MysqlAgentStateStore:
             cur.execute(self._sql["SESSION_EXISTS"], (sid,))
             return cur.fetchone() is not None
 
-        return self._db.run(read, "exists", write=False)
+        return self._db.run(read, "exists", write=False, consistency=consistency, session=sid)
 
     def delete(self, user_id: Optional[str], session_id: str, key: Optional[str] = None) -> None:
         """Delete the whole session, or one key (a list with its hash row).
@@ -1163,7 +1212,7 @@ class MysqlAgentStateStore:
         cur.execute(self._sql["LOCK_HASH_ROW"], (sid, hk))  # waits for a list writer
         cur.execute(self._sql["DELETE_KEY"], (sid, k, hk))
 
-    def list_session_ids(self, user_id: Optional[str]) -> set[str]:
+    def list_session_ids(self, user_id: Optional[str], *, consistency: str = "strong") -> set[str]:
         """The session ids of one user (None: anonymous sessions).
 
         >>> store.list_session_ids("alice")  # doctest: +SKIP
@@ -1177,7 +1226,7 @@ class MysqlAgentStateStore:
             cur.execute(statement, params)
             return cur.fetchall()
 
-        rows = self._db.run(read, "list_session_ids", write=False)
+        rows = self._db.run(read, "list_session_ids", write=False, consistency=consistency)
         # The exact prefix test also guards tables whose collation is not exact.
         return {r[0][len(prefix) :] for r in rows if r[0].startswith(prefix)}
 

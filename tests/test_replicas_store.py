@@ -1,0 +1,196 @@
+"""The store with a primary and a read-only replica (MariaDB GTID asynchronous replication,
+the session ``replicated`` fixture): ``consistency="strong" | "session" | "eventual"``.
+
+The replica is made to lag deterministically by pausing its SQL thread. Which server served
+a read is proven by the servers' own counters (``Com_select``), and what the replica was
+sent by its general log: the store reads it as the non-admin ``reader`` user only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+import uuid
+
+import pymysql
+import pytest
+
+from mysql_state import MysqlAgentStateStore
+from mysql_state.aio import AsyncMysqlAgentStateStore
+from mysql_state.pool import parse_url
+
+
+def root(url: str) -> pymysql.connections.Connection:
+    kwargs, _ = parse_url(url)
+    return pymysql.connect(autocommit=True, **kwargs)
+
+
+def status(url: str, name: str) -> int:
+    con = root(url)
+    try:
+        with con.cursor() as cur:
+            cur.execute("SHOW GLOBAL STATUS LIKE %s", (name,))
+            return int(cur.fetchone()[1])
+    finally:
+        con.close()
+
+
+@pytest.fixture
+def rstore(replicated):
+    name = "t_" + uuid.uuid4().hex[:12]
+    store = MysqlAgentStateStore.from_url(replicated.primary_url, name, create_if_not_exist=True,
+                                          replica_urls=[replicated.replica_url], session_wait=0.5)
+    yield store
+    store.close()
+    replicated.resume_replication()
+    con = root(replicated.primary_root_url)
+    with con.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+    con.close()
+
+
+def counted(replicated, fn):
+    """``fn()``'s result and how many SELECTs (primary, replica) it cost."""
+    p, r = status(replicated.primary_root_url, "Com_select"), status(replicated.replica_root_url, "Com_select")
+    out = fn()
+    return out, (status(replicated.primary_root_url, "Com_select") - p,
+                 status(replicated.replica_root_url, "Com_select") - r)
+
+
+def test_strong_session_eventual_with_a_lagging_replica(replicated, rstore, report):
+    rstore.save("u", "s", "k", "v1")
+    replicated.wait_caught_up()
+    replicated.pause_replication()
+    rstore.save("u", "s", "k", "v2")
+
+    value, (on_primary, on_replica) = counted(replicated, lambda: rstore.get("u", "s", "k", consistency="eventual"))
+    assert value == "v1" and on_primary == 0 and on_replica == 1  # the replica, however far behind
+    value, (on_primary, on_replica) = counted(replicated, lambda: rstore.get("u", "s", "k"))
+    assert value == "v2" and on_primary == 1 and on_replica == 0  # strong: the primary
+
+    fallbacks = rstore.stats.replica_fallbacks
+    t0 = time.monotonic()
+    value, (on_primary, on_replica) = counted(replicated, lambda: rstore.get("u", "s", "k", consistency="session"))
+    waited = time.monotonic() - t0
+    assert value == "v2", "session never reads older than this store's own write"
+    assert 0.5 <= waited < 2.5, waited  # waited session_wait on the replica, then the primary
+    assert on_primary == 1 and on_replica == 1 and rstore.stats.replica_fallbacks == fallbacks + 1
+
+    replicated.resume_replication()
+    replicated.wait_caught_up()
+    value, (on_primary, on_replica) = counted(replicated, lambda: rstore.get("u", "s", "k", consistency="session"))
+    assert value == "v2" and on_primary == 0 and on_replica == 2  # the wait, then the read: the replica
+    report(f"replicas: eventual read the stale value from the lagging replica; session waited "
+           f"{waited:.2f}s (session_wait=0.5) then read the primary; caught up, the replica served it")
+
+
+def test_session_waits_only_for_this_stores_writes_to_that_session(replicated, rstore):
+    rstore.save_list("u", "a", "memory", [1, 2])
+    replicated.wait_caught_up()
+    replicated.pause_replication()
+    rstore.save_list("u", "b", "memory", [3])  # another session: "a" need not wait for it
+    t0 = time.monotonic()
+    (items, n, there, many), (on_primary, _) = counted(replicated, lambda: (
+        rstore.get_list("u", "a", "memory", consistency="session"),
+        rstore.list_length("u", "a", "memory", consistency="session"),
+        rstore.exists("u", "a", consistency="session"),
+        rstore.get_many("u", "a", lists=["memory"], consistency="session")))
+    assert (items, n, there, many) == ([1, 2], 2, True, {"memory": [1, 2]})
+    assert on_primary == 0 and time.monotonic() - t0 < 0.5
+    # ... while "b" is read on the primary after the wait, and listing the user's sessions
+    # waits for every write of this store
+    assert rstore.get_list("u", "b", "memory", consistency="session") == [3]
+    assert rstore.list_session_ids("u", consistency="session") == {"a", "b"}
+    assert rstore.list_session_ids("u", consistency="eventual") == {"a"}
+
+
+def test_replica_is_read_as_non_admin_with_selects_only(replicated, rstore):
+    con = root(replicated.replica_root_url)
+    with con.cursor() as cur:
+        cur.execute("SET GLOBAL log_output = 'TABLE'")
+        cur.execute("TRUNCATE mysql.general_log")
+        cur.execute("SET GLOBAL general_log = 1")
+    try:
+        rstore.save("u", "s", "k", 1)
+        rstore.save_list("u", "s", "l", [1, 2, 3])
+        rstore.append_list("u", "s", "l", [4])
+        rstore.delete("u", "s", "k")
+        for c in ("session", "eventual"):
+            rstore.get("u", "s", "k", consistency=c)
+            rstore.get_list("u", "s", "l", consistency=c)
+            rstore.list_session_ids("u", consistency=c)
+        with con.cursor() as cur:
+            cur.execute("SET GLOBAL general_log = 0")
+            cur.execute("SELECT user_host, command_type, CONVERT(argument USING utf8mb4) FROM mysql.general_log")
+            log = list(cur.fetchall())
+    finally:
+        with con.cursor() as cur:
+            cur.execute("SET GLOBAL general_log = 0")
+    ours = [(kind, arg) for host, kind, arg in log if "reader" in host]
+    queries = [arg for kind, arg in ours if kind == "Query"]
+    assert queries, "the replica served reads"
+    assert not any("writer" in host for host, _, _ in log), "the primary's user never reaches the replica"
+    assert all(q.lstrip().upper().startswith(("SELECT", "SET NAMES")) for q in queries), queries
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_dead_replica_is_skipped_and_none_answering_means_the_primary(replicated):
+    name = "t_" + uuid.uuid4().hex[:12]
+    dead = f"mysql://reader:reader-pw@127.0.0.1:{_closed_port()}/"
+    both = MysqlAgentStateStore.from_url(replicated.primary_url, name, create_if_not_exist=True,
+                                         replica_urls=[dead, replicated.replica_url])
+    only_dead = MysqlAgentStateStore.from_url(replicated.primary_url, name, replica_urls=[dead])
+    try:
+        both.save("u", "s", "k", "x")
+        replicated.wait_caught_up()
+        for _ in range(6):  # spread over both replicas: the dead one is skipped
+            assert both.get("u", "s", "k", consistency="session") == "x"
+        assert both.stats.replica_reads == 6 and both.stats.replica_fallbacks == 0
+        assert only_dead.get("u", "s", "k", consistency="eventual") == "x"
+        assert only_dead.stats.replica_fallbacks == 1 and only_dead.stats.replica_reads == 0
+    finally:
+        both.close()
+        only_dead.close()
+        con = root(replicated.primary_root_url)
+        with con.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        con.close()
+
+
+def test_unknown_consistency_is_a_value_error_before_any_connection(rstore):
+    rstore.close()  # a closed store opens no connection: the ValueError comes first
+    calls = [lambda c: rstore.get("u", "s", "k", consistency=c),
+             lambda c: rstore.get_list("u", "s", "k", consistency=c),
+             lambda c: rstore.get_many("u", "s", values=["k"], consistency=c),
+             lambda c: rstore.list_length("u", "s", "k", consistency=c),
+             lambda c: rstore.list_session_ids("u", consistency=c),
+             lambda c: rstore.exists("u", "s", consistency=c)]
+    for call in calls:
+        for bad in ("STRONG", "linearizable", None, 1):
+            with pytest.raises(ValueError, match="consistency"):
+                call(bad)
+
+
+def test_async_store_forwards_replica_urls(replicated):
+    name = "t_" + uuid.uuid4().hex[:12]
+
+    async def main():
+        async with AsyncMysqlAgentStateStore.from_url(replicated.primary_url, name, create_if_not_exist=True,
+                                                      replica_urls=[replicated.replica_url]) as store:
+            await store.save("u", "s", "k", 7)
+            assert await store.get("u", "s", "k", consistency="session") == 7
+            assert store.stats.replica_reads == 1
+
+    try:
+        asyncio.run(main())
+    finally:
+        con = root(replicated.primary_root_url)
+        with con.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        con.close()
