@@ -5,7 +5,7 @@ PYTHON ?= python3
 comma  := ,
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
-EXTRAS ?= test,agentscope
+EXTRAS ?= test,agentscope,encryption
 
 .PHONY: test demo demo-openai demo-adk bench server-bin cluster-bin cluster venv clean
 
@@ -73,7 +73,7 @@ demo-adk: .venv-adk/.made server-bin
 	.venv-adk/bin/python examples/adk_restart.py
 
 bench:
-	$(MAKE) EXTRAS=test,agentscope,bench venv server-bin
+	$(MAKE) EXTRAS=test,agentscope,encryption,bench venv server-bin
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
 
 clean:

@@ -10,6 +10,7 @@ OURS = "mysql-state"
 COLD = f"{OURS} save_list (cold: another process)"
 WARM_REFERENCE = "reference: floor + orjson.dumps(list) + 1 memcmp"
 FLOOR = "floor: 1 INSERT + COMMIT"
+ENCRYPTED = " [encrypted]"
 WORKLOAD_NAMES = {"append1": "after a turn of 1 message", "append2": "after a turn of 2 messages",
                   "grow": "after the last message grew in place"}
 WORKLOADS = {
@@ -133,6 +134,15 @@ def targets(r: Results) -> list[dict]:
         if w and ref:
             add(f"warm save_list ({WORKLOAD_NAMES.get(wl, wl)}) ≤ 1.3× ({WARM_REFERENCE}) at N={hi:,}",
                 round(w / ref, 2), 1.3, w / ref <= 1.3, f"warm {fmt_us(w)} vs reference {fmt_us(ref)}")
+    # encryption at rest costs little on the paths that matter (same run, same workloads)
+    for wl, who, limit, n in (("append1", f"{OURS} append_list", 1.15, hi), ("append2", f"{OURS} append_list", 1.15, hi),
+                              ("append1", warm, 1.25, 10000), ("append1", COLD, 1.25, 10000),
+                              ("append2", warm, 1.25, 10000), ("append2", COLD, 1.25, 10000),
+                              ("load_all", f"{OURS} get_list", 2.0, 10000)):
+        plain, enc = r.med(wl, n, who), r.med(wl, n, who + ENCRYPTED)
+        if plain and enc:
+            add(f"{who} encrypted ≤ {limit}× plain ({WORKLOAD_NAMES.get(wl, wl)}, N={n:,})", round(enc / plain, 2),
+                limit, enc / plain <= limit, f"encrypted {fmt_us(enc)} vs plain {fmt_us(plain)}")
     # faster per turn than every baseline and peer at N >= 100
     for who in (f"{OURS} append_list", f"{OURS} save_list (warm)"):
         losses, worst = [], 0.0

@@ -32,7 +32,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import orjson  # noqa: E402
 import pymysql  # noqa: E402
 
-from mysql_state import MysqlAgentStateStore, keys  # noqa: E402
+from mysql_state import Keyring, MysqlAgentStateStore, keys  # noqa: E402
 from mysql_state.pool import parse_url  # noqa: E402
 from mysql_state.server import server_url  # noqa: E402
 
@@ -53,7 +53,7 @@ DBS = {
     "google-adk": "msbench_google_adk",
 }
 OURS = "mysql-state"
-COLD, WARM_REFERENCE = report.COLD, report.WARM_REFERENCE
+COLD, WARM_REFERENCE, ENCRYPTED = report.COLD, report.WARM_REFERENCE, report.ENCRYPTED
 
 PROFILES = {
     # rounds: interleaved rounds per cell; min_runs/budget: a subject that spent budget_s
@@ -87,6 +87,9 @@ class Bench:
         db = DBS["store"]
         self.store = self.new_store()
         self.other = self.new_store()  # another worker: warm connections, no snapshot of the list
+        self.ring = Keyring({"k1": os.urandom(32)}, current="k1")
+        self.enc = self.new_store(encryption=self.ring)  # the same workloads, encrypted at rest
+        self.enc_other = self.new_store(encryption=self.ring)
         self.table = f"`{db}`.`{self.store.table_name}`"
         self.floor = baselines.Floor(self.kwargs, db)
         self.java = baselines.JavaReplica(self.kwargs, db)
@@ -108,20 +111,23 @@ class Bench:
         self.throughput: list[dict] = []
         self.machine = harness.machine(self.admin)
 
-    def new_store(self) -> MysqlAgentStateStore:
-        return MysqlAgentStateStore.from_url(self.url, database_name=DBS["store"], create_if_not_exist=True, pool_size=16)
+    def new_store(self, **kw: Any) -> MysqlAgentStateStore:
+        return MysqlAgentStateStore.from_url(self.url, database_name=DBS["store"], create_if_not_exist=True,
+                                             pool_size=16, **kw)
 
     # ---- per-N setup ------------------------------------------------------------------------
 
     def seed(self, conv: data.Conversation) -> dict:
         n = conv.n
         sid = f"n{n}"
-        ctx: dict = {"sid": sid, "packed": keys.pack(U, sid), "conv": conv}
+        ctx: dict = {"sid": sid, "packed": keys.pack(U, sid), "conv": conv, "esid": sid + "-enc"}
         self.store.save_list(U, sid, K, conv.base)
+        self.enc.save_list(U, ctx["esid"], K, conv.base)
         with self.admin.cursor() as cur:
-            cur.execute(f"SELECT state_data FROM {self.table} WHERE session_id = %s AND state_key = %s AND item_index = 0",
-                        (ctx["packed"], keys.hash_key(K)))
-            ctx["hash_json"] = cur.fetchone()[0]
+            for name, packed in (("hash_json", ctx["packed"]), ("enc_hash_json", keys.pack(U, ctx["esid"]))):
+                cur.execute(f"SELECT state_data FROM {self.table} WHERE session_id = %s AND state_key = %s"
+                            " AND item_index = 0", (packed, keys.hash_key(K)))
+                ctx[name] = cur.fetchone()[0]
         self.java.restore(sid, K, conv.base, 0)
         self.naive.save_list(sid, K, conv.base)
         self.blob.save(sid, {K: conv.base})
@@ -163,7 +169,7 @@ class Bench:
     def ours_reset(self, sid: str, base: list) -> Callable[[], None]:
         return lambda: self.store.save_list(U, sid, K, base)
 
-    def raw_trim(self, ctx: dict) -> Callable[[], None]:
+    def raw_trim(self, ctx: dict, encrypted: bool = False) -> Callable[[], None]:
         """Untimed reset for append_list: put the rows and the hash row back with plain SQL.
 
         Resetting through save_list would serialise and compare the whole list (5 MB at
@@ -174,7 +180,9 @@ class Bench:
         one statement that also brings the hash row), as an agent that loads its memory before
         appending does; the timed append then meets a hash row it has seen (its common path).
         """
-        packed, n, h = ctx["packed"], ctx["conv"].n, ctx["hash_json"]
+        sid = ctx["esid"] if encrypted else ctx["sid"]
+        packed, n, h = keys.pack(U, sid), ctx["conv"].n, ctx["enc_hash_json" if encrypted else "hash_json"]
+        store = self.enc if encrypted else self.store
 
         def trim() -> None:
             with self.admin.cursor() as cur:
@@ -182,19 +190,21 @@ class Bench:
                             (packed, K, n))
                 cur.execute(f"UPDATE {self.table} SET state_data = %s WHERE session_id = %s AND state_key = %s"
                             " AND item_index = 0", (h, packed, keys.hash_key(K)))
-            self.store.get_list(U, ctx["sid"], K, offset=-1)
+            store.get_list(U, sid, K, offset=-1)
         return trim
 
-    def cold(self, sid: str, base: list, values_of: Callable[[], list]) -> Subject:
+    def cold(self, sid: str, base: list, values_of: Callable[[], list], encrypted: bool = False) -> Subject:
         """save_list from another store object (another worker or process: its connections
         open, but no snapshot of this list), after this one saved ``base``."""
+        store, other = (self.enc, self.enc_other) if encrypted else (self.store, self.other)
 
         def before() -> None:
-            self.store.save_list(U, sid, K, base)
-            self.other._forget()  # noqa: SLF001 - nothing of this list in that "process"
+            store.save_list(U, sid, K, base)
+            other._forget()  # noqa: SLF001 - nothing of this list in that "process"
 
         values = values_of()
-        return Subject(COLD, "store", lambda: self.other.save_list(U, sid, K, values), before)
+        return Subject(COLD + (ENCRYPTED if encrypted else ""), "store",
+                       lambda: other.save_list(U, sid, K, values), before)
 
     def reference(self, full: list, texts: list[str]) -> Subject:
         """What a warm save cannot avoid: the floor's INSERT + COMMIT, one ``orjson.dumps`` of the
@@ -225,6 +235,12 @@ class Bench:
                 self.cold(sid, base, lambda: full),
                 Subject("floor: 1 INSERT + COMMIT", "floor", lambda: self.floor.insert(texts)),
                 self.reference(full, texts),
+                Subject(f"{OURS} append_list" + ENCRYPTED, "store",
+                        lambda: self.enc.append_list(U, ctx["esid"], K, turn), self.raw_trim(ctx, encrypted=True)),
+                Subject(f"{OURS} save_list (warm)" + ENCRYPTED, "store",
+                        lambda: self.enc.save_list(U, ctx["esid"], K, full),
+                        lambda: self.enc.save_list(U, ctx["esid"], K, base)),
+                self.cold(ctx["esid"], base, lambda: full, encrypted=True),
                 Subject("Java store algorithm (replica)", "baseline", lambda: self.java.save_list(sid, K, full),
                         lambda: self.java.restore(sid, K, base, n)),
                 Subject("naive: rewrite whole list", "baseline", lambda: self.naive.save_list(sid, K, full)),
@@ -295,6 +311,7 @@ class Bench:
         if workload == "load_all":
             out += [
                 Subject(f"{OURS} get_list", "store", lambda: self.store.get_list(U, sid, K)),
+                Subject(f"{OURS} get_list" + ENCRYPTED, "store", lambda: self.enc.get_list(U, ctx["esid"], K)),
                 Subject("bare SELECT ORDER BY item_index + orjson.loads", "floor",
                         lambda: self.floor.select_list(self.table, packed, K)),
                 Subject("floor: SELECT 1", "floor", self.floor.select1),
@@ -470,8 +487,8 @@ class Bench:
                 p.close()
             except Exception:  # noqa: BLE001
                 pass
-        self.store.close()
-        self.other.close()
+        for s in (self.store, self.other, self.enc, self.enc_other):
+            s.close()
         for b in (self.floor, self.java, self.naive, self.blob, self.counter):
             b.close()
         with self.admin.cursor() as cur:

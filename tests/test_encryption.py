@@ -17,6 +17,8 @@ from mysql_state import (
     MysqlAgentStateStore,
 )
 from mysql_state.crypto import PREFIX
+
+pytest.importorskip("cryptography", reason="encryption needs the encryption extra (make test installs it)")
 from mysql_state.listsync import Digester, ListHash, verify
 
 from .conftest import Raw
