@@ -8,6 +8,8 @@
     mysql-state length alice chat-1 memory         # list_length
     mysql-state delete alice chat-1 [KEY]          # a whole session, or one key
     mysql-state truncate --yes                     # truncate_all_sessions
+    mysql-state forget-user alice --yes            # forget_user: every row of alice
+    MYSQL_STATE_KEYS=k2=...,k1=... mysql-state reencrypt   # rows under the current key
 
 ``--database`` and ``--table`` pick another database or table; ``-`` as the user means
 anonymous sessions. ``python -m mysql_state`` is the same command.
@@ -22,9 +24,13 @@ from typing import Optional, Sequence
 
 import orjson
 
+from .crypto import Keyring
 from .errors import MysqlStateError
 from .store import MysqlAgentStateStore
 from .url import scrub
+
+
+KEYS_ENV = "MYSQL_STATE_KEYS"
 
 
 def _user(value: str) -> Optional[str]:
@@ -59,6 +65,10 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("key", nargs="?")
     t = sub.add_parser("truncate", help="remove every row of the table")
     t.add_argument("--yes", action="store_true", help="required: this deletes every session")
+    f = sub.add_parser("forget-user", help="erase every row of a user's sessions ('-' for anonymous)")
+    f.add_argument("user")
+    f.add_argument("--yes", action="store_true", help="required: this deletes every session of the user")
+    sub.add_parser("reencrypt", help="rewrite every row under the current key of $MYSQL_STATE_KEYS")
     return p
 
 
@@ -69,12 +79,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if not url:
         print("mysql-state: give a URL (mysql://user:pw@host:port/database) or set MYSQL_URL", file=sys.stderr)
         return 2
-    if args.command == "truncate" and not args.yes:
-        print("mysql-state: truncate removes every session; pass --yes to confirm", file=sys.stderr)
+    if args.command in ("truncate", "forget-user") and not args.yes:
+        what = "every session" if args.command == "truncate" else f"every session of user {args.user!r}"
+        print(f"mysql-state: {args.command} removes {what}; nothing was deleted: pass --yes to confirm",
+              file=sys.stderr)
         return 2
     out = sys.stdout
     try:
-        with MysqlAgentStateStore.from_url(url, args.database, args.table, pool_size=1) as store:
+        # Encrypted sessions read with the ring of MYSQL_STATE_KEYS (reencrypt needs it).
+        ring = Keyring.from_env() if os.environ.get(KEYS_ENV) or args.command == "reencrypt" else None
+        with MysqlAgentStateStore.from_url(url, args.database, args.table, pool_size=1, encryption=ring) as store:
             if args.command == "sessions":
                 for sid in sorted(store.list_session_ids(_user(args.user))):
                     print(sid, file=out)
@@ -98,6 +112,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 store.delete(_user(args.user), args.session, args.key)
             elif args.command == "truncate":
                 print(f"removed {store.truncate_all_sessions()} rows", file=out)
+            elif args.command == "forget-user":
+                print(f"removed {store.forget_user(_user(args.user))} rows", file=out)
+            elif args.command == "reencrypt":
+                print(f"rewrote {store.reencrypt()} rows under key {ring.current!r}", file=out)
     except (MysqlStateError, ValueError, TypeError) as exc:
         print(f"mysql-state: {_one_line(str(exc), url)}", file=sys.stderr)
         return 2

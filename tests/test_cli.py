@@ -37,3 +37,27 @@ def test_cli_mirrors_the_maintenance_calls(store, raw, url, database):
     assert refused.returncode == 2 and "--yes" in refused.stderr and len(raw.rows()) == 2
     done = cli(url, database, "truncate", "--yes")
     assert done.returncode == 0 and "removed 2 rows" in done.stdout and raw.rows() == []
+
+
+def test_forget_user_and_reencrypt_from_the_shell(store, raw, url, database):
+    import base64
+    import os
+
+    for u in ("alice", "bob"):
+        store.save_list(u, "chat-1", "memory", [{"text": "secret"}] * 3)
+    refused = cli(url, database, "forget-user", "alice")
+    assert refused.returncode == 2 and "--yes" in refused.stderr and "nothing was deleted" in refused.stderr
+    assert len(raw.rows()) == 8
+    done = cli(url, database, "forget-user", "alice", "--yes")
+    assert done.returncode == 0 and "removed 4 rows" in done.stdout
+    assert {r[0] for r in raw.rows()} == {"bob:chat-1"}
+    key = base64.b64encode(os.urandom(32)).decode()
+    env = dict(os.environ, MYSQL_STATE_KEYS=f"k1={key}")
+    run = lambda *a: subprocess.run([sys.executable, "-m", "mysql_state", "--url", url, "--database", database, *a],  # noqa: E731
+                                    capture_output=True, text=True, timeout=60, env=env)
+    rotated = run("reencrypt")
+    assert rotated.returncode == 0 and "rewrote 4 rows under key 'k1'" in rotated.stdout
+    assert "secret" not in str(raw.rows()) and key not in rotated.stdout + rotated.stderr
+    assert [orjson.loads(x) for x in run("get-list", "bob", "chat-1", "memory").stdout.splitlines()] == [{"text": "secret"}] * 3
+    unreadable = cli(url, database, "get-list", "bob", "chat-1", "memory")  # no ring: a one-line error
+    assert unreadable.returncode == 2 and "k1" in unreadable.stderr and len(unreadable.stderr.splitlines()) == 1
