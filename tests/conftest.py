@@ -99,6 +99,16 @@ def pytest_terminal_summary(terminalreporter):
             terminalreporter.write_line(line)
 
 
+def private_server(*args: str):
+    """A throwaway server of the calling module's own, started with ``args``; skips, saying
+    why, where no server binary exists (``make test`` installs one)."""
+    from mysql_state.server import LocalServer, find_binary
+
+    if find_binary("mariadbd", "mysqld") is None:
+        pytest.skip(f"needs a mariadbd/mysqld binary to start a server with {' '.join(args)}")
+    return LocalServer(*args)
+
+
 @pytest.fixture(scope="module")
 def local_server():
     """A throwaway server of this module's own, which tests may kill and restart."""

@@ -24,9 +24,8 @@ from mysql_state import (
     UNVERSIONED,
 )
 from mysql_state.errors import StoreClosedError
-from mysql_state.server import LocalServer, find_binary
 
-from .conftest import Raw, connect
+from .conftest import Raw, connect, private_server
 from .test_faults import check_list_rows
 
 # ---- a writer held mid-transaction ----------------------------------------------------------
@@ -301,9 +300,7 @@ def test_unreadable_rows_raise_corrupt_state_naming_the_row(store, raw):
 
 @pytest.fixture(scope="module")
 def short_wait_server():
-    if find_binary("mariadbd", "mysqld") is None:
-        pytest.skip("needs a mariadbd/mysqld binary to start a server with --wait-timeout=2")
-    server = LocalServer("--wait-timeout=2")
+    server = private_server("--wait-timeout=2")
     yield server
     server.stop()
 
@@ -381,9 +378,7 @@ def test_use_after_close_is_refused_naming_the_store(url, database):
 
 @pytest.fixture(scope="module")
 def small_packet_url():
-    if find_binary("mariadbd", "mysqld") is None:
-        pytest.skip("needs a mariadbd/mysqld binary to start a server with a small max_allowed_packet")
-    server = LocalServer("--max-allowed-packet=65536")
+    server = private_server("--max-allowed-packet=65536")
     yield server.url
     server.stop()
 

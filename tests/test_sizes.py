@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from mysql_state import MysqlAgentStateStore, ValueTooLargeError
-from mysql_state.server import LocalServer, find_binary
 
-from .conftest import Raw
+from .conftest import Raw, private_server
 from .test_faults import check_list_rows
 
 
@@ -23,9 +22,7 @@ def test_values_of_several_megabytes(store, raw):
 
 @pytest.fixture(scope="module")
 def small_packet_server():
-    if find_binary("mariadbd", "mysqld") is None:
-        pytest.skip("needs a mariadbd/mysqld binary to start a server with a small max_allowed_packet")
-    server = LocalServer("--max-allowed-packet=65536")
+    server = private_server("--max-allowed-packet=65536")
     yield server
     server.stop()
 
