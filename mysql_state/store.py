@@ -493,8 +493,8 @@ class MysqlAgentStateStore:
     ) -> Any:
         """The value at ``key`` (an instance of ``type`` when given), or ``default``.
 
-        A key that holds a list raises ``TypeError`` (read it with :meth:`get_list`).
-        ``consistency`` (every read method has it): ``"strong"`` reads the primary,
+        As in the Java store, the value is the row at ``item_index = 0``: for a key that holds
+        a list that is its first item (read lists with :meth:`get_list`). ``consistency`` (every read method has it): ``"strong"`` reads the primary,
         ``"session"`` or ``"eventual"`` may read a replica (see :mod:`mysql_state.replicas`).
 
         >>> store.get("alice", "chat-1", "summary")  # doctest: +SKIP
@@ -502,11 +502,7 @@ class MysqlAgentStateStore:
         """
         sid, k = self._key_ids(user_id, session_id, key)
         found = self._read_value(sid, k, type, consistency)
-        if found is None:
-            return default
-        if found[2]:
-            raise TypeError(f"key {k!r} of session {sid!r} holds a list, not a single value: read it with get_list")
-        return found[0]
+        return default if found is None or (found[2] and found[0] is None) else found[0]
 
     def get_versioned(
         self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None, *,
@@ -514,8 +510,8 @@ class MysqlAgentStateStore:
     ) -> VersionedState:
         """The value and its version; ``(None, 0)`` when absent.
 
-        For a key that holds a list: ``(None, <the list's version>)``, the version that
-        :meth:`save_if_version` checks before it replaces the list by a value.
+        For a key that holds a list: its row 0 and the list's version (its hash row's), the
+        version that :meth:`save_if_version` checks before it replaces the list by a value.
 
         >>> value, version = store.get_versioned("alice", "chat-1", "plan")  # doctest: +SKIP
         """
@@ -523,10 +519,10 @@ class MysqlAgentStateStore:
         found = self._read_value(sid, k, type, consistency)
         if found is None:
             return VersionedState(None, 0)
-        return VersionedState(None if found[2] else found[0], found[1])
+        return VersionedState(found[0], found[1])
 
     def _read_value(self, sid: str, k: str, type: Optional[type], consistency: str = "strong") -> Optional[tuple[Any, int, bool]]:
-        """(value, version, is_list) in one statement, or None when the key is absent."""
+        """(row 0's value, the key's version, is it a list) in one statement; None when absent."""
         hk = keys.hash_key(k)
 
         def read(cur: Any) -> list:
@@ -534,12 +530,18 @@ class MysqlAgentStateStore:
             return cur.fetchall()
 
         rows = self._db.run(read, f"get {k!r}", write=False, consistency=consistency, session=sid)
+        return self._value_of(sid, k, rows, type)
+
+    def _value_of(self, sid: str, k: str, rows: Sequence[tuple], type: Optional[type]) -> Optional[tuple[Any, int, bool]]:
+        """From rows ``(is hash row, state_data, version)`` of a key: (row 0's value, the key's
+        version (a list's is its hash row's), is it a list), or None when the key is absent."""
         listed = next((r for r in rows if r[0]), None)
-        if listed is not None:
-            return None, int(listed[2]), True
-        if not rows:
+        row0 = next((r for r in rows if not r[0]), None)
+        if listed is None and row0 is None:
             return None
-        return self._decode(sid, k, 0, rows[0][1], type), int(rows[0][2]), False
+        value = None if row0 is None else self._decode(sid, k, 0, row0[1], type)
+        version = int(listed[2]) if listed is not None else int(row0[2])
+        return value, version, listed is not None
 
     def save_if_version(
         self, user_id: Optional[str], session_id: str, key: str, value: Any, expected_version: int
@@ -953,11 +955,11 @@ class MysqlAgentStateStore:
             by_key.setdefault(key, []).append((index, data, version))
         out: dict[str, tuple[Any, int]] = {}
         for k in value_keys:
-            if keys.hash_key(k) in by_key:
-                raise TypeError(f"key {k!r} of session {sid!r} holds a list, not a single value: ask for it in lists")
-            row = next((r for r in by_key.get(k, ()) if r[0] == 0), None)
-            if row is not None:
-                out[k] = (self._decode(sid, k, 0, row[1]), int(row[2]))
+            rows = [(False, r[1], r[2]) for r in by_key.get(k, ()) if r[0] == 0]
+            rows += [(True, r[1], r[2]) for r in by_key.get(keys.hash_key(k), ())]
+            found = self._value_of(sid, k, rows, None)
+            if found is not None and not (found[2] and found[0] is None):
+                out[k] = found[:2]
         for k in list_keys:
             head = [(-1, r[1], r[2]) for r in by_key.get(keys.hash_key(k), ())]
             items = by_key.get(k, [])

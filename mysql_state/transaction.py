@@ -47,13 +47,11 @@ class Transaction:
         sid, k = s._key_ids(user_id, session_id, key)
         hk = keys.hash_key(k)
         self._cur.execute(s._sql["SELECT_VALUE_FOR_UPDATE"], (hk, sid, k, hk))
-        rows = self._cur.fetchall()
-        if any(r[0] for r in rows):
-            raise TypeError(f"key {k!r} of session {sid!r} holds a list, not a single value: read it with get_list")
-        if not rows:
+        found = s._value_of(sid, k, self._cur.fetchall(), type)
+        if found is None:
             self._absent.add((sid, k))
             return default
-        return s._decode(sid, k, 0, rows[0][1], type)
+        return default if found[2] and found[0] is None else found[0]
 
     def get_list(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None, *,
                  offset: int = 0, limit: Optional[int] = None) -> list:
