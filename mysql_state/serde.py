@@ -120,6 +120,13 @@ def check_sequence(values: Any, parameter: str) -> Sequence[Any]:
     return values if isinstance(values, (list, tuple)) else list(values)
 
 
+def check_type(tp: Any) -> Any:
+    """``type=``: None, a class (pydantic model, dataclass...) or a typing construct (``list[X]``)."""
+    if tp is not None and not isinstance(tp, type) and typing.get_origin(tp) is None and tp is not Any:
+        raise TypeError(f"type must be a class or a typing construct such as list[Model], got {tp!r}")
+    return tp
+
+
 def check_keys(names: Any, parameter: str) -> list[str]:
     """A sequence of key names (a single str is refused: it would be read as its characters)."""
     if isinstance(names, (str, bytes)) or not isinstance(names, Iterable):

@@ -501,7 +501,7 @@ class MysqlAgentStateStore:
         {'text': 'talked about MySQL'}
         """
         sid, k = self._key_ids(user_id, session_id, key)
-        found = self._read_value(sid, k, type, consistency)
+        found = self._read_value(sid, k, serde.check_type(type), consistency)
         return default if found is None or (found[2] and found[0] is None) else found[0]
 
     def get_versioned(
@@ -516,7 +516,7 @@ class MysqlAgentStateStore:
         >>> value, version = store.get_versioned("alice", "chat-1", "plan")  # doctest: +SKIP
         """
         sid, k = self._key_ids(user_id, session_id, key)
-        found = self._read_value(sid, k, type, consistency)
+        found = self._read_value(sid, k, serde.check_type(type), consistency)
         if found is None:
             return VersionedState(None, 0)
         return VersionedState(found[0], found[1])
@@ -970,6 +970,7 @@ class MysqlAgentStateStore:
     def _get_list(self, user_id, session_id, key, type, offset, limit, consistency="strong") -> tuple[list, int]:
         sid, k = self._key_ids(user_id, session_id, key, is_list=True)
         offset, limit = self._window_of(offset, limit)
+        serde.check_type(type)
         rows = self._db.run(lambda cur: self._read_list(cur, sid, k, offset, limit), f"get_list {k!r}", write=False,
                             consistency=consistency, session=sid)
         items, version, stored = self._check_list(rows, sid, k, offset, limit, type)
@@ -1086,6 +1087,7 @@ class MysqlAgentStateStore:
         {'role': 'assistant', 'text': '...'}
         """
         sid, k = self._key_ids(user_id, session_id, key, is_list=True)
+        serde.check_type(type)
         data = self._db.run(lambda cur: self._pop_tx(cur, sid, k), f"pop_list {k!r}", write=True)
         self._forget((sid, k))
         return None if data is None else self._decode(sid, k, data[0], data[1], type)

@@ -141,3 +141,47 @@ def test_hostile_report(report):
     report(f"hostile input: {STATS['calls']} calls with arbitrary ids and names; {STATS['round_trips']} "
            f"round-tripped exactly, {STATS['refused']} refused with ValueError/TypeError before any SQL; "
            "no driver error, no foreign row, schema unchanged")
+
+
+# ---- every argument of every public method ------------------------------------------------------
+
+GOOD = {"user_id": "u", "session_id": "s", "key": "k", "value": 1, "values": [1], "items": [1],
+        "expected_version": 0, "offset": 0, "limit": 1, "type": None, "timeout": 1.0, "fn": lambda tx: None}
+BAD = {"user_id": 5, "session_id": None, "key": None, "values": {"a": 1}, "items": "ab", "expected_version": "1",
+       "offset": "0", "limit": -1, "type": 5, "timeout": -1, "fn": None, "value": float("nan")}
+CALLS = {
+    "save": ("user_id", "session_id", "key", "value"),
+    "get": ("user_id", "session_id", "key", "type"),
+    "get_versioned": ("user_id", "session_id", "key", "type"),
+    "save_if_version": ("user_id", "session_id", "key", "value", "expected_version"),
+    "save_list": ("user_id", "session_id", "key", "values"),
+    "save_list_report": ("user_id", "session_id", "key", "values"),
+    "save_list_if_version": ("user_id", "session_id", "key", "values", "expected_version"),
+    "append_list": ("user_id", "session_id", "key", "items"),
+    "pop_list": ("user_id", "session_id", "key", "type"),
+    "get_list": ("user_id", "session_id", "key", "type", "offset", "limit"),
+    "get_list_versioned": ("user_id", "session_id", "key", "type"),
+    "list_length": ("user_id", "session_id", "key"),
+    "exists": ("user_id", "session_id"),
+    "delete": ("user_id", "session_id"),
+    "session_lock": ("user_id", "session_id", "timeout"),
+    "transaction": ("fn",),
+    "forget_user": ("user_id",),
+}
+NAMED = {"user_id": "user_id", "session_id": "session_id", "key": "key", "values": "values", "items": "items",
+         "expected_version": "expected_version", "offset": "offset", "limit": "limit", "type": "type",
+         "timeout": "timeout", "fn": "fn", "value": "key 'k'"}
+
+
+@pytest.mark.parametrize("method, param", [(m, p) for m, ps in CALLS.items() for p in ps])
+def test_every_argument_is_checked_before_a_connection_naming_it(hostile_store, method, param):
+    store = hostile_store[0]
+    names = CALLS[method]
+    args = [BAD[n] if n == param else GOOD[n] for n in names]
+    positional = [a for n, a in zip(names, args) if n not in ("type", "offset", "limit", "timeout")]
+    keywords = {n: a for n, a in zip(names, args) if n in ("type", "offset", "limit", "timeout")}
+    checkouts = CountingPool.checkouts
+    with pytest.raises((TypeError, ValueError)) as err:
+        getattr(store, method)(*positional, **keywords)
+    assert NAMED[param] in str(err.value), (method, param, str(err.value))
+    assert CountingPool.checkouts == checkouts, f"{method}: refused after taking a connection"
