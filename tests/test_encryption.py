@@ -219,3 +219,27 @@ def test_forget_user_removes_every_row_of_that_user_only(store, raw):
     assert len(raw.rows()) == before - 10
     assert store.list_session_ids("alicia") == {"c1", "c2"} and store.exists("bob", "c2")
     assert store.forget_user(None) == 10 and store.list_session_ids(None) == set()
+
+
+def test_the_agentscope_repository_never_takes_an_unreadable_state_for_a_new_one(open_store):
+    pytest.importorskip("agentscope", reason="the AgentScope 2.x extra is part of make test")
+    import asyncio
+
+    from agentscope.message import UserMsg
+    from agentscope.state import AgentState
+
+    from mysql_state.agentscope import AgentStateRepository
+    from mysql_state.aio import AsyncMysqlAgentStateStore
+
+    async def go():
+        writer = AgentStateRepository(AsyncMysqlAgentStateStore(open_store(ring("k1")), close_store=False))
+        state = AgentState(session_id="chat-1")
+        state.context = [UserMsg("alice", SECRET)]
+        await writer.save("alice", "chat-1", state)
+        assert (await writer.load("alice", "chat-1")).context[0].content[0].text == SECRET
+        for other in (open_store(None), open_store(ring("k2"))):
+            reader = AgentStateRepository(AsyncMysqlAgentStateStore(other, close_store=False))
+            with pytest.raises(DecryptionError):
+                await reader.load("alice", "chat-1")
+
+    asyncio.run(go())
