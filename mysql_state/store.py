@@ -735,7 +735,7 @@ class MysqlAgentStateStore:
         if planned is None:
             planned = self._plan_per_item(cur, w.sid, w.key, w.values, w.blob, stored, dig)
         plan, w.new_snapshot = planned
-        if cold and plan.kind == "unchanged" and stored is not None:
+        if plan.kind == "unchanged" and stored is not None:
             # Nothing to write by the hash row: check the rows still are what it describes
             # (a row deleted by hand would otherwise never be repaired).
             cur.execute(self._sql["ITEMS_SHAPE"], (w.sid, w.key))

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from mysql_state import UNVERSIONED, MysqlAgentStateStore
+from mysql_state import UNVERSIONED, CorruptStateError, MysqlAgentStateStore
 
 from .conftest import Raw, connect
 
@@ -155,6 +155,22 @@ class StoreMachine(RuleBasedStateMachine):
         slot["values"].pop(k, None)
         slot["lists"].pop(k, None)
         self.live.pop((norm_user(u), s, k), None)
+
+    @rule(u=users, s=sessions, k=list_keys, data=st.data())
+    def damaged_row(self, u, s, k, data):
+        """A row deleted behind the store's back: reads refuse to disagree with the hash row
+        (CorruptStateError), and a save of the whole list repairs it."""
+        u, s, k = self.resolve(u, s, k, "m")
+        items = self.model.get((norm_user(u), s), {"lists": {}})["lists"].get(k)
+        if not items:
+            return
+        lost = data.draw(st.integers(0, len(items) - 1))
+        self.raw.execute("DELETE FROM {t} WHERE session_id = %s AND state_key = %s AND item_index = %s",
+                         (f"{norm_user(u)}:{s}", k, lost))
+        with pytest.raises(CorruptStateError):
+            self.store.get_list(u, s, k)
+        kind = self.store.save_list_report(u, s, k, items).kind
+        KINDS[f"damaged->{kind}"] = KINDS.get(f"damaged->{kind}", 0) + 1
 
     @rule(u=st.sampled_from(["has:colon", "__anon__"]), s=sessions)
     def bad_user_is_refused(self, u, s):
