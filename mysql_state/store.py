@@ -465,12 +465,13 @@ class MysqlAgentStateStore:
         is_list = bool(hash_version) or any(not r[0] and r[1] == 1 for r in rows)
         return (hash_version or row0), is_list, bool(row0)
 
-    def _value_tx(self, cur: Any, sid: str, k: str, text: str, version: Optional[int] = None) -> int:
-        """Write one value, removing a list under the key; returns the new version.
-
-        ``version`` is the version to write (compare-and-set); by default one past the stored.
-        """
+    def _value_tx(self, cur: Any, sid: str, k: str, text: str, expected: Optional[int] = None) -> int:
+        """Write one value, removing a list under the key; returns the new version, or
+        ``UNVERSIONED`` when ``expected`` (compare-and-set) is not the stored version."""
         stored, is_list, had_row0 = self._key_head(cur, sid, k)
+        if expected is not None and stored != expected:
+            return UNVERSIONED
+        version = None if expected is None else expected + 1
         if is_list:
             cur.execute(self._sql["DELETE_LIST_REMAINS"], (sid, k, keys.hash_key(k)))
         new = stored + 1 if version is None else version
@@ -568,10 +569,9 @@ class MysqlAgentStateStore:
         return version
 
     def _cas_tx(self, cur: Any, sid: str, k: str, text: str, expected: int) -> int:
-        stored, _, _ = self._key_head(cur, sid, k)
-        if stored != expected:
-            return UNVERSIONED
         if expected == 0:
+            if self._key_head(cur, sid, k)[0]:
+                return UNVERSIONED
             try:  # absent: create it; a creator racing us (its row in flight) wins
                 cur.execute(self._sql["INSERT_VALUE"], (sid, k, text))
             except Exception as exc:
@@ -579,7 +579,7 @@ class MysqlAgentStateStore:
                     return UNVERSIONED
                 raise
             return 1
-        return self._value_tx(cur, sid, k, text, expected + 1)
+        return self._value_tx(cur, sid, k, text, expected)
 
     # ---- lists ---------------------------------------------------------------------------------
 
@@ -646,10 +646,10 @@ class MysqlAgentStateStore:
             for sid, k, text in prepared:
                 want = expected.get(k, UNVERSIONED)
                 if want != UNVERSIONED:
-                    stored = self._key_head(cur, sid, k)[0]
-                    if stored != want:
-                        raise StaleStateError(k, want, stored)
-                    out.versions[k] = self._value_tx(cur, sid, k, text, want + 1)
+                    got = self._value_tx(cur, sid, k, text, want)
+                    if got == UNVERSIONED:
+                        raise StaleStateError(k, want, self._key_head(cur, sid, k)[0])
+                    out.versions[k] = got
                 else:
                     out.versions[k] = self._value_tx(cur, sid, k, text)
             return out

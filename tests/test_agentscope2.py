@@ -462,3 +462,32 @@ def test_create_app_runs_on_the_storage(astore, raw, app_db, tmp_path):
             assert [m["content"][0]["text"] for m in table(raw, f"alice:{rec.id}")[0]] == ["hi"]
 
     run(go())
+
+
+def test_repository_round_trips_load_one_save_four(astore, raw):
+    """load is ONE statement (get_many); a turn's save is the list's one-statement append plus
+    the state row (lock, upsert) and the COMMIT: 4, with or without expected_version."""
+    repo = AgentStateRepository(astore)
+
+    def questions() -> int:
+        return int(raw.query("SHOW GLOBAL STATUS LIKE 'Questions'")[0][1])
+
+    async def counted(coro):
+        before = questions()
+        out = await coro
+        return out, questions() - before - 1
+
+    async def go():
+        state = AgentState(session_id="chat-1")
+        state.context = [UserMsg("alice", f"m{i}") for i in range(10)]
+        await repo.save("alice", "chat-1", state)
+        (loaded, version), n = await counted(repo.load_versioned("alice", "chat-1"))
+        assert n == 1 and version == 1
+        state.context.append(UserMsg("alice", "next"))
+        report, n = await counted(repo.save("alice", "chat-1", state, expected_version=version))
+        assert n == 4 and report.context.kind == "append" and report.version == 2
+        state.context.append(UserMsg("alice", "after"))
+        report, n = await counted(repo.save("alice", "chat-1", state))
+        assert n == 4 and report.version == 3
+
+    run(go())
