@@ -481,6 +481,7 @@ def test_repository_round_trips_load_one_save_four(astore, raw):
         state = AgentState(session_id="chat-1")
         state.context = [UserMsg("alice", f"m{i}") for i in range(10)]
         await repo.save("alice", "chat-1", state)
+        await repo.load("alice", "chat-1")  # the read pool's connection is open
         (loaded, version), n = await counted(repo.load_versioned("alice", "chat-1"))
         assert n == 1 and version == 1
         state.context.append(UserMsg("alice", "next"))
