@@ -33,7 +33,7 @@ from .listsync import Plan
 from .store import MysqlAgentStateStore
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agentscope.app.storage import AsyncSQLAlchemyStorage, SessionRecord
+    from agentscope.app.storage import SessionRecord
 
 __all__ = ["AgentStateRepository", "SaveReport", "MysqlStateAppStorage", "CONTEXT_KEY", "STATE_KEY"]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
-from . import keys, serde
+from . import keys
 from .listsync import ListHash
 
 __all__ = ["Transaction"]
