@@ -117,14 +117,18 @@ LOCK_ITEMS = (
 )
 # Reads of a list bring its hash row in the same statement (one snapshot), so the items can
 # be checked against it: rows are (item_index, state_data, version); the hash row has index -1.
-# The whole list: (state_data, NULL) per item in order, then the hash row (it sorts last) with
-# "version,min index,max index" of the items, so the rows are checked at no cost per row.
+# The whole list: one column, the items' JSON in order, then the hash row (UNION ALL keeps the
+# parts in order; the first part's LIMIT makes its ORDER BY binding) prefixed with
+# "\x1f<version>,<lowest index>,<highest index>\x1f", so the rows are checked at no cost per row.
 SELECT_ITEMS = (
-    "SELECT state_data, IF(state_key = %s, CONCAT_WS(',', GREATEST(version, 1),"
-    " (SELECT MIN(item_index) FROM {t} WHERE session_id = %s AND state_key = %s),"
-    " (SELECT MAX(item_index) FROM {t} WHERE session_id = %s AND state_key = %s)), NULL) FROM {t}"
-    " WHERE session_id = %s AND state_key IN (%s, %s) ORDER BY state_key, item_index"
+    "(SELECT state_data FROM {t} WHERE session_id = %s AND state_key = %s ORDER BY item_index"
+    " LIMIT 4611686018427387904) UNION ALL"
+    " (SELECT CONCAT(CHAR(31), GREATEST(version, 1), ',',"
+    " COALESCE((SELECT MIN(item_index) FROM {t} WHERE session_id = %s AND state_key = %s), ''), ',',"
+    " COALESCE((SELECT MAX(item_index) FROM {t} WHERE session_id = %s AND state_key = %s), ''), CHAR(31),"
+    " state_data) FROM {t} WHERE session_id = %s AND state_key = %s AND item_index = 0)"
 )
+HEAD_MARK = "\x1f"
 _HASH_PART = (
     " UNION ALL SELECT -1, state_data, GREATEST(version, 1) FROM {t}"
     " WHERE session_id = %s AND state_key = %s AND item_index = 0"

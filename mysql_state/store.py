@@ -983,7 +983,7 @@ class MysqlAgentStateStore:
         if offset < 0:
             cur.execute(self._sql["SELECT_TAIL"], (sid, k, -offset, sid, hk))
         elif offset == 0 and limit is None:
-            cur.execute(self._sql["SELECT_ITEMS"], (hk, sid, k, sid, k, sid, k, hk))
+            cur.execute(self._sql["SELECT_ITEMS"], (sid, k, sid, k, sid, k, sid, hk))
         else:
             cur.execute(self._sql["SELECT_WINDOW"], (sid, k, offset, _NO_LIMIT if limit is None else limit, sid, hk))
         return cur.fetchall()
@@ -991,7 +991,7 @@ class MysqlAgentStateStore:
     def _check_list(self, rows: Any, sid: str, k: str, offset: int, limit: Optional[int], type
                     ) -> tuple[list, int, Optional[ListHash]]:
         """Items decoded and checked against the hash row read with them; (items, version, hash)."""
-        if offset == 0 and limit is None and (not rows or len(rows[0]) == 2):
+        if offset == 0 and limit is None and (not rows or len(rows[0]) == 1):
             return self._check_whole(rows, sid, k, type)
         rows = list(rows)
         head = None
@@ -1017,35 +1017,43 @@ class MysqlAgentStateStore:
             self._raise_damaged(sid, k, stored, start, stop, got, first, last)
         if offset < 0 and limit is not None:
             rows = rows[:limit]
-        return self._decode_items(sid, k, [(r[0], r[1]) for r in rows], type), version, stored
+        return self._decode_items(sid, k, [r[1] for r in rows], start, type), version, stored
 
     def _check_whole(self, rows: Any, sid: str, k: str, type) -> tuple[list, int, Optional[ListHash]]:
-        """:meth:`_check_list` for a whole list read by ``SELECT_ITEMS`` (no index per row)."""
+        """:meth:`_check_list` for a whole list read by ``SELECT_ITEMS`` (one column, no index)."""
         stored, version, got = None, 0, len(rows)
-        first = last = None
-        if rows and rows[-1][1] is not None:
-            head, meta = rows[-1]
-            rows = rows[:-1]
+        mark = sql.HEAD_MARK
+        at = -1 if rows and rows[-1][0].startswith(mark) else (0 if rows and rows[0][0].startswith(mark) else None)
+        if at is not None:
+            meta, _, head = rows[at][0][1:].partition(mark)
+            rows = rows[:-1] if at == -1 else rows[1:]
             got -= 1
-            parts = [int(x) for x in meta.split(",")]
-            version = parts[0]
-            first, last = (parts[1], parts[2]) if len(parts) == 3 else (None, None)
+            parts = meta.split(",")
+            version = int(parts[0])
+            first, last = (int(parts[1]), int(parts[2])) if parts[1] else (None, None)
             stored = ListHash.parse(head)
             n = stored.n if stored is not None else got
             if got != n or (n and (first != 0 or last != n - 1)):
                 self._raise_damaged(sid, k, stored, 0, n, got, first, last)
-        return self._decode_items(sid, k, [(i, r[0]) for i, r in enumerate(rows)], type), version, stored
+        if self._cipher is None and type is None:
+            loads = serde.decode
+            try:
+                return [loads(r[0]) for r in rows], version, stored
+            except ValueError:
+                pass  # named below
+        return self._decode_items(sid, k, [r[0] for r in rows], 0, type), version, stored
 
-    def _decode_items(self, sid: str, k: str, rows: list[tuple[int, Any]], type) -> list:
-        """Items of (index, stored text), decrypted when sealed; a bad row raises naming it."""
+    def _decode_items(self, sid: str, k: str, texts: list, first: int, type) -> list:
+        """Items' stored texts (indexes from ``first``), decrypted when sealed; a bad row
+        raises naming it."""
         loads = serde.decode
         try:
             if self._cipher is not None:
                 opened = self._cipher.open
-                return [loads(opened(sid, k, i, t), type) for i, t in rows]
-            return [loads(t) for _, t in rows] if type is None else [loads(t, type) for _, t in rows]
+                return [loads(opened(sid, k, i, t), type) for i, t in enumerate(texts, first)]
+            return [loads(t) for t in texts] if type is None else [loads(t, type) for t in texts]
         except ValueError:
-            for i, t in rows:  # name the unreadable row (JSON, or a sealed row without a keyring)
+            for i, t in enumerate(texts, first):  # name the unreadable row (JSON, or a sealed row)
                 self._decode(sid, k, i, t)
             raise
 
