@@ -324,11 +324,13 @@ def test_timestamp_drift_and_markerless_current_sessions_are_accepted(svc) -> No
 
 
 def test_ids_with_colons_and_percents_never_collide(svc) -> None:
-    assert decode_id(encode_id("a%3A:b%25")) == "a%3A:b%25" and ":" not in encode_id("a:b")
+    for raw_id in ("a%3A:b%25", "_hash", "__x_", "%5F", ""):
+        assert decode_id(encode_id(raw_id)) == raw_id and ":" not in encode_id(raw_id)
+        assert not encode_id(raw_id).startswith("_")  # so no key ends in the reserved ':_hash'
 
     async def go():
         triples = [("a:b", "c", "d"), ("a", "b:c", "d"), ("a", "b", "c:d"), ("a%3Ab", "c", "d"), ("a", "b%3Ac", "d"),
-                   ("a", "", "d"), ("", "a", "d")]
+                   ("a", "", "d"), ("", "a", "d"), ("_hash", "_hash", "_hash"), ("a", "%5Fx", "_x")]
         for app, user, sid in triples:
             await svc.create_session(app_name=app, user_id=user, session_id=sid, state={"who": [app, user, sid],
                                                                                        "user:u": user, "app:a": app})
@@ -339,7 +341,7 @@ def test_ids_with_colons_and_percents_never_collide(svc) -> None:
             listed = (await svc.list_sessions(app_name=app, user_id=user)).sessions
             assert [(s.user_id, s.id) for s in listed] == [(user, sid)]
         assert {(s.user_id, s.id) for s in (await svc.list_sessions(app_name="a")).sessions} == {
-            ("b:c", "d"), ("b", "c:d"), ("b%3Ac", "d"), ("", "d")}
+            ("b:c", "d"), ("b", "c:d"), ("b%3Ac", "d"), ("", "d"), ("%5Fx", "_x")}
     run(go())
 
 
@@ -398,6 +400,105 @@ def test_concurrent_appends_to_one_session_and_to_a_users_sessions_lose_nothing(
     other = run(svc.get_session(app_name=APP, user_id=USER, session_id="other"))
     assert len(shared.events) == 12 and len(other.events) == 12
     assert run(svc.get_user_state(app_name=APP, user_id=USER)) == {f"w{n}-{i}": i for n in range(3) for i in range(8)}
+
+
+def test_concurrent_first_writes_of_shared_state_lose_no_key(store) -> None:
+    """Many sessions of one user created at once, each writing new app: and user: keys: the rows'
+    first writes race (a plain INSERT each, the loser re-run), and every key survives."""
+    errors: list = []
+    barrier = threading.Barrier(6)
+
+    def create(n: int) -> None:
+        async def go():
+            svc = MysqlSessionService(store)
+            barrier.wait()
+            s = await svc.create_session(app_name="race", user_id=USER, session_id=f"c{n}",
+                                         state={f"app:c{n}": n, f"user:c{n}": n})
+            barrier.wait()
+            await svc.append_event(s, delta_event({f"app:e{n}": n, f"user:e{n}": n}))
+        try:
+            asyncio.run(go())
+        except Exception as exc:  # re-raised below: an assertion in a thread is lost otherwise
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=create, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    svc = MysqlSessionService(store)
+    want = {f"{p}{n}": n for p in "ce" for n in range(6)}
+    assert run(svc.get_user_state(app_name="race", user_id=USER)) == want
+    got = run(svc.get_session(app_name="race", user_id=USER, session_id="c0"))
+    assert {k[4:]: v for k, v in got.state.items() if k.startswith("app:")} == want
+
+
+class RowsRead:
+    """Rows the server read from one test database's table, per call: MariaDB's
+    ``information_schema.TABLE_STATISTICS`` (``userstat``), else MySQL's performance_schema.
+    Per table, so other connections and other tests' databases do not count."""
+
+    def __init__(self, raw) -> None:
+        self.raw = raw
+        has_userstat = raw.query("SHOW GLOBAL VARIABLES LIKE 'userstat'")
+        if has_userstat:
+            self.restore = has_userstat[0][1]
+            raw.execute("SET GLOBAL userstat = 1")
+            self.sql = ("SELECT COALESCE(SUM(ROWS_READ), 0) FROM information_schema.TABLE_STATISTICS"
+                        " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s")
+        elif raw.query("SELECT @@performance_schema")[0][0]:
+            self.restore = None
+            self.sql = ("SELECT COALESCE(SUM(COUNT_FETCH), 0) FROM performance_schema.table_io_waits_summary_by_table"
+                        " WHERE OBJECT_SCHEMA = %s AND OBJECT_NAME = %s")
+        else:
+            pytest.skip("the server counts no rows read per table (neither userstat nor performance_schema)")
+
+    def total(self) -> int:
+        return int(self.raw.query(self.sql, (self.raw.database, self.raw.table))[0][0])
+
+    def of(self, coro) -> int:
+        before = self.total()
+        run(coro)
+        return self.total() - before
+
+    def close(self) -> None:
+        if self.restore is not None:
+            self.raw.execute(f"SET GLOBAL userstat = {'1' if self.restore in ('ON', '1') else '0'}")
+
+
+@pytest.fixture
+def rows_read(raw):
+    counter = RowsRead(raw)
+    yield counter
+    counter.close()
+
+
+def test_reads_cost_what_they_return_not_the_sessions_length(svc, rows_read) -> None:
+    """get_session(num_recent_events=k) reads about k events; list_sessions reads the listed
+    sessions' rows, never their events (500 events on one session change nothing)."""
+    async def fill(sid: str, events: int, user: str = USER) -> None:
+        s = await svc.create_session(app_name=APP, user_id=user, session_id=sid, state={"user:u": user})
+        for i in range(events):
+            await svc.append_event(s, delta_event({}, timestamp=1000.0 + i))
+
+    run(fill("long", 500))
+    for n in range(3):
+        run(fill(f"short{n}", 2))
+    run(fill("theirs", 50, user="other"))
+    cfg = GetSessionConfig(num_recent_events=5)
+    recent = rows_read.of(svc.get_session(app_name=APP, user_id=USER, session_id="long", config=cfg))
+    assert recent <= 5 + 10, recent  # the 5 events, the list's hash row, the app, user and session rows
+    whole = rows_read.of(svc.get_session(app_name=APP, user_id=USER, session_id="long"))
+    assert 500 <= whole <= 500 + 10, whole
+    mine = rows_read.of(svc.list_sessions(app_name=APP, user_id=USER))
+    assert mine <= 4 + 4, mine  # 4 session rows, the app and user rows
+    every = rows_read.of(svc.list_sessions(app_name=APP))
+    assert every <= 5 + 6, every  # 5 session rows, the app row, 2 user rows
+    run(fill("short3", 2))
+    run(fill("later", 200))  # more events elsewhere: listing costs one more row per session
+    assert rows_read.of(svc.list_sessions(app_name=APP, user_id=USER)) <= mine + 2 + 2
 
 
 def test_from_url_close_closes_only_its_own_store(store, url: str, database: str) -> None:
