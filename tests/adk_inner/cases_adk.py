@@ -26,6 +26,7 @@ from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
 from mysql_state import MysqlAgentStateStore
+from tests.rows_read import rows_read  # noqa: F401 - a fixture
 from mysql_state.adk import MysqlSessionService, decode_id, encode_id
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -433,46 +434,6 @@ def test_concurrent_first_writes_of_shared_state_lose_no_key(store) -> None:
     assert run(svc.get_user_state(app_name="race", user_id=USER)) == want
     got = run(svc.get_session(app_name="race", user_id=USER, session_id="c0"))
     assert {k[4:]: v for k, v in got.state.items() if k.startswith("app:")} == want
-
-
-class RowsRead:
-    """Rows the server read from one test database's table, per call: MariaDB's
-    ``information_schema.TABLE_STATISTICS`` (``userstat``), else MySQL's performance_schema.
-    Per table, so other connections and other tests' databases do not count."""
-
-    def __init__(self, raw) -> None:
-        self.raw = raw
-        has_userstat = raw.query("SHOW GLOBAL VARIABLES LIKE 'userstat'")
-        if has_userstat:
-            self.restore = has_userstat[0][1]
-            raw.execute("SET GLOBAL userstat = 1")
-            self.sql = ("SELECT COALESCE(SUM(ROWS_READ), 0) FROM information_schema.TABLE_STATISTICS"
-                        " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s")
-        elif raw.query("SELECT @@performance_schema")[0][0]:
-            self.restore = None
-            self.sql = ("SELECT COALESCE(SUM(COUNT_FETCH), 0) FROM performance_schema.table_io_waits_summary_by_table"
-                        " WHERE OBJECT_SCHEMA = %s AND OBJECT_NAME = %s")
-        else:
-            pytest.skip("the server counts no rows read per table (neither userstat nor performance_schema)")
-
-    def total(self) -> int:
-        return int(self.raw.query(self.sql, (self.raw.database, self.raw.table))[0][0])
-
-    def of(self, coro) -> int:
-        before = self.total()
-        run(coro)
-        return self.total() - before
-
-    def close(self) -> None:
-        if self.restore is not None:
-            self.raw.execute(f"SET GLOBAL userstat = {'1' if self.restore in ('ON', '1') else '0'}")
-
-
-@pytest.fixture
-def rows_read(raw):
-    counter = RowsRead(raw)
-    yield counter
-    counter.close()
 
 
 def test_reads_cost_what_they_return_not_the_sessions_length(svc, rows_read) -> None:
