@@ -102,7 +102,7 @@ class _Ids:
             raise ValueError(
                 f"app_name {app_name[:60]!r}, user_id {user_id[:60]!r} and session_id {session_id[:60]!r} "
                 f"are too long together: they take {longest} of the {keys.MAX_ID_CHARS} characters "
-                "the store's key columns hold (':' and '%' count three once escaped)"
+                "the store's key columns hold (':', '%' and a leading '_' count three once escaped)"
             )
 
 
