@@ -8,7 +8,9 @@ process, on one server, in interleaved rounds (medians).
 
 Targets at 1 000 items: at most 0.5x the SDK's store and 0.3x ADK's, per turn.
 
-    .venv/bin/python benchmarks/run.py --adapters      # needs the bench extra (both frameworks)
+    .venv/bin/python benchmarks/run.py --only adapters   # needs the bench extra (both frameworks)
+
+Writes ``results/<date>-adapters.{json,md}`` (``--quick``: ``<date>-quick-adapters``).
 """
 
 from __future__ import annotations
@@ -80,15 +82,42 @@ def _adk_pair(peer: Any, store: Any, loop: asyncio.AbstractEventLoop, n: int) ->
     return _Pair("google-adk", theirs_turn, ours_turn)
 
 
-def run_adapters(kwargs: dict, url: str, rounds: int = 15) -> list[dict]:
-    """Time both pairs at every size; returns one row per (framework, size)."""
+DATABASES = {"store": "msbench_adapters", "openai-agents": "msbench_openai_agents", "google-adk": "msbench_google_adk"}
+
+
+def _fresh_databases(kwargs: dict) -> None:
+    """Drop and create this benchmark's databases (the peers do not create theirs)."""
+    import pymysql
+
+    admin = pymysql.connect(autocommit=True, charset="utf8mb4", **kwargs)
+    try:
+        with admin.cursor() as cur:
+            for db in DATABASES.values():
+                cur.execute(f"DROP DATABASE IF EXISTS `{db}`")
+                cur.execute(f"CREATE DATABASE `{db}` DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
+    finally:
+        admin.close()
+
+
+def _start_peers(kwargs: dict, loop: asyncio.AbstractEventLoop) -> tuple[dict, dict]:
+    """The two frameworks' own stores that start here, and the error of each that does not."""
+    made, failed = {}, {}
+    for name, cls in (("openai-agents", peers_mod.OpenAIAgentsPeer), ("google-adk", peers_mod.ADKPeer)):
+        try:
+            made[name] = cls(kwargs, DATABASES[name], loop)
+        except Exception as exc:  # noqa: BLE001 - reported, not fatal
+            failed[name] = f"{type(exc).__name__}: {exc}"[:500]
+    return made, failed
+
+
+def run_adapters(kwargs: dict, url: str, rounds: int = 15) -> tuple[list[dict], dict]:
+    """Time both pairs at every size: one row per (framework, size), and the peers' errors."""
     from mysql_state.aio import AsyncMysqlAgentStateStore
 
+    _fresh_databases(kwargs)
     loop = asyncio.new_event_loop()
-    store = AsyncMysqlAgentStateStore.from_url(url, database_name="msbench_adapters", create_if_not_exist=True)
-    made, failed = peers_mod.start_peers(
-        kwargs, {"langgraph": "msbench_langgraph", "openai-agents": "msbench_openai_agents",
-                 "google-adk": "msbench_google_adk"}, loop)
+    store = AsyncMysqlAgentStateStore.from_url(url, database_name=DATABASES["store"], create_if_not_exist=True)
+    made, failed = _start_peers(kwargs, loop)
     rows: list[dict] = []
     try:
         for n in SIZES:
@@ -108,16 +137,54 @@ def run_adapters(kwargs: dict, url: str, rounds: int = 15) -> list[dict]:
                 theirs = statistics.median(times[(pair.name, "theirs")])
                 ours = statistics.median(times[(pair.name, "ours")])
                 rows.append({"framework": pair.name, "n": n, "theirs_s": theirs, "ours_s": ours,
-                             "ratio": ours / theirs, "target": TARGETS[pair.name]})
+                             "ratio": ours / theirs, "target": TARGETS[pair.name], "rounds": rounds,
+                             "theirs_samples_s": times[(pair.name, "theirs")],
+                             "ours_samples_s": times[(pair.name, "ours")]})
     finally:
         for p in made.values():
             p.close()
         loop.run_until_complete(store.aclose())
         loop.close()
     for name, err in failed.items():
-        if name != "langgraph":
-            print(f"  {name}: not measured ({err})")
-    return rows
+        print(f"  {name}: not measured ({err})")
+    return rows, failed
+
+
+LABELS = {"openai-agents": ("SQLAlchemySession", "MysqlSession"),
+          "google-adk": ("DatabaseSessionService", "MysqlSessionService")}
+
+
+def markdown(rows: list[dict], failed: dict, machine: str) -> str:
+    """The committed table: one line per framework and size, the target at 1 000 met or missed."""
+    out = ["# Adapters: one turn through the adapter vs the framework's own SQL store", "",
+           f"{machine}", "",
+           "One turn = load the history, then save the turn's 2 items (SDK: `get_items` + `add_items`; "
+           "ADK: `get_session` + two `append_event`). Medians of interleaved rounds, one process, one server.", "",
+           "| framework | theirs | ours | N | theirs (ms) | ours (ms) | ratio | target at 1 000 |",
+           "|---|---|---|---:|---:|---:|---:|---|"]
+    for r in rows:
+        theirs, ours = LABELS[r["framework"]]
+        target = "" if r["n"] != 1000 else (f"≤ {r['target']}x: " + ("met" if r["ratio"] <= r["target"] else "**missed**"))
+        out.append(f"| {r['framework']} | {theirs} | {ours} | {r['n']:,} | {r['theirs_s'] * 1e3:.2f} | "
+                   f"{r['ours_s'] * 1e3:.2f} | {r['ratio']:.2f}x | {target} |")
+    for name, err in failed.items():
+        out.append(f"\n{name}: not measured ({err})")
+    return "\n".join(out) + "\n"
+
+
+def write_results(rows: list[dict], failed: dict, out_dir: str, stem: str, machine: str) -> list[str]:
+    """``<stem>-adapters.json`` (every sample) and ``<stem>-adapters.md`` (the table)."""
+    import json
+    import os
+
+    os.makedirs(out_dir, exist_ok=True)
+    base = os.path.join(out_dir, f"{stem}-adapters")
+    with open(base + ".json", "w") as f:
+        json.dump({"machine": machine, "rows": rows, "peer_errors": failed,
+                   "command": "benchmarks/run.py --only adapters"}, f, indent=1)
+    with open(base + ".md", "w") as f:
+        f.write(markdown(rows, failed, machine))
+    return [base + ".json", base + ".md"]
 
 
 def print_table(rows: list[dict]) -> None:

@@ -522,8 +522,23 @@ def main(argv=None) -> int:
         import adapters_bench
 
         url = os.environ.get("MYSQL_URL") or server_url()
-        adapters_bench.print_table(adapters_bench.run_adapters(parse_url(url)[0], url, rounds=5 if args.quick else 15))
+        rows, failed = adapters_bench.run_adapters(parse_url(url)[0], url, rounds=5 if args.quick else 15)
+        adapters_bench.print_table(rows)
+        stem = args.name or (dt.date.today().isoformat() + ("-quick" if args.quick else ""))
+        for path in adapters_bench.write_results(rows, failed, args.out, stem, adapters_machine(url)):
+            print(path)
     return rc
+
+
+def adapters_machine(url: str) -> str:
+    """The machine line of the adapters' results (as the other reports print it)."""
+    admin = pymysql.connect(autocommit=True, charset="utf8mb4", **parse_url(url)[0])
+    try:
+        m = harness.machine(admin)
+    finally:
+        admin.close()
+    return f"Machine: {report.machine_line(m)}; versions: " + ", ".join(
+        f"{d} {peers_mod.version(d)}" for d in ("openai-agents", "google-adk"))
 
 
 def run_lists(args) -> int:

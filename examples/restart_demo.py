@@ -36,6 +36,15 @@ def run_turn_process(script: str, url: str, session_id: str, turn: int) -> list[
     return json.loads(done.stdout.strip().splitlines()[-1])["seen"]
 
 
+def check_restart(script: str, url: str) -> None:
+    """The tests' restart case: two processes, one turn each; the second was shown the first's turn."""
+    session_id = f"restart-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+    first = run_turn_process(script, url, session_id, 1)
+    second = run_turn_process(script, url, session_id, 2)
+    assert first == [QUESTIONS[1]], first
+    assert second == [QUESTIONS[1], ANSWERS[1], QUESTIONS[2]], second
+
+
 def main(script: str, framework: str, turn_fn: Turn) -> int:
     """``--turn N``: one turn in this process; no argument: the two-process demo."""
     import asyncio

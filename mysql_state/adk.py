@@ -48,7 +48,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("mysql_state.adk needs Google ADK: pip install 'mysql-state[adk]'") from exc
 
-from . import keys, serde
+from . import keys
 from ._adapt import AnyStore, as_async, open_store
 
 __all__ = ["MysqlSessionService", "encode_id", "decode_id"]
@@ -60,25 +60,29 @@ STALE_MESSAGE = (
 INDEX = "index"  # the store session holding app, user and session rows of one app
 APP_KEY = "app"
 EVENTS = "events"
-LOCK = "lock:"  # prefix of the empty lists that serialise the first write of a shared row
 _ESCAPES = {"%": "%25", ":": "%3A"}
-_UNESCAPE = re.compile("%(25|3A)")
+_UNESCAPE = re.compile("%(25|3A|5F)")
+_UNESCAPED = {"25": "%", "3A": ":", "5F": "_"}
 
 
 def encode_id(value: str) -> str:
-    """Escape ``%`` and ``:`` (``%25``, ``%3A``): the result has no ``:``, and decodes back.
+    """Escape ``%`` and ``:`` (``%25``, ``%3A``) and a leading ``_`` (``%5F``); decodes back.
 
-    >>> encode_id("a:b%c"), decode_id(encode_id("a:b%c"))
-    ('a%3Ab%25c', 'a:b%c')
+    The result has no ``:`` and does not start with ``_``, so a key ending in an encoded id
+    never ends in the store's reserved ``:_hash`` (an ADK session id ``_hash`` works).
+
+    >>> encode_id("a:b%c"), encode_id("_hash"), decode_id(encode_id("_a:b%c"))
+    ('a%3Ab%25c', '%5Fhash', '_a:b%c')
     """
     if not isinstance(value, str):
         raise TypeError(f"an ADK id must be a str, got {type(value).__name__}: {value!r}")
-    return "".join(_ESCAPES.get(ch, ch) for ch in value)
+    out = "".join(_ESCAPES.get(ch, ch) for ch in value)
+    return "%5F" + out[1:] if out.startswith("_") else out
 
 
 def decode_id(value: str) -> str:
     """The inverse of :func:`encode_id`."""
-    return _UNESCAPE.sub(lambda m: "%" if m.group(1) == "25" else ":", value)
+    return _UNESCAPE.sub(lambda m: _UNESCAPED[m.group(1)], value)
 
 
 class _Ids:
@@ -92,13 +96,13 @@ class _Ids:
         self.events = f"e:{encode_id(user_id)}:{encode_id(session_id)}"
         longest = max(
             len(self.owner) + 1 + len(self.events),
-            max(len(self.session_key), len(LOCK + self.user_key)) + len(keys.HASH_SUFFIX),
+            len(self.session_key),
         )
         if longest > keys.MAX_ID_CHARS:
             raise ValueError(
                 f"app_name {app_name[:60]!r}, user_id {user_id[:60]!r} and session_id {session_id[:60]!r} "
                 f"are too long together: they take {longest} of the {keys.MAX_ID_CHARS} characters "
-                "the store's key columns hold (':' and '%' count three once escaped)"
+                "the store's key columns hold (':', '%' and a leading '_' count three once escaped)"
             )
 
 
@@ -150,39 +154,41 @@ class MysqlSessionService(BaseSessionService):
 
     # ---- reads outside a transaction ---------------------------------------------------------
 
-    def _values(self, ids: _Ids, wanted: tuple[str, ...], prefix: Optional[str] = None) -> dict[str, Any]:
-        """The index rows named in ``wanted`` and those whose key starts with ``prefix``: one query.
+    async def _index(self, ids: _Ids, *wanted: str) -> dict[str, Any]:
+        """The index rows named in ``wanted`` (absent ones left out): one statement."""
+        return await self.store.get_many(ids.owner, INDEX, values=list(wanted))
 
-        A primary-key range of one store session (``prefix`` up to ``prefix`` with its last
-        character's successor), so it reads only the rows it returns.
+    async def _scan_index(self, ids: _Ids, prefix: str, *named: str) -> dict[str, Any]:
+        """The index rows named, and those whose key starts with ``prefix`` ("" for all): one query.
+
+        The one place this adapter reads the table itself (the store's pool, table name, id
+        packing and decoding, all private): the store has no public read of a key range, and
+        listing must not read events. It reads a primary-key range of the one index session
+        (cost in proportion to the sessions listed); on a table whose key columns are not
+        exact (their collation's order is not code-point order) an escaped ``LIKE``, then an
+        exact test of the prefix either way.
         """
         sync = self.store.sync
         sid, _ = sync._ids(ids.owner, INDEX)
-        where = ["state_key IN (" + ", ".join(["%s"] * len(wanted)) + ")"] if wanted else []
-        params: list[Any] = [sid, *wanted]
-        if prefix:
-            where.append("(state_key >= %s AND state_key < %s)")
+        where, params = f"state_key IN ({', '.join(['%s'] * len(named))})", [sid, *named]
+        if not prefix:
+            where, params = "TRUE", [sid]
+        elif sync.exact_keys:
+            where += " OR (state_key >= %s AND state_key < %s)"
             params += [prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)]
-        elif prefix is not None:  # "": every row of the store session
-            where.append("TRUE")
+        else:
+            where += " OR state_key LIKE %s ESCAPE '!'"
+            params.append(prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%")
         statement = (
-            f"SELECT state_key, state_data FROM {sync._table} WHERE session_id = %s AND item_index = 0 "
-            f"AND ({' OR '.join(where)})"
+            f"SELECT state_key, state_data FROM {sync._table} WHERE session_id = %s AND item_index = 0 AND ({where})"
         )
 
-        def read(cur: Any) -> list:
-            cur.execute(statement, params)
-            return cur.fetchall()
+        def read() -> dict[str, Any]:
+            rows = sync._db.run(lambda cur: (cur.execute(statement, params), cur.fetchall())[1],
+                                "adk list_sessions", write=False)
+            return {k: sync._decode(sid, k, 0, v) for k, v in rows if k in named or k.startswith(prefix)}
 
-        rows = sync._db.run(read, "adk read index", write=False)
-        return {
-            k: serde.decode(v)
-            for k, v in rows
-            if k in wanted or (prefix is not None and k.startswith(prefix))  # exact even on a padded collation
-        }
-
-    async def _read(self, ids: _Ids, wanted: tuple[str, ...], prefix: Optional[str] = None) -> dict[str, Any]:
-        return await self.store._run(self._values, ids, wanted, prefix)
+        return await self.store._run(read)
 
     # ---- BaseSessionService --------------------------------------------------------------------
 
@@ -203,40 +209,31 @@ class MysqlSessionService(BaseSessionService):
         deltas = _session_util.extract_json_safe_state_delta(state or {})
         meta = {"state": deltas["session"], "update_time": platform_time.get_time(), "marker": uuid.uuid4().hex}
 
-        def exists(t: Any) -> None:
+        def tx(t: Any) -> tuple[dict, dict]:
+            # Read as absent, the session's row is created by a plain INSERT: of two creators
+            # of one id the second fails on the duplicate key, is re-run, and finds the first's.
             if t.get(ids.owner, INDEX, ids.session_key) is not None:
                 raise AlreadyExistsError(f"Session with id {session_id} already exists.")
-
-        def tx(t: Any) -> tuple[dict, dict]:
-            exists(t)
-            # Creating the events list inserts its hash row: of two creators of one id, the
-            # second waits on the first's row (then fails on the duplicate key and is re-run,
-            # or finds the list) and the second look sees the first's session.
-            t.save_list(ids.owner, ids.events, EVENTS, [])
-            exists(t)
-            shared = [self._update(t, ids.owner, key, deltas[scope]) for scope, key in (("app", APP_KEY), ("user", ids.user_key))]
+            app = self._update(t, ids.owner, APP_KEY, deltas["app"])
+            user = self._update(t, ids.owner, ids.user_key, deltas["user"])
             t.save(ids.owner, INDEX, ids.session_key, meta)
-            return shared[0], shared[1]
+            return app, user
 
         app, user = await self.store.transaction(tx)
         return _session(ids, meta, app, user, [])
 
     @staticmethod
     def _update(t: Any, owner: str, key: str, delta: dict) -> dict:
-        """Read (locked) one shared state row, apply ``delta``, write it back if it changed.
+        """Read (locked) one shared state row, apply ``delta``, write it back if non-empty.
 
-        A locking read of an absent row locks nothing, so the first write of a row first
-        creates the empty list ``lock:<key>``: its hash row is a plain INSERT, so of two first
-        writers the second waits for the first, then reads the row the first wrote.
+        A row read as absent is created by a plain INSERT (see ``transaction``): of two first
+        writers, the second fails on the duplicate key and is re-run, reading the first's row.
         """
-        current = t.get(owner, INDEX, key)
+        current = t.get(owner, INDEX, key) or {}
         if delta:
-            if current is None:
-                t.save_list(owner, INDEX, LOCK + key, [])
-                current = t.get(owner, INDEX, key)
-            current = {**(current or {}), **delta}
+            current = {**current, **delta}
             t.save(owner, INDEX, key, current)
-        return current or {}
+        return current
 
     async def get_session(
         self,
@@ -252,7 +249,7 @@ class MysqlSessionService(BaseSessionService):
         events from the last one older than it onwards (inclusive), reading back from the end.
         """
         ids = _Ids(app_name, user_id, _strip(session_id))
-        rows = await self._read(ids, (APP_KEY, ids.user_key, ids.session_key))
+        rows = await self._index(ids, APP_KEY, ids.user_key, ids.session_key)
         meta = rows.get(ids.session_key)
         if meta is None:
             return None
@@ -285,10 +282,8 @@ class MysqlSessionService(BaseSessionService):
     async def list_sessions(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
         """Sessions without events, oldest update first; every user's when ``user_id`` is None."""
         ids = _Ids(app_name, user_id or "")
-        if user_id is None:
-            rows = await self._read(ids, (APP_KEY,), "")
-        else:
-            rows = await self._read(ids, (APP_KEY, ids.user_key), "s:" + encode_id(user_id) + ":")
+        prefix = "" if user_id is None else "s:" + encode_id(user_id) + ":"
+        rows = await self._scan_index(ids, prefix, APP_KEY, ids.user_key)
         app = rows.get(APP_KEY) or {}
         sessions = []
         for key, meta in rows.items():
@@ -345,7 +340,7 @@ class MysqlSessionService(BaseSessionService):
                 tail = t.get_list(ids.owner, ids.events, EVENTS, offset=-1)
                 if (tail[-1]["id"] if tail else None) != last_seen:
                     raise StaleSessionError(STALE_MESSAGE)
-            for scope, key in (("app", APP_KEY), ("user", ids.user_key)):
+            for scope, key in (("app", APP_KEY), ("user", ids.user_key)):  # always app first: no deadlock
                 if deltas[scope]:
                     self._update(t, ids.owner, key, deltas[scope])
             new = {

@@ -34,8 +34,9 @@ def framework_python(venv: Path, extra: str, check: str, expect: str) -> Path:
             tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:])
             pytest.skip(f"cannot install the {extra} extra ({' '.join(cmd[-3:])}):\n{tail}")
     probe = subprocess.run([str(py), "-c", f"print({check})"], capture_output=True, text=True, timeout=300)
-    if probe.returncode or not probe.stdout.startswith(expect):
-        pytest.skip(f"the {extra} extra installed but does not import: {probe.stdout}{probe.stderr[-2000:]}")
+    if probe.returncode or not probe.stdout.startswith(expect):  # installed but broken: a failure, not a skip
+        pytest.fail(f"the {extra} extra installed but does not import as expected ({expect}...): "
+                    f"{probe.stdout}{probe.stderr[-2000:]}")
     marker.touch()
     return py
 

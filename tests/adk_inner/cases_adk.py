@@ -9,7 +9,6 @@ adapter's own promises: encoded ids, bounded writes per event, concurrent append
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import threading
 import time
@@ -26,6 +25,7 @@ from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
 from mysql_state import MysqlAgentStateStore
+from tests.rows_read import rows_read  # noqa: F401 - a fixture
 from mysql_state.adk import MysqlSessionService, decode_id, encode_id
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -324,11 +324,13 @@ def test_timestamp_drift_and_markerless_current_sessions_are_accepted(svc) -> No
 
 
 def test_ids_with_colons_and_percents_never_collide(svc) -> None:
-    assert decode_id(encode_id("a%3A:b%25")) == "a%3A:b%25" and ":" not in encode_id("a:b")
+    for raw_id in ("a%3A:b%25", "_hash", "__x_", "%5F", ""):
+        assert decode_id(encode_id(raw_id)) == raw_id and ":" not in encode_id(raw_id)
+        assert not encode_id(raw_id).startswith("_")  # so no key ends in the reserved ':_hash'
 
     async def go():
         triples = [("a:b", "c", "d"), ("a", "b:c", "d"), ("a", "b", "c:d"), ("a%3Ab", "c", "d"), ("a", "b%3Ac", "d"),
-                   ("a", "", "d"), ("", "a", "d")]
+                   ("a", "", "d"), ("", "a", "d"), ("_hash", "_hash", "_hash"), ("a", "%5Fx", "_x")]
         for app, user, sid in triples:
             await svc.create_session(app_name=app, user_id=user, session_id=sid, state={"who": [app, user, sid],
                                                                                        "user:u": user, "app:a": app})
@@ -339,7 +341,7 @@ def test_ids_with_colons_and_percents_never_collide(svc) -> None:
             listed = (await svc.list_sessions(app_name=app, user_id=user)).sessions
             assert [(s.user_id, s.id) for s in listed] == [(user, sid)]
         assert {(s.user_id, s.id) for s in (await svc.list_sessions(app_name="a")).sessions} == {
-            ("b:c", "d"), ("b", "c:d"), ("b%3Ac", "d"), ("", "d")}
+            ("b:c", "d"), ("b", "c:d"), ("b%3Ac", "d"), ("", "d"), ("%5Fx", "_x")}
     run(go())
 
 
@@ -400,6 +402,65 @@ def test_concurrent_appends_to_one_session_and_to_a_users_sessions_lose_nothing(
     assert run(svc.get_user_state(app_name=APP, user_id=USER)) == {f"w{n}-{i}": i for n in range(3) for i in range(8)}
 
 
+def test_concurrent_first_writes_of_shared_state_lose_no_key(store) -> None:
+    """Many sessions of one user created at once, each writing new app: and user: keys: the rows'
+    first writes race (a plain INSERT each, the loser re-run), and every key survives."""
+    errors: list = []
+    barrier = threading.Barrier(6)
+
+    def create(n: int) -> None:
+        async def go():
+            svc = MysqlSessionService(store)
+            barrier.wait()
+            s = await svc.create_session(app_name="race", user_id=USER, session_id=f"c{n}",
+                                         state={f"app:c{n}": n, f"user:c{n}": n})
+            barrier.wait()
+            await svc.append_event(s, delta_event({f"app:e{n}": n, f"user:e{n}": n}))
+        try:
+            asyncio.run(go())
+        except Exception as exc:  # re-raised below: an assertion in a thread is lost otherwise
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=create, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    svc = MysqlSessionService(store)
+    want = {f"{p}{n}": n for p in "ce" for n in range(6)}
+    assert run(svc.get_user_state(app_name="race", user_id=USER)) == want
+    got = run(svc.get_session(app_name="race", user_id=USER, session_id="c0"))
+    assert {k[4:]: v for k, v in got.state.items() if k.startswith("app:")} == want
+
+
+def test_reads_cost_what_they_return_not_the_sessions_length(svc, rows_read) -> None:
+    """get_session(num_recent_events=k) reads about k events; list_sessions reads the listed
+    sessions' rows, never their events (500 events on one session change nothing)."""
+    async def fill(sid: str, events: int, user: str = USER) -> None:
+        s = await svc.create_session(app_name=APP, user_id=user, session_id=sid, state={"user:u": user})
+        for i in range(events):
+            await svc.append_event(s, delta_event({}, timestamp=1000.0 + i))
+
+    run(fill("long", 500))
+    for n in range(3):
+        run(fill(f"short{n}", 2))
+    run(fill("theirs", 50, user="other"))
+    cfg = GetSessionConfig(num_recent_events=5)
+    recent = rows_read.of(svc.get_session(app_name=APP, user_id=USER, session_id="long", config=cfg))
+    assert recent <= 5 + 10, recent  # the 5 events, the list's hash row, the app, user and session rows
+    whole = rows_read.of(svc.get_session(app_name=APP, user_id=USER, session_id="long"))
+    assert 500 <= whole <= 500 + 10, whole
+    mine = rows_read.of(svc.list_sessions(app_name=APP, user_id=USER))
+    assert mine <= 4 + 4, mine  # 4 session rows, the app and user rows
+    every = rows_read.of(svc.list_sessions(app_name=APP))
+    assert every <= 5 + 6, every  # 5 session rows, the app row, 2 user rows
+    run(fill("short3", 2))
+    run(fill("later", 200))  # more events elsewhere: listing costs one more row per session
+    assert rows_read.of(svc.list_sessions(app_name=APP, user_id=USER)) <= mine + 2 + 2
+
+
 def test_from_url_close_closes_only_its_own_store(store, url: str, database: str) -> None:
     async def go():
         owned = MysqlSessionService.from_url(url, database_name=database)
@@ -415,11 +476,6 @@ def test_from_url_close_closes_only_its_own_store(store, url: str, database: str
 
 def test_an_agent_keeps_its_conversation_across_a_process_restart(url: str) -> None:
     sys.path.insert(0, str(ROOT / "examples"))
-    from restart_demo import ANSWERS, QUESTIONS, run_turn_process
+    from restart_demo import check_restart
 
-    script = str(ROOT / "examples" / "adk_restart.py")
-    session_id = f"restart-{os.getpid()}"
-    first = run_turn_process(script, url, session_id, 1)
-    second = run_turn_process(script, url, session_id, 2)
-    assert first == [QUESTIONS[1]]
-    assert second == [QUESTIONS[1], ANSWERS[1], QUESTIONS[2]]
+    check_restart(str(ROOT / "examples" / "adk_restart.py"), url)

@@ -9,7 +9,6 @@ injection-looking content, concurrency, Runner integration (run, run_sync, run_s
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 import threading
@@ -23,11 +22,9 @@ from agents.testing import ScriptedModel, assistant_message
 from mysql_state import MysqlAgentStateStore
 from mysql_state.aio import AsyncMysqlAgentStateStore
 from mysql_state.openai_agents import MysqlSession
+from tests.rows_read import rows_read  # noqa: F401 - a fixture
 
 ROOT = Path(__file__).resolve().parents[2]
-NEEDS_POP = pytest.mark.skipif(
-    not hasattr(MysqlAgentStateStore, "pop_list"), reason="store.pop_list is not merged from main yet"
-)
 
 
 def run(coro):
@@ -118,7 +115,6 @@ def test_unicode_and_injection_looking_content_round_trip(any_store) -> None:
     run(go())
 
 
-@NEEDS_POP
 def test_pop_item_returns_latest_first_then_none(any_store) -> None:
     async def go():
         session = MysqlSession("pop", any_store)
@@ -134,7 +130,6 @@ def test_pop_item_returns_latest_first_then_none(any_store) -> None:
     run(go())
 
 
-@NEEDS_POP
 def test_pop_affects_only_its_session(any_store) -> None:
     async def go():
         one, two = MysqlSession("one", any_store), MysqlSession("two", any_store)
@@ -146,7 +141,6 @@ def test_pop_affects_only_its_session(any_store) -> None:
     run(go())
 
 
-@NEEDS_POP
 def test_concurrent_pops_from_threads_and_loops_return_each_item_once(sync_store) -> None:
     session = MysqlSession("many-pops", sync_store)
     run(session.add_items(msgs(*map(str, range(40)))))
@@ -206,6 +200,17 @@ def test_bad_ids_are_refused_naming_them(sync_store) -> None:
         MysqlSession("s", object())
 
 
+def test_a_turn_reads_the_window_asked_for_not_the_history(store, rows_read) -> None:
+    """get_items(limit=k) reads about k rows of a 500-item history; add_items and pop_item read
+    a bounded number of rows (the list's hash row, the last item), never the history."""
+    session = MysqlSession("long", store, user_id="alice")
+    run(session.add_items(msgs(*map(str, range(500)))))
+    assert rows_read.of(session.get_items(limit=3)) <= 3 + 2
+    assert rows_read.of(session.add_items(msgs("a", "b"))) <= 10
+    assert rows_read.of(session.pop_item()) <= 10
+    assert rows_read.of(session.get_items()) >= 501  # the control: the whole history is 501 rows
+
+
 # ---- a real agent ------------------------------------------------------------------------------
 
 
@@ -257,11 +262,6 @@ def test_run_config_session_settings_override_the_sessions(sync_store) -> None:
 
 def test_an_agent_keeps_its_conversation_across_a_process_restart(url: str) -> None:
     sys.path.insert(0, str(ROOT / "examples"))
-    from restart_demo import ANSWERS, QUESTIONS, run_turn_process
+    from restart_demo import check_restart
 
-    script = str(ROOT / "examples" / "openai_agents_restart.py")
-    session_id = f"restart-{os.getpid()}"
-    first = run_turn_process(script, url, session_id, 1)
-    second = run_turn_process(script, url, session_id, 2)
-    assert first == [QUESTIONS[1]]
-    assert second == [QUESTIONS[1], ANSWERS[1], QUESTIONS[2]]
+    check_restart(str(ROOT / "examples" / "openai_agents_restart.py"), url)
