@@ -45,6 +45,7 @@ cluster-bin:
 	fi
 
 test: venv server-bin cluster-bin
+	$(PY) tests/isolated.py
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 demo: venv server-bin
