@@ -216,8 +216,14 @@ class GaleraCluster:
         gcomm = ",".join(f"127.0.0.1:{n.gcomm_port}" for n in self.nodes)
         options = (f"gmcast.listen_addr=tcp://127.0.0.1:{node.gcomm_port};"
                    f"ist.recv_addr=127.0.0.1:{node.ist_port};{self.provider_options}")
+        tmpdir = os.path.join(node.base, "tmp")  # its own: servers side by side collided in /tmp
+        if not os.path.isdir(tmpdir):
+            os.makedirs(tmpdir)
+            if self.user:
+                shutil.chown(tmpdir, self.user, self.user)
         cmd = [
             self.binary, "--no-defaults", f"--datadir={node.datadir}", f"--socket={node.socket}",
+            f"--tmpdir={tmpdir}",
             f"--port={node.port}", "--bind-address=127.0.0.1", "--skip-name-resolve",
             "--character-set-server=utf8mb4", "--collation-server=utf8mb4_unicode_ci",
             "--innodb-buffer-pool-size=128M", "--max-connections=300",

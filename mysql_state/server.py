@@ -112,8 +112,12 @@ class LocalServer:
     def start(self, timeout: float = 60.0) -> None:
         """Start (or restart after :meth:`kill`) the server on the same port and data."""
         user = ["--user=root"] if os.geteuid() == 0 else []
+        # A tmpdir of its own: servers side by side in /tmp collided on internal temp tables.
+        tmpdir = os.path.join(self.base, "tmp")
+        os.makedirs(tmpdir, exist_ok=True)
         cmd = [
             self.binary, "--no-defaults", f"--datadir={self.datadir}", f"--socket={self.socket}",
+            f"--tmpdir={tmpdir}",
             f"--port={self.port}", "--bind-address=127.0.0.1", "--skip-name-resolve",
             "--character-set-server=utf8mb4", "--collation-server=utf8mb4_unicode_ci",
             "--innodb-buffer-pool-size=256M", "--max-connections=500",
