@@ -21,10 +21,16 @@ from .errors import (
     QueryError,
     SchemaNotFoundError,
     ServerUnavailableError,
+    SessionExistsError,
+    SessionNotFoundError,
     TlsError,
     TlsVerificationError,
     ValueTooLargeError,
 )
+from .catalog import ALL_USERS, SessionInfo, SessionPage
+from .history import HistoryItem
+from .retention import PruneReport
+from .migrations import Problem, Step
 from .store import UNVERSIONED, MysqlAgentStateStore, VersionedState
 from .aio import AsyncMysqlAgentStateStore  # noqa: E402 (it imports the store)
 
@@ -48,5 +54,14 @@ __all__ = [
     "LockTimeoutError",
     "StoreClosedError",
     "MysqlStateWarning",
+    "SessionNotFoundError",
+    "SessionExistsError",
+    "ALL_USERS",
+    "SessionInfo",
+    "SessionPage",
+    "HistoryItem",
+    "PruneReport",
+    "Problem",
+    "Step",
 ]
 __version__ = "0.1.0"
