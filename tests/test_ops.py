@@ -275,3 +275,108 @@ def test_prometheus_names(store):
     store.save_list("u", "s", "m", [1, 2])
     store.save_list("u", "s", "m", [1])
     assert registry.get_sample_value("mysql_state_saves_total", {"kind": "shrink"}) == 1.0
+
+
+# ---- the command line ------------------------------------------------------------------------
+
+
+def cli(url: str, database: str, *args: str, stdin: str | None = None, env: dict | None = None
+        ) -> subprocess.CompletedProcess:
+    """The command as a subprocess; the global options after the command (they may go either side)."""
+    return subprocess.run([sys.executable, "-m", "mysql_state", *args, "--url", url, "--database", database],
+                          capture_output=True, text=True, timeout=120, input=stdin, env=env)
+
+
+def test_cli_sessions_show_rm_fork(store, raw, url, database):
+    store.save_list("alice", "c1", "memory", [{"i": i} for i in range(5)])
+    store.save("alice", "c1", "summary", "s")
+    store.save(None, "anon", "k", 1)
+    out = cli(url, database, "sessions", "--user", "alice")
+    assert out.returncode == 0 and out.stdout.splitlines()[0].split() == ["USER", "SESSION", "KEYS", "ROWS", "BYTES", "UPDATED"]
+    assert out.stdout.splitlines()[1].split()[:5] == ["alice", "c1", "2", "7", str(sum(len(r[3]) for r in raw.rows("alice:c1")))]
+    page = orjson.loads(cli(url, database, "--json", "sessions").stdout)
+    assert {(s["user_id"], s["session_id"]) for s in page["items"]} == {("alice", "c1"), (None, "anon")}
+    assert orjson.loads(cli(url, database, "sessions", "--user", "-", "--json").stdout)["items"][0]["session_id"] == "anon"
+    assert cli(url, database, "sessions", "--older-than", "30d", "--json").stdout.strip().startswith('{"items":[]')
+    tail = cli(url, database, "show", "--user", "alice", "c1", "memory", "--tail", "2")
+    assert [orjson.loads(x) for x in tail.stdout.splitlines()] == [{"i": 3}, {"i": 4}]
+    assert orjson.loads(cli(url, database, "show", "--user", "alice", "c1", "summary", "--json").stdout) == "s"
+    assert "memory" in cli(url, database, "show", "--user", "alice", "c1").stdout
+    for missing in (("nope",), ("c1", "nokey")):
+        bad = cli(url, database, "show", "--user", "alice", *missing)
+        assert bad.returncode == 2 and missing[-1] in bad.stderr and "Traceback" not in bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1
+    done = cli(url, database, "fork", "--user", "alice", "c1", "c2")
+    assert done.returncode == 0 and "copied 7 rows" in done.stdout and len(raw.rows("alice:c2")) == 7
+    assert cli(url, database, "fork", "--user", "alice", "c1", "c2").returncode == 2
+    assert cli(url, database, "rm", "--user", "alice", "c2").returncode == 2  # needs --yes
+    assert cli(url, database, "rm", "--user", "alice", "c2", "--yes").returncode == 0 and raw.rows("alice:c2") == []
+    assert cli(url, database, "rm", "--user", "alice", "c1", "summary").returncode == 0
+    assert store.get("alice", "c1", "summary") is None
+
+
+def test_cli_prune_export_import_doctor_migrate_stats(store, raw, url, database):
+    for i in range(4):
+        store.save_list("u", f"s{i}", "m", [i, i + 1])
+    age(raw, "u:s0", 40)
+    age(raw, "u:s1", 40)
+    dry = cli(url, database, "prune", "--older-than", "30d", "--dry-run")
+    assert dry.returncode == 0 and "would delete 2 sessions (6 rows)" in dry.stdout and len(raw.rows()) == 12
+    assert cli(url, database, "prune", "--older-than", "30d").returncode == 2  # needs --yes
+    done = cli(url, database, "prune", "--older-than", "30d", "--yes")
+    assert done.returncode == 0 and "deleted 2 sessions" in done.stdout and "2/2" in done.stderr
+    assert store.list_session_ids("u") == {"s2", "s3"}
+    exported = cli(url, database, "export")
+    assert exported.returncode == 0 and len(exported.stdout.splitlines()) == len(raw.all_rows())
+    # import into a fresh table of the same database
+    MysqlAgentStateStore.from_url(url, database_name=database, table_name="t2", create_if_not_exist=True).close()
+    imp = subprocess.run([sys.executable, "-m", "mysql_state", "--url", url, "--database", database, "--table", "t2",
+                          "import"], input=exported.stdout, capture_output=True, text=True, timeout=120)
+    assert imp.returncode == 0 and f"{len(raw.all_rows())} rows written" in imp.stdout
+    copy = Raw(url, database, "t2")
+    assert all_rows_with_times(copy) == all_rows_with_times(raw)
+    copy.close()
+    assert cli(url, database, "doctor").stdout.strip() == "healthy"
+    assert cli(url, database, "migrate", "--dry-run").stdout.strip() == "nothing to do: the schema is current"
+    raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data) VALUES ('j:x', 'k', 0, '1')")
+    sick = cli(url, database, "doctor")
+    assert sick.returncode == 1 and "no catalog row" in sick.stdout
+    assert cli(url, database, "doctor", "--fix").returncode == 0 and cli(url, database, "doctor").returncode == 0
+    stats = orjson.loads(cli(url, database, "stats", "--json").stdout)
+    assert stats["sessions"] == 3 and stats["rows"] == len(raw.rows()) and "saves" in stats["metrics"]
+    assert "largest sessions" in cli(url, database, "stats").stdout
+
+
+def test_cli_migrate_prints_the_sql_and_errors_are_one_line(url, database):
+    con = connect(url)
+    with con.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{database}`")
+        cur.execute(JAVA_DDL.replace("{db}", database))
+    con.close()
+    plan = cli(url, database, "migrate", "--dry-run")
+    assert plan.returncode == 0 and "ALTER TABLE" in plan.stdout and "0003_activity_index" in plan.stdout
+    assert "0003_activity_index" in cli(url, database, "migrate").stdout
+    assert "nothing to do" in cli(url, database, "migrate").stdout
+    bad = cli("mysql://root:s3cret@127.0.0.1:1/", database, "sessions")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "s3cret" not in bad.stderr
+
+
+def test_cli_server_start_status_stop(tmp_path):
+    from mysql_state.server import find_binary
+
+    if find_binary("mariadbd", "mysqld") is None:
+        pytest.skip("needs a mariadbd/mysqld binary")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    env.pop("MYSQL_URL", None)
+    run = lambda *a: subprocess.run([sys.executable, "-m", "mysql_state", *a], capture_output=True,  # noqa: E731
+                                    text=True, timeout=120, env=env)
+    assert run("server", "status").returncode == 1
+    try:
+        started = run("server", "start")
+        assert started.returncode == 0 and started.stdout.startswith("mysql://")
+        assert run("server", "status").stdout.startswith("running")
+        assert run("--database", "d1", "sessions", "--json").returncode == 2  # no table yet: one line
+        assert run("--database", "mysql", "--table", "db", "doctor").returncode in (0, 1)
+    finally:
+        assert run("server", "stop").stdout.strip() in ("stopped", "not running")
+    assert run("server", "status").returncode == 1
