@@ -76,6 +76,7 @@ demo-adk: .venv-adk/.made server-bin
 bench:
 	$(MAKE) EXTRAS=test,agentscope,encryption,bench venv server-bin
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
+	$(PY) benchmarks/catalog_bench.py
 
 clean:
 	rm -rf $(VENV) .venv-agentscope1 .venv-openai-agents .venv-adk build *.egg-info .pytest_cache

@@ -22,11 +22,17 @@ from .errors import (
     QueryError,
     SchemaNotFoundError,
     ServerUnavailableError,
+    SessionExistsError,
+    SessionNotFoundError,
     TlsError,
     TlsVerificationError,
     ValueTooLargeError,
 )
 from .crypto import Keyring
+from .catalog import ALL_USERS, SessionInfo, SessionPage
+from .history import HistoryItem
+from .retention import PruneReport
+from .migrations import Problem, Step
 from .store import UNVERSIONED, MysqlAgentStateStore, VersionedState
 from .aio import AsyncMysqlAgentStateStore  # noqa: E402 (it imports the store)
 
@@ -52,5 +58,14 @@ __all__ = [
     "LockTimeoutError",
     "StoreClosedError",
     "MysqlStateWarning",
+    "SessionNotFoundError",
+    "SessionExistsError",
+    "ALL_USERS",
+    "SessionInfo",
+    "SessionPage",
+    "HistoryItem",
+    "PruneReport",
+    "Problem",
+    "Step",
 ]
 __version__ = "0.1.0"

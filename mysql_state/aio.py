@@ -25,7 +25,9 @@ from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
 from .listsync import Plan
 from .pool import DEFAULT_POOL_SIZE, Stats
 from .locks import SessionLock
-from .store import MysqlAgentStateStore, SavedMany, VersionedState
+from .catalog import ALL_USERS, SessionPage
+from .retention import PruneReport
+from .store import _SAME_USER, MysqlAgentStateStore, SavedMany, VersionedState
 from .transaction import Transaction
 
 __all__ = ["AsyncMysqlAgentStateStore", "AsyncSessionLock"]
@@ -55,6 +57,15 @@ OPERATIONS = (
     "truncate_all_sessions",
     "forget_user",
     "reencrypt",
+    "sessions",
+    "get_history",
+    "fork",
+    "export",
+    "import_rows",
+    "prune",
+    "migrate",
+    "doctor",
+    "metrics",
 )
 
 
@@ -349,6 +360,79 @@ class AsyncMysqlAgentStateStore:
         42
         """
         return await self._run(self.sync.truncate_all_sessions)
+
+    # ---- operating the store (see the sync store for each) -------------------------------------
+
+    async def sessions(self, user_id: Any = ALL_USERS, *, updated_before: Optional[Any] = None,
+                       updated_after: Optional[Any] = None, limit: int = 100, cursor: Optional[str] = None) -> SessionPage:
+        """A page of sessions, newest activity first (:meth:`MysqlAgentStateStore.sessions`).
+
+        >>> page = await store.sessions("alice", limit=20)  # doctest: +SKIP
+        """
+        return await self._run(self.sync.sessions, user_id, updated_before=updated_before,
+                               updated_after=updated_after, limit=limit, cursor=cursor)
+
+    async def get_history(self, user_id: Optional[str], session_id: str, key: str, *, offset: int = 0,
+                          limit: Optional[int] = None) -> list:
+        """Archived items of a list, oldest first (:meth:`MysqlAgentStateStore.get_history`).
+
+        >>> await store.get_history("alice", "chat-1", "memory")  # doctest: +SKIP
+        """
+        return await self._run(self.sync.get_history, user_id, session_id, key, offset=offset, limit=limit)
+
+    async def fork(self, user_id: Optional[str], session_id: str, new_session_id: str, *,
+                   new_user_id: Any = _SAME_USER) -> int:
+        """Copy a session server-side (:meth:`MysqlAgentStateStore.fork`).
+
+        >>> await store.fork("alice", "chat-1", "chat-1-branch")  # doctest: +SKIP
+        """
+        return await self._run(self.sync.fork, user_id, session_id, new_session_id, new_user_id=new_user_id)
+
+    async def export(self, user_id: Any = ALL_USERS, sessions: Optional[Sequence[str]] = None) -> list:
+        """The lines of :meth:`MysqlAgentStateStore.export`, collected in a thread (for a
+        stream in constant memory, iterate the sync store's ``export`` in a thread).
+
+        >>> lines = await store.export("alice")  # doctest: +SKIP
+        """
+        return await self._run(lambda: list(self.sync.export(user_id, sessions)))
+
+    async def import_rows(self, lines: Any, *, on_conflict: str = "skip",
+                          progress: Optional[Callable[[int], None]] = None) -> int:
+        """Rows of an export written back (:meth:`MysqlAgentStateStore.import_rows`).
+
+        >>> await store.import_rows(lines)  # doctest: +SKIP
+        """
+        return await self._run(self.sync.import_rows, lines, on_conflict=on_conflict, progress=progress)
+
+    async def prune(self, older_than: Any, *, user_id: Any = ALL_USERS, dry_run: bool = False, batch: int = 500,
+                    progress: Optional[Callable[[int, int], None]] = None) -> PruneReport:
+        """Delete idle sessions (:meth:`MysqlAgentStateStore.prune`).
+
+        >>> await store.prune(timedelta(days=30))  # doctest: +SKIP
+        """
+        return await self._run(self.sync.prune, older_than, user_id=user_id, dry_run=dry_run, batch=batch,
+                               progress=progress)
+
+    async def migrate(self, dry_run: bool = False) -> list:
+        """Apply the schema steps needed (:meth:`MysqlAgentStateStore.migrate`).
+
+        >>> await store.migrate(dry_run=True)  # doctest: +SKIP
+        """
+        return await self._run(self.sync.migrate, dry_run)
+
+    async def doctor(self, fix: bool = False) -> list:
+        """Check (and with ``fix`` repair) the table (:meth:`MysqlAgentStateStore.doctor`).
+
+        >>> await store.doctor()  # doctest: +SKIP
+        """
+        return await self._run(self.sync.doctor, fix)
+
+    async def metrics(self) -> dict:
+        """The counters of the wrapped store (:meth:`MysqlAgentStateStore.metrics`).
+
+        >>> (await store.metrics())["saves"]  # doctest: +SKIP
+        """
+        return self.sync.metrics()
 
     # ---- lifecycle -----------------------------------------------------------------------------
 

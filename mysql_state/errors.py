@@ -26,6 +26,8 @@ __all__ = [
     "StaleStateError",
     "LockTimeoutError",
     "StoreClosedError",
+    "SessionNotFoundError",
+    "SessionExistsError",
     "MysqlStateWarning",
     "errno_of",
     "tls_failure",
@@ -130,6 +132,14 @@ class LockTimeoutError(MysqlStateError):
 
 class StoreClosedError(MysqlStateError, RuntimeError):
     """The store was closed; it opens no new connection."""
+
+
+class SessionNotFoundError(MysqlStateError, LookupError):
+    """An operation on a whole session (``fork``, ``show``) named a session with no rows."""
+
+
+class SessionExistsError(MysqlStateError):
+    """``fork`` was asked to create a session that already has rows; nothing was written."""
 
 
 class MysqlStateWarning(UserWarning):

@@ -8,6 +8,7 @@ Every check runs before any SQL is sent.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from typing import Optional
@@ -17,6 +18,11 @@ DEFAULT_TABLE = "agentscope_sessions"
 ANONYMOUS = "__anon__"
 HASH_SUFFIX = ":_hash"
 SEPARATOR = ":"
+#: Internal rows use session ids with no ':' (no packed id can equal one): the catalog row of a
+#: session is (CATALOG_SESSION, <packed id>, 0); its archived list items live under
+#: history_session(<packed id>).
+CATALOG_SESSION = "__catalog__"
+HISTORY_PREFIX = "__history__"
 MAX_ID_CHARS = 255  # VARCHAR(255) counts characters (code points) in utf8mb4
 MAX_IDENTIFIER_CHARS = 64
 IDENTIFIER_RULE = r"^[a-zA-Z_][a-zA-Z0-9_-]*$"
@@ -143,3 +149,30 @@ def state_key(key: str, *, is_list: bool = False, exact: bool = True) -> str:
 def hash_key(key: str) -> str:
     """The state_key of a list's hash row."""
     return key + HASH_SUFFIX
+
+
+def history_session(packed: str) -> str:
+    """The ``session_id`` under which a session's archived list items are kept.
+
+    A digest of the packed id (so it fits the column and has no ':'); ``state_key`` is the
+    list's key and ``item_index`` the archive order.
+
+    >>> history_session("alice:chat-1")[:11], ":" in history_session("alice:chat-1")
+    ('__history__', False)
+    """
+    return HISTORY_PREFIX + hashlib.blake2b(packed.encode("utf-8"), digest_size=20).hexdigest()
+
+
+def is_packed(session_id: str) -> bool:
+    """Whether a stored ``session_id`` is a caller's session (not an internal row)."""
+    return SEPARATOR in session_id
+
+
+def unpack(packed: str) -> tuple[Optional[str], str]:
+    """The ``(user_id, session_id)`` of a packed id (None for the anonymous user).
+
+    >>> unpack("alice:chat-1"), unpack("__anon__:s")
+    (('alice', 'chat-1'), (None, 's'))
+    """
+    user, _, session = packed.partition(SEPARATOR)
+    return (None if user == ANONYMOUS else user), session

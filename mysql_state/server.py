@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import signal
@@ -208,3 +209,75 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+# ---- the embedded default server of the command line (`mysql-state server start`) -----------
+
+
+def cache_dir() -> str:
+    """Where the default server keeps its data: ``$XDG_CACHE_HOME/mysql-state`` (or ~/.cache)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "mysql-state", "server")
+
+
+def default_server_url() -> Optional[str]:
+    """The URL of the default server when it is running, else None."""
+    d = cache_dir()
+    try:
+        with open(os.path.join(d, "url")) as f:
+            url = f.read().strip()
+        with open(os.path.join(d, "pid")) as f:
+            os.kill(int(f.read().strip()), 0)
+    except (OSError, ValueError):
+        return None
+    return url or None
+
+
+class DefaultServer(LocalServer):
+    """A server that outlives the command that started it, its data kept in :func:`cache_dir`."""
+
+    def __init__(self) -> None:  # noqa: D107 - no temporary datadir, nothing started yet
+        binary = find_binary("mariadbd", "mysqld")
+        if binary is None:
+            raise RuntimeError("no MySQL-compatible server found: install one (Debian/Ubuntu: "
+                               "apt-get install -y mariadb-server), or pass --url")
+        self.binary = binary
+        self.base = cache_dir()
+        self.datadir = os.path.join(self.base, "data")
+        self.socket = os.path.join(self.base, "mysqld.sock")
+        self.extra_args = []
+        self.proc = None
+
+    def start(self, timeout: float = 60.0) -> str:  # type: ignore[override]
+        """Start it unless it runs; returns its URL."""
+        running = default_server_url()
+        if running:
+            return running
+        os.makedirs(self.base, exist_ok=True)
+        if not os.path.isdir(self.datadir):
+            self._init_datadir()
+        self.port = _free_port()
+        super().start(timeout)
+        url = self.url
+        with open(os.path.join(self.base, "url"), "w") as f:
+            f.write(url)
+        self.proc = None  # detached: it keeps running after this process exits
+        return url
+
+    def stop(self) -> bool:  # type: ignore[override]
+        """Stop it (SIGTERM, a clean shutdown); False when it was not running."""
+        if default_server_url() is None:
+            return False
+        with open(os.path.join(self.base, "pid")) as f:
+            pid = int(f.read().strip())
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except OSError:
+                break
+            time.sleep(0.1)
+        with contextlib.suppress(OSError):
+            os.remove(os.path.join(self.base, "url"))
+        return True

@@ -12,6 +12,12 @@ from typing import Iterable, Sequence
 
 Statement = tuple[str, tuple]
 
+#: The ``session_id`` of the catalog rows (one per session, ``state_key`` = the packed id).
+#: It has no ':' so no packed id equals it; keys.CATALOG_SESSION is the same string.
+CATALOG_SESSION = "__catalog__"
+#: What a catalog row holds: activity is in its timestamps; rows and bytes are counted live.
+CATALOG_DATA = b"{}"
+
 # ---- schema -------------------------------------------------------------------------------
 
 CREATE_DATABASE = (
@@ -26,7 +32,8 @@ CREATE_TABLE = (
     " version BIGINT NOT NULL DEFAULT 0,"
     " created_at DATETIME DEFAULT CURRENT_TIMESTAMP,"
     " updated_at DATETIME DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP,"
-    " PRIMARY KEY (session_id, state_key, item_index)"
+    " PRIMARY KEY (session_id, state_key, item_index),"
+    " KEY by_activity (session_id, updated_at)"
     ") DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"
 )
 MAKE_KEYS_EXACT = (
@@ -78,11 +85,14 @@ DELETE_LIST_REMAINS = (
 # LAST_INSERT_ID(expr) hands the new version back in the OK packet: one round trip.
 # The version given is one past what the writer locked; GREATEST keeps versions growing when
 # the row it meets is not the one it locked (a list's item 0, a row created beside it).
+# The session's catalog row rides along as the second row (touched: its version grows, so
+# updated_at moves); the OK packet's id is 0 when the value row was inserted.
 UPSERT_VALUE = (
     "INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
-    " VALUES (%s, %s, 0, %s, %s)"
+    f" VALUES (%s, %s, 0, %s, %s), ('{CATALOG_SESSION}', %s, 0, '{{}}', 1)"
     " ON DUPLICATE KEY UPDATE state_data = VALUES(state_data),"
-    " version = LAST_INSERT_ID(GREATEST(VALUES(version), GREATEST(version, 1) + 1))"
+    f" version = IF(session_id = '{CATALOG_SESSION}', version + 1,"
+    " LAST_INSERT_ID(GREATEST(VALUES(version), GREATEST(version, 1) + 1)))"
 )
 INSERT_VALUE = (
     "INSERT INTO {t} (session_id, state_key, item_index, state_data, version) VALUES (%s, %s, 0, %s, 1)"
@@ -152,17 +162,37 @@ UPSERT_ROWS_HEAD = "INSERT INTO {t} (session_id, state_key, item_index, state_da
 UPSERT_ROW = "(%s, %s, %s, %s, 1)"
 # An append in one statement: the hash row (first, so it is locked first) is updated only if it
 # still holds what this process last saw; an item row that exists is left alone. The caller
-# checks the affected-row count (2 for the hash row, 1 per new item) and rolls back otherwise;
+# checks the affected-row count (2 for the hash row, 1 per new item, 1 or 2 for the session's
+# catalog row, which rides last and is always touched) and rolls back otherwise;
 # LAST_INSERT_ID(expr) hands back the hash row's new version in the OK packet.
 APPEND_IF_HASH_TAIL = (
     " ON DUPLICATE KEY UPDATE"
     " version = IF(state_key = %s AND CAST(state_data AS BINARY) = CAST(%s AS BINARY),"
-    " LAST_INSERT_ID(version + 1), version),"
+    f" LAST_INSERT_ID(version + 1), IF(session_id = '{CATALOG_SESSION}', version + 1, version)),"
     " state_data = IF(state_key = %s AND CAST(state_data AS BINARY) = CAST(%s AS BINARY),"
     " VALUES(state_data), state_data)"
 )
 ROLLBACK = "ROLLBACK"
+# The session's catalog row, on paths whose own statement cannot carry it (a plain INSERT that
+# must fail on a duplicate key; a key deleted); its version grows so updated_at moves.
+CATALOG_TOUCH = (
+    "INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+    f" VALUES ('{CATALOG_SESSION}', %s, 0, '{{}}', 1) ON DUPLICATE KEY UPDATE version = version + 1"
+)
+CATALOG_DELETE = f"DELETE FROM {{t}} WHERE session_id = '{CATALOG_SESSION}' AND state_key = %s AND item_index = 0"
 UPSERT_ROWS_TAIL = " ON DUPLICATE KEY UPDATE state_data = VALUES(state_data), version = version + 1"
+
+# ---- history (keep_history=True) -----------------------------------------------------------
+
+# A shrinking save archives the stored items from the first changed index to the old end, in
+# the same transaction, server-side (the items never cross the network): they go under the
+# session's history id, numbered after what the key already has there.
+ARCHIVE_ITEMS = (
+    "INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+    " SELECT %s, %s, (SELECT COALESCE(MAX(h.item_index) + 1, 0) FROM {t} h"
+    " WHERE h.session_id = %s AND h.state_key = %s) + item_index - %s, state_data, 1"
+    " FROM {t} WHERE session_id = %s AND state_key = %s AND item_index >= %s ORDER BY item_index"
+)
 
 # ---- sessions -------------------------------------------------------------------------------
 
@@ -171,7 +201,11 @@ SESSION_EXISTS = "SELECT 1 FROM {t} WHERE session_id = %s LIMIT 1"
 # writer inserted but had not committed, so it waits on the session's rows (and on every list
 # writer, who holds its list's hash row) before deleting; then no row is left behind.
 LOCK_SESSION = "SELECT COUNT(*) FROM {t} WHERE session_id = %s FOR UPDATE"
-DELETE_SESSION = "DELETE FROM {t} WHERE session_id = %s"
+# The session's rows, its history rows and its catalog row.
+DELETE_SESSION = (
+    "DELETE FROM {t} WHERE session_id IN (%s, %s)"
+    f" OR (session_id = '{CATALOG_SESSION}' AND state_key = %s AND item_index = 0)"
+)
 DELETE_KEY = "DELETE FROM {t} WHERE session_id = %s AND state_key IN (%s, %s)"
 # A range on the primary key instead of LIKE: no wildcard in a user id can widen it.
 # ';' is the code point after ':', so [user + ':', user + ';') is exactly that user's ids.
@@ -179,7 +213,8 @@ SESSIONS_OF_USER = "SELECT DISTINCT session_id FROM {t} WHERE session_id >= %s A
 # On a table whose key collation is not binary (the range above assumes code point order):
 # an escaped LIKE prefix; the store filters the result by the exact prefix as well.
 SESSIONS_OF_USER_LIKE = "SELECT DISTINCT session_id FROM {t} WHERE session_id LIKE %s ESCAPE '!'"
-COUNT_ROWS = "SELECT COUNT(*) FROM {t}"
+# The callers' rows (internal ones, the catalog and history, have no ':' in session_id).
+COUNT_ROWS = "SELECT COUNT(*) FROM {t} WHERE session_id LIKE '%:%'"
 
 # ---- erasing a user and rotating keys (bounded batches) ---------------------------------------
 
@@ -244,26 +279,29 @@ def upsert_rows(
     session: str,
     rows: Iterable[tuple[str, int, bytes]],
     max_bytes: int,
+    extra: Sequence[tuple[str, str, int, bytes]] = (),
 ) -> list[Statement]:
     """Multi-row upserts of ``(state_key, item_index, json)``, each statement under ``max_bytes``.
 
     ``table_sql`` is ``(head, tail)`` rendered for the table. A single row larger than
     ``max_bytes`` still gets a statement of its own; the caller checks sizes beforehand.
+    ``extra`` rows carry their own session id (``(session_id, state_key, item_index, json)``,
+    e.g. the session's catalog row) and ride last in the last statement: no extra round trip.
     """
     head, tail = table_sql
-    sid_cost = escaped_size(session.encode("utf-8"))
     fixed = len(head) + len(tail)
     out: list[Statement] = []
     parts: list[str] = []
     params: list = []
     size = fixed
-    for key, index, data in rows:
-        cost = escaped_size(data) + escaped_size(key.encode("utf-8")) + sid_cost + ROW_OVERHEAD
+    full = [(session, key, index, data) for key, index, data in rows]
+    for sid, key, index, data in (*full, *extra):
+        cost = escaped_size(data) + escaped_size(key.encode("utf-8")) + escaped_size(sid.encode("utf-8")) + ROW_OVERHEAD
         if parts and size + cost > max_bytes:
             out.append((head + ",".join(parts) + tail, tuple(params)))
             parts, params, size = [], [], fixed
         parts.append(UPSERT_ROW)
-        params += (session, key, index, data.decode("utf-8"))
+        params += (sid, key, index, data.decode("utf-8"))
         size += cost
     if parts:
         out.append((head + ",".join(parts) + tail, tuple(params)))

@@ -7,13 +7,18 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence, TypeVar
 
-from . import keys, listsync, locks, serde, sql
+from . import catalog, history, keys, listsync, locks, migrations, retention, serde, sql, transfer
+from .catalog import ALL_USERS, SessionPage
+from .history import HistoryItem
+from .metrics import Metrics, instrument
+from .retention import PruneReport
 from .errors import (
     DUPLICATE_KEY,
     CorruptStateError,
     StaleStateError,
     MysqlStateWarning,
     SchemaNotFoundError,
+    SessionExistsError,
     ValueTooLargeError,
     errno_of,
 )
@@ -45,6 +50,7 @@ UNVERSIONED = -1
 DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024
 _NO_LIMIT = 1 << 62  # a LIMIT no list reaches (item_index is an INT), yet valid SQL
 _WARNED: set[tuple[str, str]] = set()
+_SAME_USER: Any = type("SameUser", (), {"__repr__": lambda self: "<same user>"})()  # fork's default
 
 
 class VersionedState(NamedTuple):
@@ -159,6 +165,7 @@ class MysqlAgentStateStore:
         hosts: Optional[Sequence[Any]] = None,
         replicas: Optional[Sequence[Any]] = None,
         session_wait: float = DEFAULT_SESSION_WAIT,
+        keep_history: bool = False,
         _read_pool: Any = None,
         _owned: bool = False,
         _pool_size: Optional[int] = None,
@@ -179,6 +186,7 @@ class MysqlAgentStateStore:
         per-process list snapshots that make ``save_list`` cheap (0 turns them off).
         ``encryption`` (a :class:`Keyring`) encrypts every value and list item at rest
         (AES-256-GCM, see :mod:`mysql_state.crypto`); rows written without it read as they are.
+        ``keep_history`` archives what a shrinking list save drops (see :meth:`get_history`).
         """
         self.database_name = keys.identifier(database_name, "database name", keys.DEFAULT_DATABASE)
         self.table_name = keys.identifier(table_name, "table name", keys.DEFAULT_TABLE)
@@ -204,6 +212,9 @@ class MysqlAgentStateStore:
         self.pool_size: Optional[int] = _pool_size
         self._snapshots = SnapshotCache(snapshot_bytes)
         self._hints = HashHints()  # the hash row last seen per list: one-statement appends
+        self.keep_history = bool(keep_history)
+        self._metrics = Metrics()
+        instrument(self._db, self._metrics)
         self._table = keys.quote_table(self.database_name, self.table_name)
         try:
             self._setup(create_if_not_exist)  # the primary only: replicas get no DDL
@@ -236,6 +247,7 @@ class MysqlAgentStateStore:
         encryption: Optional[Keyring] = None,
         replica_urls: Optional[Sequence[str]] = None,
         session_wait: float = DEFAULT_SESSION_WAIT,
+        keep_history: bool = False,
         **connect_kwargs: Any,
     ) -> "MysqlAgentStateStore":
         """A store with its own pools, closed by :meth:`close`.
@@ -278,6 +290,7 @@ class MysqlAgentStateStore:
             hosts=hosts,
             replicas=replicas,
             session_wait=session_wait,
+            keep_history=keep_history,
             _owned=True,
             _pool_size=pool_size,
         )
@@ -398,8 +411,12 @@ class MysqlAgentStateStore:
     def _write_rows(self, cur: Any, sid: str, rows: list[tuple[str, int, bytes]]) -> None:
         rows = self._sealed_rows(sid, rows)
         limit = self.max_allowed_packet - 1024
-        for statement, params in sql.upsert_rows(self._upsert, sid, rows, limit):
+        for statement, params in sql.upsert_rows(self._upsert, sid, rows, limit, catalog.row(sid)):
             cur.execute(statement, params)
+
+    def _touch(self, cur: Any, sid: str) -> None:
+        """Mark the session active in its catalog row (paths with no upsert to carry it)."""
+        cur.execute(self._sql["CATALOG_TOUCH"], (sid,))
 
     def _write_list(
         self, cur: Any, sid: str, k: str, items: list[tuple[int, bytes]], new_hash: ListHash, with_hash: bool
@@ -442,6 +459,7 @@ class MysqlAgentStateStore:
         sid, k, text = self._prepare_value(user_id, session_id, key, value)
         version = self._db.run(lambda cur: self._value_tx(cur, sid, k, text), f"save {k!r}", write=True)
         self._forget((sid, k))
+        self._metrics.saved("value", 1, len(text))
         return version
 
     def _prepare_value(self, user_id, session_id, key, value) -> tuple[str, str, str]:
@@ -475,12 +493,13 @@ class MysqlAgentStateStore:
         if is_list:
             cur.execute(self._sql["DELETE_LIST_REMAINS"], (sid, k, keys.hash_key(k)))
         new = stored + 1 if version is None else version
-        affected = cur.execute(self._sql["UPSERT_VALUE"], (sid, k, text, new))
-        if affected != 1 and not had_row0 and not is_list:
+        cur.execute(self._sql["UPSERT_VALUE"], (sid, k, text, new, sid))  # + the catalog row
+        updated = int(cur.lastrowid or 0)  # the new version when row 0 was updated, 0 if inserted
+        if updated and not had_row0 and not is_list:
             # Row 0 appeared after the lock: a list was being created beside us. It is
             # committed now (the upsert waited for it), so its remains are visible.
             cur.execute(self._sql["DELETE_LIST_REMAINS"], (sid, k, keys.hash_key(k)))
-        return new if affected == 1 else int(cur.lastrowid)
+        return updated or new
 
     def get(
         self,
@@ -566,6 +585,9 @@ class MysqlAgentStateStore:
                                    f"save_if_version {k!r}", write=True)
         if version != UNVERSIONED:
             self._forget((sid, k))
+            self._metrics.saved("value", 1, len(text))
+        else:
+            self._metrics.stale()
         return version
 
     def _cas_tx(self, cur: Any, sid: str, k: str, text: str, expected: int) -> int:
@@ -578,6 +600,7 @@ class MysqlAgentStateStore:
                 if errno_of(exc) == DUPLICATE_KEY:
                     return UNVERSIONED
                 raise
+            self._touch(cur, sid)
             return 1
         return self._value_tx(cur, sid, k, text, expected)
 
@@ -600,7 +623,11 @@ class MysqlAgentStateStore:
         with w.lock():
             plan = self._db.run(lambda cur: self._list_tx(cur, w), f"save_list {w.key!r}", write=True)
         self._remember((w.sid, w.key), w.new_snapshot)
+        self._count_save(plan)
         return plan
+
+    def _count_save(self, plan: Plan) -> None:
+        self._metrics.saved(plan.kind, len(plan.upserts), sum(len(d) for _, d in plan.upserts))
 
     def save_many(
         self,
@@ -665,8 +692,10 @@ class MysqlAgentStateStore:
                 raise
         for w in writes:
             self._remember((w.sid, w.key), w.new_snapshot)
-        for sid, k, _ in prepared:
+            self._count_save(result[w.key])
+        for sid, k, text in prepared:
             self._forget((sid, k))
+            self._metrics.saved("value", 1, len(text))
         return result
 
     def save_list_if_version(
@@ -687,11 +716,12 @@ class MysqlAgentStateStore:
         w.expected = expected_version
         try:
             with w.lock():
-                self._db.run(lambda cur: self._list_tx(cur, w), f"save_list_if_version {w.key!r}", write=True)
+                plan = self._db.run(lambda cur: self._list_tx(cur, w), f"save_list_if_version {w.key!r}", write=True)
         except StaleStateError:
             self._forget((w.sid, w.key))
             return UNVERSIONED
         self._remember((w.sid, w.key), w.new_snapshot)
+        self._count_save(plan)
         return w.version
 
     def _prepare_list(self, user_id, session_id, key, values) -> "_ListWrite":
@@ -790,6 +820,8 @@ class MysqlAgentStateStore:
             self._check_size(d, f"item {i} of list {k!r}")
         if not hash_row_exists:
             self._create_hash_row(cur, sid, k, plan.new_hash)
+        if self.keep_history:
+            history.archive(cur, self._sql, sid, k, plan)
         if plan.delete_all:
             cur.execute(self._sql["DELETE_ITEMS_FROM"], (sid, k, 0))
         elif plan.delete_from is not None:
@@ -818,6 +850,7 @@ class MysqlAgentStateStore:
             else:
                 self._snapshots.drop(cache_key)
             self._hints.put(cache_key, new_hash)
+        self._metrics.saved("append", len(datas), sum(map(len, datas)))
         return new_hash.n
 
     def _prepare_append(self, user_id, session_id, key, items) -> tuple[str, str, list[bytes]]:
@@ -871,12 +904,15 @@ class MysqlAgentStateStore:
         hk = keys.hash_key(k)
         rows = self._sealed_rows(sid, [(hk, 0, new_hash.to_json())] + [(k, i, d) for i, d in items])
         tail = self._sql["APPEND_IF_HASH_TAIL"]
-        statements = sql.upsert_rows((self._upsert[0], tail), sid, rows, self.max_allowed_packet - 1024)
+        statements = sql.upsert_rows((self._upsert[0], tail), sid, rows, self.max_allowed_packet - 1024,
+                                     catalog.row(sid))
         if len(statements) != 1:
             return 0  # more than one packet: the locked way
         statement, params = statements[0]
         text = expected.to_json().decode()
-        if cur.execute(statement, params + (hk, text, hk, text)) == 2 + len(items):
+        affected = cur.execute(statement, params + (hk, text, hk, text))
+        # hash row updated (2, and LAST_INSERT_ID set) + 1 per new item + catalog row (1 or 2)
+        if cur.lastrowid and affected - len(items) in (3, 4):
             return int(cur.lastrowid)
         cur.execute(sql.ROLLBACK)  # another writer got there first: undo, then lock and read
         if not self._db.owned:
@@ -1215,14 +1251,20 @@ class MysqlAgentStateStore:
             self._db.run(lambda cur: self._delete_key_tx(cur, sid, k), f"delete {k!r}", write=True)
             self._forget((sid, k))
 
-    def _delete_session_tx(self, cur: Any, sid: str) -> None:
+    def _delete_session_tx(self, cur: Any, sid: str) -> int:
+        """Delete the session's rows, history and catalog row; returns the rows deleted."""
         cur.execute(self._sql["LOCK_SESSION"], (sid,))
-        cur.execute(self._sql["DELETE_SESSION"], (sid,))
+        return cur.execute(self._sql["DELETE_SESSION"], (sid, keys.history_session(sid), sid))
 
     def _delete_key_tx(self, cur: Any, sid: str, k: str) -> None:
         hk = keys.hash_key(k)
         cur.execute(self._sql["LOCK_HASH_ROW"], (sid, hk))  # waits for a list writer
         cur.execute(self._sql["DELETE_KEY"], (sid, k, hk))
+        cur.execute(self._sql["SESSION_EXISTS"], (sid,))  # the catalog follows: touched or gone
+        if cur.fetchone():
+            self._touch(cur, sid)
+        else:
+            cur.execute(self._sql["CATALOG_DELETE"], (sid,))
 
     def list_session_ids(self, user_id: Optional[str], *, consistency: str = "strong") -> set[str]:
         """The session ids of one user (None: anonymous sessions).
@@ -1309,6 +1351,170 @@ class MysqlAgentStateStore:
     def _forget(self, key: Optional[tuple[str, str]] = None, session: Optional[str] = None) -> None:
         self._snapshots.drop(key, session)
         self._hints.drop(key, session)
+
+    # ---- operating the store: catalog, history, retention, transfer, schema, metrics --------
+
+    def _q(self, template: str) -> str:
+        """A statement of a concern module, rendered for this table."""
+        return sql.render(template, self._table, self.collation)
+
+    def _read(self, fn: Callable[[Any], T], what: str = "read") -> T:
+        return self._db.run(fn, what, write=False)
+
+    def sessions(
+        self,
+        user_id: Any = ALL_USERS,
+        *,
+        updated_before: Optional[Any] = None,
+        updated_after: Optional[Any] = None,
+        limit: int = 100,
+        cursor: Optional[str] = None,
+    ) -> SessionPage:
+        """A page of sessions, newest activity first: ``SessionPage(items, next_cursor)``, each
+        item a :class:`SessionInfo` (keys, rows, bytes, created_at, updated_at). ``ALL_USERS``
+        (the default) lists every user, ``None`` the anonymous one; pass ``next_cursor`` back
+        for the next page (None on the last). Times are the server's (``updated_at``).
+
+        >>> page = store.sessions("alice", limit=20)  # doctest: +SKIP
+        >>> [(s.session_id, s.rows) for s in page.items], page.next_cursor  # doctest: +SKIP
+        ([('chat-2', 3), ('chat-1', 14)], None)
+        """
+        check_int("limit", limit, 1)
+        if user_id is not ALL_USERS:
+            keys.user_prefix(user_id)  # validates
+        if cursor is not None and not isinstance(cursor, str):
+            raise TypeError(f"cursor must be a str from a SessionPage, got {type(cursor).__name__}")
+        before = catalog.check_when("updated_before", updated_before)
+        after = catalog.check_when("updated_after", updated_after)
+        run = lambda fn: self._db.run(fn, "sessions", write=False)  # noqa: E731
+        before = None if before is None else retention.to_server_time(self._db.run, before)
+        after = None if after is None else retention.to_server_time(self._db.run, after)
+        return catalog.sessions(run, self._q, self.exact_keys, user_id, before, after, limit, cursor)
+
+    def get_history(
+        self, user_id: Optional[str], session_id: str, key: str, *, offset: int = 0, limit: Optional[int] = None
+    ) -> list[HistoryItem]:
+        """What shrinking saves of a list archived (``keep_history=True``), oldest first, as
+        ``HistoryItem(value, archived_at)``; readable whatever this store's ``keep_history``.
+
+        >>> [h.value for h in store.get_history("alice", "chat-1", "memory", limit=10)]  # doctest: +SKIP
+        """
+        sid, k = self._key_ids(user_id, session_id, key, is_list=True)
+        offset, limit = self._window_of(offset, limit)
+        if offset < 0:
+            raise ValueError(f"offset {offset} must be >= 0 for the history")
+        return history.read(lambda fn: self._db.run(fn, f"get_history {k!r}", write=False), self._q,
+                            sid, k, offset, limit, _NO_LIMIT)
+
+    def fork(self, user_id: Optional[str], session_id: str, new_session_id: str, *, new_user_id: Any = _SAME_USER) -> int:
+        """Copy every row of a session (history included) to a new session in ONE server-side
+        statement, atomically; returns the rows copied. ``new_user_id`` defaults to the same
+        user (None: anonymous). An existing target raises :class:`SessionExistsError`, an
+        unknown source :class:`SessionNotFoundError`.
+
+        >>> store.fork("alice", "chat-1", "chat-1-branch")  # doctest: +SKIP
+        15
+        """
+        src, _ = self._ids(user_id, session_id)
+        dst, _ = self._ids(user_id if new_user_id is _SAME_USER else new_user_id, new_session_id)
+        if src == dst:
+            raise SessionExistsError(f"fork: the new session {dst!r} is the source itself")
+        return transfer.fork(self._db.run, self._q, src, dst, self._sql["LOCK_SESSION"], self._sql["DELETE_SESSION"])
+
+    def export(self, user_id: Any = ALL_USERS, sessions: Optional[Sequence[str]] = None):
+        """One JSON line per row (keys: the column names, timestamps included), streamed a
+        chunk at a time; ``sessions`` are session ids of ``user_id``. Internal rows (catalog,
+        history) come with their sessions.
+
+        >>> with open("rows.jsonl", "w") as f:  # doctest: +SKIP
+        ...     f.writelines(line + "\n" for line in store.export("alice"))
+        """
+        if sessions is not None:
+            if isinstance(sessions, str):
+                raise TypeError("sessions must be a list of session ids, not one str")
+            sids = [self._ids(None if user_id is ALL_USERS else user_id, s)[0] for s in sessions]
+            return transfer.export(self._db.run, self._q, transfer.scopes(user_id, sids, self.exact_keys))
+        if user_id is not ALL_USERS:
+            keys.user_prefix(user_id)
+            return transfer.export(self._db.run, self._q, transfer.scopes(user_id, None, self.exact_keys),
+                                   history_of=list)
+        return transfer.export(self._db.run, self._q, transfer.scopes(user_id, None, self.exact_keys))
+
+    def import_rows(self, lines: Any, *, on_conflict: str = "skip", progress: Optional[Callable[[int], None]] = None) -> int:
+        """Write rows of an :meth:`export` back, as they were (timestamps included), in batches
+        under ``max_allowed_packet``; ``on_conflict`` "skip" keeps a row that exists, "replace"
+        overwrites it. Returns the rows inserted or changed (importing twice: 0). The catalog
+        of every session imported is made right.
+
+        >>> with open("rows.jsonl") as f:  # doctest: +SKIP
+        ...     store.import_rows(f)
+        """
+        n = transfer.import_rows(self._db.run, self._q, lines, on_conflict, self.max_allowed_packet // 2, progress)
+        self._forget()
+        return n
+
+    def prune(self, older_than: Any, *, user_id: Any = ALL_USERS, dry_run: bool = False, batch: int = 500,
+              progress: Optional[Callable[[int, int], None]] = None) -> PruneReport:
+        """Delete whole sessions with no write since ``older_than`` (a timedelta before the
+        server's now, or a datetime), ``batch`` sessions per short transaction, with their
+        history; ``dry_run`` deletes nothing. ``progress(done, total)`` is called per batch.
+
+        >>> store.prune(timedelta(days=30))  # doctest: +SKIP
+        PruneReport(sessions=1200, rows=48000)
+        """
+        check_int("batch", batch, 1)
+        if user_id is not ALL_USERS:
+            keys.user_prefix(user_id)
+        when = retention.cutoff(self._db.run, older_than)
+        report = retention.prune(self._db.run, self._q, self.exact_keys, user_id, when, bool(dry_run), batch, progress)
+        if not dry_run and report.sessions:
+            self._forget()
+        return report
+
+    def _migration_ctx(self) -> migrations.Ctx:
+        return migrations.Ctx(self._db.run, self._q, self.database_name, self.table_name, self.collation)
+
+    def migrate(self, dry_run: bool = False) -> list:
+        """Apply the schema steps this table still needs (each idempotent, recorded); returns
+        them (``name``, ``sql``), ``[]`` when there is nothing to do; ``dry_run`` only lists.
+
+        >>> [s.name for s in store.migrate(dry_run=True)]  # doctest: +SKIP
+        ['0003_activity_index', '0004_session_catalog']
+        """
+        steps = migrations.migrate(self._migration_ctx(), bool(dry_run))
+        if steps and not dry_run:
+            self._db.run(lambda cur: self._refresh_schema(cur), "migrate", write=False)
+        return steps
+
+    def _refresh_schema(self, cur: Any) -> None:
+        cur.execute(sql.TABLE_COLUMNS, (self.database_name, self.table_name))
+        columns = dict(cur.fetchall())
+        self.exact_keys = {columns.get("session_id"), columns.get("state_key")} <= set(sql.EXACT_COLLATIONS)
+        self.pads_spaces = not self.exact_keys
+
+    def doctor(self, fix: bool = False) -> list:
+        """Check the table: schema, every list against its hash row, JSON, the catalog; returns
+        the :class:`Problem` s found (empty when healthy); ``fix=True`` repairs what is safe
+        (and marks those ``fixed``).
+
+        >>> [p.message for p in store.doctor()]  # doctest: +SKIP
+        []
+        """
+        problems = migrations.doctor(self._migration_ctx(), bool(fix))
+        if fix:
+            self._forget()
+            self._db.run(lambda cur: self._refresh_schema(cur), "doctor", write=False)
+        return problems
+
+    def metrics(self) -> dict:
+        """Counters since the store opened: saves by kind, rows and bytes written, reads,
+        writes, retries by error number, errors by class, stale-version conflicts, pool wait
+        and latency per operation.
+
+        >>> store.metrics()["saves"]["shrink"]  # doctest: +SKIP
+        3
+        """
+        return self._metrics.snapshot(self._db.stats)
 
     # ---- lifecycle -----------------------------------------------------------------------------
 

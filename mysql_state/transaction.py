@@ -88,6 +88,7 @@ class Transaction:
             # Read as absent: a plain INSERT, so that if another writer created the key since,
             # its duplicate key (1062) makes the store run fn again on what that writer wrote.
             self._cur.execute(s._sql["INSERT_VALUE"], (sid, k, text))
+            s._touch(self._cur, sid)
             self._absent.discard((sid, k))
         else:
             s._value_tx(self._cur, sid, k, text)

@@ -44,13 +44,20 @@ class Raw:
             return cur.execute(sql.replace("{t}", self.t), params)
 
     def rows(self, session_id: str | None = None) -> list[tuple]:
-        """(session_id, state_key, item_index, state_data, version), in key order."""
-        where, params = ("WHERE session_id = %s", (session_id,)) if session_id is not None else ("", ())
+        """(session_id, state_key, item_index, state_data, version), in key order: of one session,
+        or of every caller's session (not the internal catalog and history rows: see all_rows)."""
+        where, params = ("WHERE session_id = %s", (session_id,)) if session_id is not None else (
+            "WHERE session_id LIKE '%%:%%'", ())
         return self.query(
             "SELECT session_id, state_key, item_index, state_data, version FROM {t} "
             f"{where} ORDER BY session_id, state_key, item_index",
             params,
         )
+
+    def all_rows(self) -> list[tuple]:
+        """Every row of the table, internal ones (catalog, history) included, in key order."""
+        return self.query("SELECT session_id, state_key, item_index, state_data, version FROM {t}"
+                          " ORDER BY session_id, state_key, item_index")
 
     def close(self) -> None:
         self.con.close()

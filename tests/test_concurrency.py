@@ -79,8 +79,10 @@ def test_many_sessions_in_parallel_through_one_store(store, raw, report):
             store.save(f"user{t}", f"s{s}", "summary", {"turns": turns})
 
     in_threads(worker, threads_n)
-    count = raw.query("SELECT COUNT(*) FROM {t}")[0][0]
+    count = raw.query("SELECT COUNT(*) FROM {t} WHERE session_id LIKE '%%:%%'")[0][0]
     assert count == threads_n * sessions * (turns + 2)
+    catalog = raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = '__catalog__'")[0][0]
+    assert catalog == threads_n * sessions  # one catalog row per session
     for t in range(threads_n):
         assert store.list_session_ids(f"user{t}") == {f"s{s}" for s in range(sessions)}
         for s in range(sessions):

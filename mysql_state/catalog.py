@@ -1,0 +1,184 @@
+"""The session catalog: which sessions exist, newest activity first, a page at a time.
+
+Every session has one catalog row in the same table: ``session_id = '__catalog__'``,
+``state_key = <packed id>``, ``item_index = 0``, ``state_data = '{}'``. Each write of the store
+carries it in the statement that already writes the session (the multi-row upsert, the value
+upsert), so it costs no round trip; its ``version`` grows on every touch so MySQL moves its
+``updated_at`` (the server's clock: every process agrees). ``created_at`` is the first write.
+
+A page is two statements: the page of catalog rows by the index ``by_activity (session_id,
+updated_at)`` with a keyset cursor (cost in proportion to the page, not the table), then ONE
+aggregate (rows, bytes, keys) over just those sessions' rows.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any, Callable, NamedTuple, Optional, Sequence
+
+import orjson
+
+from . import keys, sql
+
+__all__ = ["ALL_USERS", "SessionInfo", "SessionPage", "row", "sessions", "user_range"]
+
+
+class _AllUsers:
+    """The "every user" argument of :meth:`sessions`, ``prune`` and ``export`` (``None`` is
+    the anonymous user, as everywhere)."""
+
+    _instance: Optional["_AllUsers"] = None
+
+    def __new__(cls) -> "_AllUsers":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "ALL_USERS"
+
+    def __reduce__(self) -> str:
+        return "ALL_USERS"
+
+
+ALL_USERS: Any = _AllUsers()
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One session of the catalog: ``keys`` are the caller's keys (no hash or internal rows);
+    ``rows`` and ``bytes`` (of ``state_data``) count every row it has, archived history included."""
+
+    user_id: Optional[str]
+    session_id: str
+    keys: list = field(default_factory=list)
+    rows: int = 0
+    bytes: int = 0
+    created_at: Optional[dt.datetime] = None
+    updated_at: Optional[dt.datetime] = None
+
+
+class SessionPage(NamedTuple):
+    """A page of :class:`SessionInfo`; ``next_cursor`` is None on the last page."""
+
+    items: list
+    next_cursor: Optional[str]
+
+
+def row(sid: str) -> tuple[tuple[str, str, int, bytes]]:
+    """The catalog row of ``sid`` as an extra row of :func:`sql.upsert_rows`."""
+    return ((keys.CATALOG_SESSION, sid, 0, sql.CATALOG_DATA),)
+
+
+# The page: catalog rows newest first, by_activity's order (updated_at, then the primary key).
+_PAGE = (
+    "SELECT state_key, created_at, updated_at FROM {t} WHERE session_id = %s{where}"
+    " ORDER BY updated_at DESC, state_key DESC LIMIT %s"
+)
+# One user's sessions: that user's catalog rows by the primary key (a range), sorted after.
+_PAGE_OF_USER = (
+    "SELECT state_key, created_at, updated_at FROM {t} FORCE INDEX (PRIMARY) WHERE session_id = %s{where}"
+    " ORDER BY updated_at DESC, state_key DESC LIMIT %s"
+)
+_SHAPE = (
+    "SELECT session_id, state_key, COUNT(*), COALESCE(SUM(LENGTH(state_data)), 0) FROM {t}"
+    " WHERE session_id IN ({ids}) GROUP BY session_id, state_key"
+)
+
+
+def user_range(user_id: Any, exact: bool, column: str = "state_key") -> tuple[str, tuple]:
+    """A WHERE fragment (`` AND ...``) keeping the packed ids of one user in ``column``; ``""``
+    for :data:`ALL_USERS`. A primary-key range on exact tables, an escaped LIKE otherwise."""
+    if user_id is ALL_USERS:
+        return "", ()
+    prefix = keys.user_prefix(user_id)
+    if exact:
+        return f" AND {column} >= %s AND {column} < %s", (prefix, prefix[:-1] + ";")
+    escaped = prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+    return f" AND {column} LIKE %s ESCAPE '!'", (escaped + "%",)
+
+
+def encode_cursor(updated_at: dt.datetime, sid: str) -> str:
+    """An opaque cursor: where the next page starts (strictly after this row)."""
+    return base64.urlsafe_b64encode(orjson.dumps([updated_at.isoformat(), sid])).decode()
+
+
+def decode_cursor(cursor: str) -> tuple[dt.datetime, str]:
+    try:
+        when, sid = orjson.loads(base64.urlsafe_b64decode(cursor.encode()))
+        return dt.datetime.fromisoformat(when), str(sid)
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise ValueError(f"cursor {cursor[:40]!r} is not one that sessions() returned") from exc
+
+
+def sessions(
+    run: Callable[[Callable[[Any], Any]], Any],
+    q: Callable[[str], str],
+    exact: bool,
+    user_id: Any,
+    updated_before: Optional[dt.datetime],
+    updated_after: Optional[dt.datetime],
+    limit: int,
+    cursor: Optional[str],
+) -> SessionPage:
+    """A page of the catalog (see the module doc); ``run(fn)`` runs ``fn(cur)`` as a read,
+    ``q`` renders a statement for the table. Datetimes are the server's (naive)."""
+    where, params = user_range(user_id, exact)
+    for op, when in (("<", updated_before), (">", updated_after)):
+        if when is not None:
+            where += f" AND updated_at {op} %s"
+            params += (when,)
+    if cursor is not None:
+        at, sid = decode_cursor(cursor)
+        where += " AND (updated_at < %s OR (updated_at = %s AND state_key < %s))"
+        params += (at, at, sid)
+    template = _PAGE if user_id is ALL_USERS else _PAGE_OF_USER
+    prefix = "" if user_id is ALL_USERS else keys.user_prefix(user_id)  # exact, whatever the collation
+    page_sql = q(template.replace("{where}", where))
+
+    def read(cur: Any) -> tuple[list, list]:
+        cur.execute(page_sql, (keys.CATALOG_SESSION, *params, limit + 1))
+        found = [r for r in cur.fetchall() if r[0].startswith(prefix)]
+        page = found[:limit]
+        shape: list = []
+        if page:
+            ids = [r[0] for r in page] + [keys.history_session(r[0]) for r in page]
+            cur.execute(q(_SHAPE.replace("{ids}", ", ".join(["%s"] * len(ids)))), ids)
+            shape = list(cur.fetchall())
+        return found, shape
+
+    found, shape = run(read)
+    page = found[:limit]
+    history_of = {keys.history_session(r[0]): r[0] for r in page}
+    counts: dict[str, list] = {r[0]: [0, 0, set()] for r in page}
+    for session_id, state_key, n, size in shape:
+        owner = history_of.get(session_id, session_id)
+        c = counts.get(owner)
+        if c is None:
+            continue
+        c[0] += int(n)
+        c[1] += int(size)
+        if owner == session_id and not state_key.endswith(keys.HASH_SUFFIX):
+            c[2].add(state_key)
+    items = []
+    for sid, created, updated in page:
+        user, session = keys.unpack(sid)
+        n, size, ks = counts[sid]
+        items.append(SessionInfo(user, session, sorted(ks), n, size, created, updated))
+    more = len(found) > limit
+    next_cursor = encode_cursor(page[-1][2], page[-1][0]) if more and page else None
+    return SessionPage(items, next_cursor)
+
+
+def check_when(name: str, value: Any) -> Optional[dt.datetime]:
+    """``updated_before``/``updated_after``: a datetime or None."""
+    if value is None or isinstance(value, dt.datetime):
+        return value
+    raise TypeError(f"{name} must be a datetime or None, got {type(value).__name__}: {value!r}")
+
+
+def chunks(seq: Sequence[Any], size: int) -> list:
+    """``seq`` cut in lists of at most ``size``."""
+    return [list(seq[i : i + size]) for i in range(0, len(seq), size)]

@@ -1,0 +1,65 @@
+"""History kept (``keep_history=True``): what a shrinking list save dropped, archived.
+
+A save that makes a list shorter (a compaction, a truncation, a clear) archives, in its own
+transaction and server-side, every stored item from the first changed index to the old end,
+in item order, under the session's history id (:func:`keys.history_session`): ``state_key``
+is the list's key, ``item_index`` the archive order, ``state_data`` the item's JSON unchanged,
+``created_at`` the time it was archived. A save that keeps or grows the length archives
+nothing. ``get_list`` never sees these rows; deleting or pruning the session removes them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Callable, NamedTuple, Optional
+
+from . import keys, serde
+from .listsync import Plan
+
+__all__ = ["HistoryItem", "archive", "first_dropped", "read"]
+
+#: Archived items of one key, oldest first (a window as get_list's).
+SELECT_HISTORY = (
+    "SELECT item_index, state_data, created_at FROM {t} WHERE session_id = %s AND state_key = %s"
+    " ORDER BY item_index LIMIT %s, %s"
+)
+
+
+class HistoryItem(NamedTuple):
+    """One archived item: its value (decoded JSON) and when it was archived (server time)."""
+
+    value: Any
+    archived_at: dt.datetime
+
+
+def first_dropped(plan: Plan) -> Optional[int]:
+    """The first stored index a shrinking save replaces or removes; None when it archives nothing."""
+    if plan.kind == "clear":
+        return 0
+    if plan.kind != "shrink":
+        return None
+    changed = [i for i, _ in plan.upserts]
+    if plan.delete_from is not None:
+        changed.append(plan.delete_from)
+    return min(changed) if changed else None
+
+
+def archive(cur: Any, statements: dict, sid: str, k: str, plan: Plan) -> None:
+    """Archive what ``plan`` drops (before it is applied, in the same transaction)."""
+    start = first_dropped(plan)
+    if start is None:
+        return
+    hsid = keys.history_session(sid)
+    cur.execute(statements["ARCHIVE_ITEMS"], (hsid, k, hsid, k, start, sid, k, start))
+
+
+def read(run: Callable[[Callable[[Any], Any]], Any], q: Callable[[str], str], sid: str, k: str,
+         offset: int, limit: Optional[int], no_limit: int) -> list[HistoryItem]:
+    """Archived items of ``k``, oldest first, from ``offset`` (>= 0), at most ``limit``."""
+    statement = q(SELECT_HISTORY)
+
+    def fetch(cur: Any) -> list:
+        cur.execute(statement, (keys.history_session(sid), k, offset, no_limit if limit is None else limit))
+        return cur.fetchall()
+
+    return [HistoryItem(serde.decode_row(data, None, sid, k, i), at) for i, data, at in run(fetch)]

@@ -1,0 +1,368 @@
+"""Schema versions: ordered, idempotent migration steps, and a doctor that checks the table.
+
+Each :class:`Step` says whether it is needed by looking at the table itself (never only at a
+record), so a step that crashed half way (MySQL commits DDL implicitly) is simply needed
+again; what was applied is recorded in ``mysql_state_migrations`` of the same database.
+``doctor`` checks the schema, then reads every row once in key order (a session at a time):
+lists whose items are not ``0..n-1``, without a hash row or whose hash row disagrees, rows
+that are not JSON, catalog rows that disagree with the data.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Optional
+
+import orjson
+
+from . import keys, listsync, sql, transfer
+from .listsync import ListHash
+
+__all__ = ["Step", "Problem", "STEPS", "pending", "migrate", "doctor"]
+
+RECORD_TABLE = (
+    "CREATE TABLE IF NOT EXISTS `{db}`.`mysql_state_migrations` (table_name VARCHAR(64) NOT NULL,"
+    " step VARCHAR(64) NOT NULL, applied_at DATETIME DEFAULT CURRENT_TIMESTAMP,"
+    " PRIMARY KEY (table_name, step)) DEFAULT CHARACTER SET utf8mb4"
+)
+RECORD_STEP = (
+    "INSERT INTO `{db}`.`mysql_state_migrations` (table_name, step) VALUES (%s, %s)"
+    " ON DUPLICATE KEY UPDATE applied_at = CURRENT_TIMESTAMP"
+)
+INDEXES = (
+    "SELECT INDEX_NAME, GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX) FROM information_schema.STATISTICS"
+    " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s GROUP BY INDEX_NAME"
+)
+COLUMNS = (
+    "SELECT COLUMN_NAME, DATA_TYPE, COLLATION_NAME FROM information_schema.COLUMNS"
+    " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s"
+)
+ADD_ACTIVITY_INDEX = "ALTER TABLE {t} ADD KEY by_activity (session_id, updated_at)"
+HAS_UNVERSIONED = "SELECT 1 FROM {t} WHERE version < 1 LIMIT 1"
+BACKFILL_VERSION = "UPDATE {t} SET version = 1, updated_at = updated_at WHERE version < 1 LIMIT 10000"
+# Sessions whose catalog row is missing or older than their rows (written behind its back).
+STALE_CATALOG = (
+    "SELECT s.session_id FROM (SELECT session_id, MAX(updated_at) AS last FROM {t}"
+    " WHERE session_id LIKE '%%:%%' GROUP BY session_id) s"
+    f" LEFT JOIN {{t}} c ON c.session_id = '{keys.CATALOG_SESSION}' AND c.state_key = s.session_id"
+    " AND c.item_index = 0 WHERE c.state_key IS NULL OR c.updated_at < s.last LIMIT %s"
+)
+SESSION_IDS_AFTER = "SELECT DISTINCT session_id FROM {t} WHERE session_id > %s ORDER BY session_id LIMIT %s"
+ACTIVITY_COLUMNS = "session_id,updated_at"
+WANTED_COLUMNS = {"session_id", "state_key", "item_index", "state_data", "version", "created_at", "updated_at"}
+PRIMARY_KEY = "session_id,state_key,item_index"
+
+
+@dataclass
+class Ctx:
+    """What the steps need: the runner, the renderer, names, the collation chosen."""
+
+    run: Callable[..., Any]
+    q: Callable[[str], str]
+    database: str
+    table: str
+    collation: str
+
+
+@dataclass(frozen=True)
+class Step:
+    """One migration step: ``name`` (ordered), the ``sql`` it runs (for ``--dry-run``)."""
+
+    name: str
+    sql: str
+
+
+@dataclass
+class Problem:
+    """Something wrong with the table; ``fixed`` when ``doctor(fix=True)`` repaired it."""
+
+    kind: str
+    message: str
+    session_id: Optional[str] = None
+    key: Optional[str] = None
+    fixed: bool = False
+
+
+def _columns(ctx: Ctx) -> dict[str, tuple[str, Optional[str]]]:
+    rows = ctx.run(lambda cur: (cur.execute(COLUMNS, (ctx.database, ctx.table)), cur.fetchall())[1],
+                   "read the schema", write=False)
+    return {r[0]: (r[1], r[2]) for r in rows}
+
+
+def _indexes(ctx: Ctx) -> dict[str, str]:
+    rows = ctx.run(lambda cur: (cur.execute(INDEXES, (ctx.database, ctx.table)), cur.fetchall())[1],
+                   "read the schema", write=False)
+    return {r[0]: r[1] for r in rows}
+
+
+def _one(ctx: Ctx, statement: str, params: tuple = ()) -> Any:
+    return ctx.run(lambda cur: (cur.execute(statement, params), cur.fetchone())[1], "migrate", write=False)
+
+
+# ---- the steps -------------------------------------------------------------------------------
+
+
+def _need_exact(ctx: Ctx) -> bool:
+    cols = _columns(ctx)
+    return not {cols.get("session_id", (None, None))[1], cols.get("state_key", (None, None))[1]} <= set(sql.EXACT_COLLATIONS)
+
+
+def _do_exact(ctx: Ctx) -> None:
+    ctx.run(lambda cur: cur.execute(ctx.q(sql.MAKE_KEYS_EXACT)), "migrate", write=True)
+
+
+def _need_version(ctx: Ctx) -> bool:
+    return "version" not in _columns(ctx) or _one(ctx, ctx.q(HAS_UNVERSIONED)) is not None
+
+
+def _do_version(ctx: Ctx) -> None:
+    if "version" not in _columns(ctx):
+        ctx.run(lambda cur: cur.execute(ctx.q(sql.ADD_VERSION_COLUMN)), "migrate", write=True)
+    # Rows written unaware of the column read as version 1 already: make it so, in short batches.
+    while ctx.run(lambda cur: cur.execute(ctx.q(BACKFILL_VERSION)), "migrate", write=True):
+        pass
+
+
+def _need_index(ctx: Ctx) -> bool:
+    return ACTIVITY_COLUMNS not in _indexes(ctx).values()
+
+
+def _do_index(ctx: Ctx) -> None:
+    ctx.run(lambda cur: cur.execute(ctx.q(ADD_ACTIVITY_INDEX)), "migrate", write=True)
+
+
+def _need_catalog(ctx: Ctx) -> bool:
+    return _one(ctx, ctx.q(STALE_CATALOG), (1,)) is not None
+
+
+def _do_catalog(ctx: Ctx) -> None:
+    for part in session_batches(ctx):
+        transfer.rebuild_catalog(ctx.run, ctx.q, part)
+
+
+def session_batches(ctx: Ctx, size: int = 500) -> Iterator[list[str]]:
+    """Every packed session id of the table, ``size`` at a time (a loose index scan)."""
+    last = ""
+    statement = ctx.q(SESSION_IDS_AFTER)
+    while True:
+        rows = ctx.run(lambda cur: (cur.execute(statement, (last, size)), cur.fetchall())[1], "migrate", write=False)
+        if not rows:
+            return
+        last = rows[-1][0]
+        packed = [r[0] for r in rows if keys.is_packed(r[0])]
+        if packed:
+            yield packed
+
+
+_STEPS: list[tuple[str, str, Callable[[Ctx], bool], Callable[[Ctx], None]]] = [
+    ("0001_exact_key_collation", sql.MAKE_KEYS_EXACT, _need_exact, _do_exact),
+    ("0002_version_column", sql.ADD_VERSION_COLUMN + "; " + BACKFILL_VERSION, _need_version, _do_version),
+    ("0003_activity_index", ADD_ACTIVITY_INDEX, _need_index, _do_index),
+    ("0004_session_catalog", transfer.REBUILD_CATALOG, _need_catalog, _do_catalog),
+]
+STEPS = [name for name, *_ in _STEPS]
+
+
+def pending(ctx: Ctx) -> list[Step]:
+    """The steps the table still needs, in order, with their SQL rendered for it."""
+    return [Step(name, ctx.q(text)) for name, text, need, _ in _STEPS if need(ctx)]
+
+
+def migrate(ctx: Ctx, dry_run: bool) -> list[Step]:
+    """Apply (or with ``dry_run`` only list) the steps needed; each recorded once applied."""
+    todo = pending(ctx)
+    if dry_run or not todo:
+        return todo
+    ctx.run(lambda cur: cur.execute(RECORD_TABLE.replace("{db}", ctx.database)), "migrate", write=True)
+    by_name = {name: do for name, _, _, do in _STEPS}
+    for step in todo:
+        by_name[step.name](ctx)
+        ctx.run(lambda cur: cur.execute(RECORD_STEP.replace("{db}", ctx.database), (ctx.table, step.name)),
+                "migrate", write=True)
+    return todo
+
+
+# ---- the doctor ------------------------------------------------------------------------------
+
+_SCAN = (
+    "SELECT session_id, state_key, item_index, state_data, updated_at FROM {t} WHERE session_id >= %s"
+    " AND (session_id > %s OR (state_key > %s OR (state_key = %s AND item_index > %s)))"
+    " ORDER BY session_id, state_key, item_index LIMIT %s"
+)
+_DELETE_ITEMS = "DELETE FROM {t} WHERE session_id = %s AND state_key = %s"
+_SESSION_ROWS = "SELECT COUNT(*) FROM {t} WHERE session_id = %s FOR UPDATE"
+_LOCK_LIST = "SELECT state_data FROM {t} WHERE session_id = %s AND state_key = %s AND item_index = 0 FOR UPDATE"
+_ITEMS = "SELECT item_index, state_data FROM {t} WHERE session_id = %s AND state_key = %s ORDER BY item_index FOR UPDATE"
+_WRITE_ROW = (
+    "INSERT INTO {t} (session_id, state_key, item_index, state_data, version) VALUES (%s, %s, %s, %s, 1)"
+    " ON DUPLICATE KEY UPDATE state_data = VALUES(state_data), version = version + 1"
+)
+CHUNK = 2000
+
+
+def scan(ctx: Ctx) -> Iterator[tuple[str, list]]:
+    """Every row, a session at a time: ``(session_id, [(key, index, data, updated_at)])``."""
+    statement = ctx.q(_SCAN)
+    last = ("", "", -1)
+    current: Optional[str] = None
+    rows: list = []
+    while True:
+        args = (last[0], last[0], last[1], last[1], last[2], CHUNK)
+        got = ctx.run(lambda cur: (cur.execute(statement, args), cur.fetchall())[1], "doctor", write=False)
+        for sid, key, index, data, updated in got:
+            if sid != current:
+                if current is not None:
+                    yield current, rows
+                current, rows = sid, []
+            rows.append((key, index, data, updated))
+        if len(got) < CHUNK:
+            break
+        last = got[-1][:3]
+    if current is not None:
+        yield current, rows
+
+
+def _schema_problems(ctx: Ctx) -> list[Problem]:
+    out = []
+    cols = _columns(ctx)
+    missing = WANTED_COLUMNS - set(cols)
+    if missing:
+        out.append(Problem("columns", f"columns {sorted(missing)} are missing"))
+    idx = _indexes(ctx)
+    if idx.get("PRIMARY") != PRIMARY_KEY:
+        out.append(Problem("primary_key", f"the primary key is ({idx.get('PRIMARY')}), not ({PRIMARY_KEY})"))
+    if _need_exact(ctx):
+        out.append(Problem("collation", "session_id/state_key do not compare exactly (case, trailing spaces): "
+                                        "migrate makes them exact"))
+    if ACTIVITY_COLUMNS not in idx.values():
+        out.append(Problem("index", "the index by_activity (session_id, updated_at) is missing: migrate adds it"))
+    return out
+
+
+def doctor(ctx: Ctx, fix: bool) -> list[Problem]:
+    """Check the table (see the module doc); with ``fix`` repair what is safe and say so."""
+    problems = _schema_problems(ctx)
+    if fix and problems:
+        migrate(ctx, dry_run=False)
+        for p in problems:
+            if p.kind in ("collation", "index"):
+                p.fixed = True
+                p.message += " (fixed: migrated)"
+    if any(p.kind in ("columns", "primary_key") for p in problems):
+        return problems  # the rows cannot be read as this store's
+    catalog_rows: dict[str, dt.datetime] = {}
+    last_write: dict[str, dt.datetime] = {}
+    for sid, rows in scan(ctx):
+        if sid == keys.CATALOG_SESSION:
+            catalog_rows.update((key, updated) for key, _, _, updated in rows)
+            continue
+        for key, index, data, _ in rows:
+            if not key.endswith(keys.HASH_SUFFIX) and not _is_json(data):  # the Java hash row is not JSON
+                problems.append(Problem("json", f"row ({sid!r}, {key!r}, {index}) is not valid JSON", sid, key))
+        if not keys.is_packed(sid):
+            continue
+        last_write[sid] = max((r[3] for r in rows if r[3] is not None), default=None)
+        problems += _list_problems(ctx, sid, rows, fix)
+    problems += _catalog_problems(ctx, catalog_rows, last_write, fix)
+    return problems
+
+
+def _is_json(data: str) -> bool:
+    try:
+        orjson.loads(data)
+        return True
+    except orjson.JSONDecodeError:
+        return False
+
+
+def _list_problems(ctx: Ctx, sid: str, rows: list, fix: bool) -> list[Problem]:
+    by_key: dict[str, list] = {}
+    for key, index, data, _ in rows:
+        by_key.setdefault(key, []).append((index, data))
+    out = []
+    for key, items in by_key.items():
+        if key.endswith(keys.HASH_SUFFIX):
+            base = key[: -len(keys.HASH_SUFFIX)]
+            stored = ListHash.parse(items[0][1])
+            if base not in by_key and stored is not None and stored.n != 0:
+                out.append(_fixed(ctx, fix, Problem("list_rows", f"list {base!r} of {sid!r}: its hash row says "
+                                                    f"{stored.n} items but it has none", sid, base)))
+            continue
+        head = by_key.get(keys.hash_key(key))
+        indexes = [i for i, _ in items]
+        if head is None:
+            if indexes != [0]:
+                out.append(_fixed(ctx, fix, Problem("no_hash_row", f"list {key!r} of {sid!r} has item rows "
+                                                    f"{indexes[:5]}... but no hash row", sid, key)))
+            continue
+        if indexes != list(range(len(items))):
+            out.append(_fixed(ctx, fix, Problem("list_rows", f"list {key!r} of {sid!r}: item rows are not "
+                                                f"0..{len(items) - 1}", sid, key)))
+            continue
+        stored = ListHash.parse(head[0][1])
+        if stored is None:
+            continue  # a hash row of another format (the Java store's): the next save rewrites it
+        if not all(_is_json(d) for _, d in items):
+            continue  # reported as json; not repairable here
+        if not listsync.verify(stored, [d.encode() for _, d in items]):
+            out.append(_fixed(ctx, fix, Problem("hash_row", f"list {key!r} of {sid!r}: its hash row disagrees "
+                                                f"with its {len(items)} items", sid, key)))
+    return out
+
+
+def _fixed(ctx: Ctx, fix: bool, p: Problem) -> Problem:
+    """Repair a list (numbered 0..n-1 in order, its hash row recomputed) under its lock."""
+    if not fix or p.key is None:
+        return p
+
+    def tx(cur: Any) -> None:
+        cur.execute(ctx.q(_LOCK_LIST), (p.session_id, keys.hash_key(p.key)))
+        cur.execute(ctx.q(_ITEMS), (p.session_id, p.key))
+        datas = [r[1].encode() for r in cur.fetchall()]
+        if [r for r in datas if not _is_json(r.decode())]:
+            raise ValueError("invalid JSON")
+        h, _ = listsync.full_snapshot(b"[" + b",".join(datas) + b"]", datas, listsync.digests(datas))
+        cur.execute(ctx.q(_DELETE_ITEMS), (p.session_id, p.key))
+        rows = [(p.key, i, d) for i, d in enumerate(datas)] + [(keys.hash_key(p.key), 0, h.to_json())]
+        for statement, params in sql.upsert_rows((ctx.q(sql.UPSERT_ROWS_HEAD), ctx.q(sql.UPSERT_ROWS_TAIL)),
+                                                  p.session_id, rows, 1 << 20):
+            cur.execute(statement, params)
+
+    try:
+        ctx.run(tx, "doctor --fix", write=True)
+    except ValueError:
+        return p
+    p.fixed = True
+    p.message += " (fixed: items renumbered in order, hash row recomputed)"
+    return p
+
+
+def _catalog_problems(ctx: Ctx, catalog_rows: dict, last_write: dict, fix: bool) -> list[Problem]:
+    out = []
+    stale = []
+    for sid, last in last_write.items():
+        have = catalog_rows.get(sid)
+        if have is None:
+            out.append(Problem("catalog", f"session {sid!r} has no catalog row (written behind the catalog's back)", sid))
+            stale.append(sid)
+        elif last is not None and have is not None and have < last:
+            out.append(Problem("catalog", f"the catalog row of {sid!r} says {have}, its rows were written at {last}", sid))
+            stale.append(sid)
+    orphans = [sid for sid in catalog_rows if sid not in last_write]
+    for sid in orphans:
+        out.append(Problem("catalog", f"catalog row {sid!r} names a session with no rows", sid))
+    if fix:
+        transfer.rebuild_catalog(ctx.run, ctx.q, stale)
+
+        def drop(cur: Any, sid: str) -> None:
+            cur.execute(ctx.q(_SESSION_ROWS), (sid,))
+            if int(cur.fetchone()[0]) == 0:
+                cur.execute(ctx.q(sql.CATALOG_DELETE), (sid,))
+
+        for sid in orphans:
+            ctx.run(lambda cur: drop(cur, sid), "doctor --fix", write=True)
+        for p in out:
+            p.fixed = True
+            p.message += " (fixed)"
+    return out

@@ -1,0 +1,121 @@
+"""Retention: ``prune`` deletes whole sessions with no write since a cutoff.
+
+Candidates come from the catalog by ``updated_at`` (the index ``by_activity``), ``batch`` at a
+time; each batch is one short transaction that locks the sessions' rows as ``delete`` does
+(waiting for writers in flight), re-checks under the catalog rows' locks that each session is
+still idle since the cutoff, and deletes it with its history and catalog row. A session
+written during the prune is skipped, never half-deleted; an interrupted prune leaves whole
+sessions only, and running it again ends where one uninterrupted run would.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Callable, NamedTuple, Optional
+
+from . import catalog, keys
+
+__all__ = ["PruneReport", "prune", "cutoff"]
+
+_CANDIDATES = (
+    "SELECT state_key, updated_at FROM {t} WHERE session_id = %s AND updated_at < %s{user}{after}"
+    " ORDER BY updated_at, state_key LIMIT %s"
+)
+_AFTER = " AND (updated_at > %s OR (updated_at = %s AND state_key > %s))"
+_COUNT = "SELECT COUNT(*) FROM {t} WHERE session_id = %s AND updated_at < %s{user}"
+_LOCK_SESSIONS = "SELECT COUNT(*) FROM {t} WHERE session_id IN ({ids}) FOR UPDATE"
+_STILL_IDLE = (
+    "SELECT state_key FROM {t} WHERE session_id = %s AND state_key IN ({ids}) AND item_index = 0"
+    " AND updated_at < %s FOR UPDATE"
+)
+_COUNT_ROWS = "SELECT COUNT(*) FROM {t} WHERE session_id IN ({ids})"
+_DELETE_ROWS = "DELETE FROM {t} WHERE session_id IN ({ids})"
+_DELETE_CATALOG = "DELETE FROM {t} WHERE session_id = %s AND state_key IN ({ids}) AND item_index = 0"
+# The server's clock, for a cutoff given as a duration, and its offset from UTC.
+SERVER_CUTOFF = "SELECT NOW() - INTERVAL %s SECOND"
+SERVER_UTC_OFFSET = "SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), NOW())"
+
+
+class PruneReport(NamedTuple):
+    """What a prune deleted (or, with ``dry_run``, would delete): sessions, and their rows
+    (history included; catalog rows not counted)."""
+
+    sessions: int
+    rows: int
+
+
+def _marks(n: int) -> str:
+    return ", ".join(["%s"] * n)
+
+
+def cutoff(run: Callable[..., Any], older_than: Any) -> dt.datetime:
+    """The cutoff as the server's naive local time: now minus a timedelta, or a datetime
+    (an aware one is converted with the server's offset from UTC)."""
+    if isinstance(older_than, dt.timedelta):
+        if older_than < dt.timedelta(0):
+            raise ValueError(f"older_than must not be negative, got {older_than}")
+        secs = int(older_than.total_seconds())
+        return run(lambda cur: (cur.execute(SERVER_CUTOFF, (secs,)), cur.fetchone()[0])[1], "prune", write=False)
+    if isinstance(older_than, dt.datetime):
+        return to_server_time(run, older_than)
+    raise TypeError(f"older_than must be a timedelta or a datetime, got {type(older_than).__name__}: {older_than!r}")
+
+
+def to_server_time(run: Callable[..., Any], when: dt.datetime) -> dt.datetime:
+    """``when`` as the server's naive local time (naive datetimes are taken as already so)."""
+    if when.tzinfo is None:
+        return when
+    offset = run(lambda cur: (cur.execute(SERVER_UTC_OFFSET), cur.fetchone()[0])[1], "server clock", write=False)
+    return when.astimezone(dt.timezone.utc).replace(tzinfo=None) + dt.timedelta(seconds=int(offset))
+
+
+def prune(run: Callable[..., Any], q: Callable[[str], str], exact: bool, user_id: Any, when: dt.datetime,
+          dry_run: bool, batch: int, progress: Optional[Callable[[int, int], None]] = None) -> PruneReport:
+    """Delete (or count) the sessions idle since ``when``; see the module doc."""
+    user, uparams = catalog.user_range(user_id, exact)
+    prefix = "" if user_id is catalog.ALL_USERS else keys.user_prefix(user_id)
+    cat = keys.CATALOG_SESSION
+    count_sql = q(_COUNT.replace("{user}", user))
+    total = run(lambda cur: (cur.execute(count_sql, (cat, when, *uparams)), cur.fetchone()[0])[1], "prune", write=False)
+    done_sessions = done_rows = 0
+    last: Optional[tuple] = None
+    if progress is not None:
+        progress(0, int(total))
+    while True:
+        statement = q(_CANDIDATES.replace("{user}", user).replace("{after}", _AFTER if last else ""))
+        args = (cat, when, *uparams, *((last[1], last[1], last[0]) if last else ()), batch)
+        found = run(lambda cur: (cur.execute(statement, args), cur.fetchall())[1], "prune", write=False)
+        if not found:
+            break
+        last = found[-1]
+        sids = [r[0] for r in found if r[0].startswith(prefix) and keys.is_packed(r[0])]
+        if sids:
+            n_sessions, n_rows = run(lambda cur: _batch(cur, q, sids, when, dry_run), "prune", write=not dry_run)
+            done_sessions += n_sessions
+            done_rows += n_rows
+        if progress is not None:
+            progress(done_sessions, int(total))
+        if len(found) < batch:
+            break
+    return PruneReport(done_sessions, done_rows)
+
+
+def _batch(cur: Any, q: Callable[[str], str], sids: list[str], when: dt.datetime, dry_run: bool) -> tuple[int, int]:
+    """One batch in one transaction: lock, re-check idleness, delete; (sessions, rows)."""
+    m = _marks(len(sids))
+    if dry_run:
+        idle = sids
+    else:
+        cur.execute(q(_LOCK_SESSIONS.replace("{ids}", m)), sids)  # as delete(): wait for writers
+        cur.execute(q(_STILL_IDLE.replace("{ids}", m)), (keys.CATALOG_SESSION, *sids, when))
+        idle = [r[0] for r in cur.fetchall()]
+    if not idle:
+        return 0, 0
+    ids = idle + [keys.history_session(s) for s in idle]
+    mi = _marks(len(ids))
+    if dry_run:
+        cur.execute(q(_COUNT_ROWS.replace("{ids}", mi)), ids)
+        return len(idle), int(cur.fetchone()[0])
+    rows = cur.execute(q(_DELETE_ROWS.replace("{ids}", mi)), ids)
+    cur.execute(q(_DELETE_CATALOG.replace("{ids}", _marks(len(idle)))), (keys.CATALOG_SESSION, *idle))
+    return len(idle), rows
