@@ -267,12 +267,11 @@ def _show(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
         return 0
     if store.get_versioned(user, args.session, args.key).version == 0:
         raise LookupError(f"session {args.session!r} has no key {args.key!r}")
-    try:
-        value = store.get(user, args.session, args.key)
-    except TypeError:  # it holds a list
+    if store.get_list_versioned(user, args.session, args.key).version > 0:  # a hash row: a list
         items = store.get_list(user, args.session, args.key, offset=-args.tail if args.tail else 0)
         _out(args, items, "\n".join(_dumps(i) for i in items))
         return 0
+    value = store.get(user, args.session, args.key)
     _out(args, value, _dumps(value))
     return 0
 

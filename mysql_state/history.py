@@ -44,22 +44,37 @@ def first_dropped(plan: Plan) -> Optional[int]:
     return min(changed) if changed else None
 
 
-def archive(cur: Any, statements: dict, sid: str, k: str, plan: Plan) -> None:
-    """Archive what ``plan`` drops (before it is applied, in the same transaction)."""
+def archive(cur: Any, statements: dict, sid: str, k: str, plan: Plan,
+            reseal: Optional[Callable[[Any, str, str, str, int, int], None]] = None) -> None:
+    """Archive what ``plan`` drops (before it is applied, in the same transaction).
+
+    ``reseal(cur, from_sid, to_sid, key, first_new_index, index_shift)`` re-encrypts the
+    copied rows for their new place (an encrypted store: a row is bound to its place).
+    """
     start = first_dropped(plan)
     if start is None:
         return
     hsid = keys.history_session(sid)
+    if reseal is not None:
+        cur.execute(statements["NEXT_ARCHIVE_INDEX"], (hsid, k))
+        base = int(cur.fetchone()[0])
     cur.execute(statements["ARCHIVE_ITEMS"], (hsid, k, hsid, k, start, sid, k, start))
+    if reseal is not None:
+        reseal(cur, sid, hsid, k, base, start - base)
 
 
 def read(run: Callable[[Callable[[Any], Any]], Any], q: Callable[[str], str], sid: str, k: str,
-         offset: int, limit: Optional[int], no_limit: int) -> list[HistoryItem]:
-    """Archived items of ``k``, oldest first, from ``offset`` (>= 0), at most ``limit``."""
+         offset: int, limit: Optional[int], no_limit: int,
+         decode: Optional[Callable[[str, str, int, Any], Any]] = None) -> list[HistoryItem]:
+    """Archived items of ``k``, oldest first, from ``offset`` (>= 0), at most ``limit``;
+    ``decode(session, key, index, text)`` opens encrypted rows."""
     statement = q(SELECT_HISTORY)
 
     def fetch(cur: Any) -> list:
         cur.execute(statement, (keys.history_session(sid), k, offset, no_limit if limit is None else limit))
         return cur.fetchall()
 
-    return [HistoryItem(serde.decode_row(data, None, sid, k, i), at) for i, data, at in run(fetch)]
+    hsid = keys.history_session(sid)
+    if decode is None:
+        return [HistoryItem(serde.decode_row(data, None, sid, k, i), at) for i, data, at in run(fetch)]
+    return [HistoryItem(decode(hsid, k, i, data), at) for i, data, at in run(fetch)]

@@ -187,6 +187,14 @@ UPSERT_ROWS_TAIL = " ON DUPLICATE KEY UPDATE state_data = VALUES(state_data), ve
 # A shrinking save archives the stored items from the first changed index to the old end, in
 # the same transaction, server-side (the items never cross the network): they go under the
 # session's history id, numbered after what the key already has there.
+NEXT_ARCHIVE_INDEX = "SELECT COALESCE(MAX(item_index) + 1, 0) FROM {t} WHERE session_id = %s AND state_key = %s"
+# Rows copied server-side (a fork, an archive) of an encrypted store are sealed again for their
+# new place: read here, re-encrypted, written back by primary key.
+COPIED_ROWS = (
+    "SELECT state_key, item_index, state_data FROM {t} WHERE session_id = %s AND item_index >= %s"
+    " AND (%s IS NULL OR state_key = %s)"
+)
+RESEAL_AT = "UPDATE {t} SET state_data = %s WHERE session_id = %s AND state_key = %s AND item_index = %s"
 ARCHIVE_ITEMS = (
     "INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
     " SELECT %s, %s, (SELECT COALESCE(MAX(h.item_index) + 1, 0) FROM {t} h"

@@ -395,6 +395,17 @@ class MysqlAgentStateStore:
             raise unreadable(sid, k, index, text)
         return text.encode("utf-8") if isinstance(text, str) else text
 
+    def _reseal(self, cur: Any, from_sid: str, to_sid: str, key: Optional[str], first: int, shift: int) -> None:
+        """Re-encrypt rows copied server-side (a fork, an archive) for their new place: the row
+        at ``(to_sid, k, i)`` was sealed for ``(from_sid, k, i + shift)``. Rows cross the
+        network here: under encryption that cannot be avoided, since each row is bound to its place."""
+        cur.execute(self._sql["COPIED_ROWS"], (to_sid, first, key, key))
+        for k, i, text in cur.fetchall():
+            if not is_sealed(text):
+                continue  # hash rows and rows written without encryption
+            plain = self._cipher.open(from_sid, k, i + shift, text)
+            cur.execute(self._sql["RESEAL_AT"], (self._cipher.seal(to_sid, k, i, plain).decode(), to_sid, k, i))
+
     def _decode(self, sid: str, k: str, index: int, text: Any, type: Optional[type] = None) -> Any:
         return serde.decode_row(self._plain(sid, k, index, text), type, sid, k, index)
 
@@ -821,7 +832,7 @@ class MysqlAgentStateStore:
         if not hash_row_exists:
             self._create_hash_row(cur, sid, k, plan.new_hash)
         if self.keep_history:
-            history.archive(cur, self._sql, sid, k, plan)
+            history.archive(cur, self._sql, sid, k, plan, self._reseal if self._cipher is not None else None)
         if plan.delete_all:
             cur.execute(self._sql["DELETE_ITEMS_FROM"], (sid, k, 0))
         elif plan.delete_from is not None:
@@ -1404,7 +1415,7 @@ class MysqlAgentStateStore:
         if offset < 0:
             raise ValueError(f"offset {offset} must be >= 0 for the history")
         return history.read(lambda fn: self._db.run(fn, f"get_history {k!r}", write=False), self._q,
-                            sid, k, offset, limit, _NO_LIMIT)
+                            sid, k, offset, limit, _NO_LIMIT, self._decode)
 
     def fork(self, user_id: Optional[str], session_id: str, new_session_id: str, *, new_user_id: Any = _SAME_USER) -> int:
         """Copy every row of a session (history included) to a new session in ONE server-side
@@ -1419,7 +1430,8 @@ class MysqlAgentStateStore:
         dst, _ = self._ids(user_id if new_user_id is _SAME_USER else new_user_id, new_session_id)
         if src == dst:
             raise SessionExistsError(f"fork: the new session {dst!r} is the source itself")
-        return transfer.fork(self._db.run, self._q, src, dst, self._sql["LOCK_SESSION"], self._sql["DELETE_SESSION"])
+        return transfer.fork(self._db.run, self._q, src, dst, self._sql["LOCK_SESSION"], self._sql["DELETE_SESSION"],
+                             self._reseal if self._cipher is not None else None)
 
     def export(self, user_id: Any = ALL_USERS, sessions: Optional[Sequence[str]] = None):
         """One JSON line per row (keys: the column names, timestamps included), streamed a

@@ -57,9 +57,11 @@ REBUILD_CATALOG = (
 Run = Callable[..., Any]
 
 
-def fork(run: Run, q: Callable[[str], str], src: str, dst: str, lock_session: str, delete_session: str) -> int:
+def fork(run: Run, q: Callable[[str], str], src: str, dst: str, lock_session: str, delete_session: str,
+         reseal: Optional[Callable[[Any, str, str, Optional[str], int, int], None]] = None) -> int:
     """Copy every row of ``src`` (and its history) to ``dst`` in one statement; returns the rows
-    copied. Refuses an existing ``dst`` and an unknown ``src``."""
+    copied. Refuses an existing ``dst`` and an unknown ``src``. ``reseal`` (an encrypted store)
+    re-encrypts the copies for their new place in the same transaction."""
     statement = q(FORK_ROWS)
     hsrc, hdst = keys.history_session(src), keys.history_session(dst)
 
@@ -71,7 +73,11 @@ def fork(run: Run, q: Callable[[str], str], src: str, dst: str, lock_session: st
         if int(cur.fetchone()[0]) != 0:
             raise SessionExistsError(f"fork: session {dst!r} already exists; fork refuses to overwrite it")
         cur.execute(delete_session, (dst, hdst, dst))  # leftovers only: a stale catalog row, history
-        return cur.execute(statement, (src, dst, hdst, src, hsrc, dst)) - 1
+        copied = cur.execute(statement, (src, dst, hdst, src, hsrc, dst)) - 1
+        if reseal is not None:
+            reseal(cur, src, dst, None, 0, 0)
+            reseal(cur, hsrc, hdst, None, 0, 0)
+        return copied
 
     return run(tx, "fork", write=True)
 

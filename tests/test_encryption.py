@@ -47,7 +47,7 @@ def open_store(url, database, store):
 
 
 def plaintext_anywhere(raw: Raw, text: str) -> bool:
-    return any(text in str(r[3]) for r in raw.rows())
+    return any(text in str(r) for r in raw.all_rows())
 
 
 def msgs(n: int, start: int = 0) -> list:
@@ -243,3 +243,23 @@ def test_the_agentscope_repository_never_takes_an_unreadable_state_for_a_new_one
                 await reader.load("alice", "chat-1")
 
     asyncio.run(go())
+
+
+def test_fork_and_history_of_an_encrypted_store_read_back(url, database, store, raw):
+    s = MysqlAgentStateStore.from_url(url, database_name=database, encryption=ring("k1"), keep_history=True)
+    try:
+        s.save_list("alice", "c1", "m", msgs(6))
+        s.save("alice", "c1", "v", SECRET)
+        s.save_list("alice", "c1", "m", msgs(2, 4))  # a compaction: 0..5 archived, keeps 4, 5
+        assert [h.value for h in s.get_history("alice", "c1", "m")] == msgs(6)
+        s.save_list("alice", "c1", "m", [])  # cleared: 4, 5 archived after them
+        assert [h.value for h in s.get_history("alice", "c1", "m")] == msgs(6) + msgs(2, 4)
+        s.save_list("alice", "c1", "m", msgs(3))
+        copied = s.fork("alice", "c1", "c2", new_user_id="bob")
+        assert copied > 0
+        assert s.get_list("bob", "c2", "m") == msgs(3) and s.get("bob", "c2", "v") == SECRET
+        assert [h.value for h in s.get_history("bob", "c2", "m")] == msgs(6) + msgs(2, 4)
+        assert s.get_list("alice", "c1", "m") == msgs(3)  # the source is untouched
+        assert not plaintext_anywhere(raw, SECRET)
+    finally:
+        s.close()
