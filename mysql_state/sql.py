@@ -233,11 +233,15 @@ FORGET_USER_BATCH_LIKE = (
     "DELETE FROM {t} WHERE session_id LIKE %s ESCAPE '!'"
     " AND CAST(LEFT(session_id, %s) AS BINARY) = CAST(%s AS BINARY) LIMIT %s"
 )
+# A user's sessions, as the catalog and the data rows know them (their history ids follow).
+USER_SESSIONS_BY_CATALOG = "SELECT state_key FROM {t} WHERE session_id = %s AND state_key >= %s AND state_key < %s"
+USER_CATALOG_BATCH = "DELETE FROM {t} WHERE session_id = %s AND state_key >= %s AND state_key < %s LIMIT %s"
+DELETE_SESSION_BATCH = "DELETE FROM {t} WHERE session_id = %s LIMIT %s"
 # Keyset scan (primary-key order) for rows to re-encrypt: user rows only (a packed id has ':'),
 # value and item rows not sealed under the current key, or hash rows not keyed with it.
 _AFTER = (
     " (session_id > %s OR (session_id = %s AND (state_key > %s OR (state_key = %s AND item_index > %s))))"
-    " AND LOCATE(':', session_id) > 0"
+    " AND (LOCATE(':', session_id) > 0 OR session_id LIKE '!_!_history!_!_%' ESCAPE '!')"
 )
 REENCRYPT_ROWS = (
     "SELECT session_id, state_key, item_index, state_data FROM {t} WHERE" + _AFTER +

@@ -1306,17 +1306,27 @@ class MysqlAgentStateStore:
         """
         prefix = keys.user_prefix(user_id)
         check_int("batch", batch, 1)
+        end = prefix[:-1] + ";"
+        # the user's sessions, for their history rows: from the catalog and from the data rows
+        sids = {r[0] for r in self._db.run(
+            lambda cur: (cur.execute(self._sql["USER_SESSIONS_BY_CATALOG"], (keys.CATALOG_SESSION, prefix, end)),
+                         cur.fetchall())[1], f"forget_user {user_id!r}", write=False)}
+        sids |= {prefix + s for s in self.list_session_ids(user_id)}
         if self.exact_keys:
-            statement, params = self._sql["FORGET_USER_BATCH"], (prefix, prefix[:-1] + ";", batch)
+            statement, params = self._sql["FORGET_USER_BATCH"], (prefix, end, batch)
         else:
             like = sql.sessions_of_user(prefix, exact=False)[1][0]
             statement, params = self._sql["FORGET_USER_BATCH_LIKE"], (like, len(prefix), prefix, batch)
+        batches = [(statement, params)]
+        batches += [(self._sql["DELETE_SESSION_BATCH"], (keys.history_session(sid), batch)) for sid in sorted(sids)]
+        batches.append((self._sql["USER_CATALOG_BATCH"], (keys.CATALOG_SESSION, prefix, end, batch)))
         removed = 0
-        while True:
-            n = self._db.run(lambda cur: cur.execute(statement, params), f"forget_user {user_id!r}", write=True)
-            removed += n
-            if n < batch:
-                break
+        for statement, params in batches:
+            while True:
+                n = self._db.run(lambda cur: cur.execute(statement, params), f"forget_user {user_id!r}", write=True)
+                removed += n
+                if n < batch:
+                    break
         self._forget()
         return removed
 

@@ -207,18 +207,27 @@ def test_keyring_rules_and_no_key_in_any_message(monkeypatch):
     assert "16" in str(err.value) and base64.b64encode(b"x" * 16).decode() not in str(err.value)
 
 
-def test_forget_user_removes_every_row_of_that_user_only(store, raw):
+def test_forget_user_removes_every_row_of_that_user_only(url, database, store, raw):
     for u in ("alice", "alicia", "bob", None):
         for s in ("c1", "c2"):
             store.save(u, s, "v", 1)
             store.save_list(u, s, "m", [1, 2, 3])
+    with MysqlAgentStateStore.from_url(url, database_name=database, keep_history=True) as h:
+        h.save_list("alice", "c1", "m", [1])  # 2 and 3 archived: history rows of alice
+        h.save_list("bob", "c1", "m", [1])
+    assert store.get_history("alice", "c1", "m")
+    everything = len(raw.all_rows())
     before = len(raw.rows())
-    assert store.forget_user("alice", batch=3) == 10
+    removed = store.forget_user("alice", batch=3)
+    assert removed == 8 + 2 + 2  # her data rows (one list now shorter), her history, her 2 catalog rows
+    assert len(raw.all_rows()) == everything - removed
+    assert not any("alice:" in str(r) for r in raw.all_rows())
+    assert store.get_history("alice", "c1", "m") == [] and store.get_history("bob", "c1", "m")
     assert store.forget_user("alice") == 0
     assert not store.exists("alice", "c1") and store.list_session_ids("alice") == set()
-    assert len(raw.rows()) == before - 10
+    assert len(raw.rows()) == before - 8
     assert store.list_session_ids("alicia") == {"c1", "c2"} and store.exists("bob", "c2")
-    assert store.forget_user(None) == 10 and store.list_session_ids(None) == set()
+    assert store.forget_user(None) == 12 and store.list_session_ids(None) == set()  # 10 data + 2 catalog rows
 
 
 def test_the_agentscope_repository_never_takes_an_unreadable_state_for_a_new_one(open_store):
