@@ -241,7 +241,7 @@ DELETE_SESSION_BATCH = "DELETE FROM {t} WHERE session_id = %s LIMIT %s"
 # value and item rows not sealed under the current key, or hash rows not keyed with it.
 _AFTER = (
     " (session_id > %s OR (session_id = %s AND (state_key > %s OR (state_key = %s AND item_index > %s))))"
-    " AND (LOCATE(':', session_id) > 0 OR session_id LIKE '!_!_history!_!_%' ESCAPE '!')"
+    " AND (LOCATE(':', session_id) > 0 OR session_id LIKE '!_!_history!_!_%%' ESCAPE '!')"
 )
 REENCRYPT_ROWS = (
     "SELECT session_id, state_key, item_index, state_data FROM {t} WHERE" + _AFTER +
