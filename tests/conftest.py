@@ -106,6 +106,25 @@ def pytest_terminal_summary(terminalreporter):
             terminalreporter.write_line(line)
 
 
+#: The table as the Java store's documented DDL makes it: case-insensitive keys, version 0.
+JAVA_DDL = (
+    "CREATE TABLE `{db}`.`agentscope_sessions` (session_id VARCHAR(255) NOT NULL, state_key VARCHAR(255) NOT NULL,"
+    " item_index INT NOT NULL DEFAULT 0, state_data LONGTEXT NOT NULL, version BIGINT NOT NULL DEFAULT 0,"
+    " created_at DATETIME DEFAULT CURRENT_TIMESTAMP, updated_at DATETIME DEFAULT CURRENT_TIMESTAMP"
+    " ON UPDATE CURRENT_TIMESTAMP, PRIMARY KEY (session_id, state_key, item_index))"
+    " DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"
+)
+
+
+def make_java_table(url: str, database: str) -> None:
+    """A database holding an empty table made with the Java store's DDL."""
+    con = connect(url)
+    with con.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{database}`")
+        cur.execute(JAVA_DDL.replace("{db}", database))
+    con.close()
+
+
 def private_server(*args: str):
     """A throwaway server of the calling module's own, started with ``args``; skips, saying
     why, where no server binary exists (``make test`` installs one)."""

@@ -10,9 +10,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-import uuid
 
-import orjson
 import pymysql
 import pytest
 
@@ -20,12 +18,11 @@ from mysql_state import (
     CorruptStateError,
     MysqlAgentStateStore,
     MysqlStateError,
-    ServerUnavailableError,
     UNVERSIONED,
 )
 from mysql_state.errors import StoreClosedError
 
-from .conftest import Raw, connect, private_server
+from .conftest import Raw, make_java_table, private_server
 from .test_faults import check_list_rows
 
 # ---- a writer held mid-transaction ----------------------------------------------------------
@@ -399,22 +396,11 @@ def test_batches_count_the_escaping_of_ids(small_packet_url):
 
 # ---- 12: the reserved suffix on a case-insensitive table --------------------------------------
 
-JAVA_DDL = (
-    "CREATE TABLE `{db}`.`agentscope_sessions` (session_id VARCHAR(255) NOT NULL, state_key VARCHAR(255) NOT NULL,"
-    " item_index INT NOT NULL DEFAULT 0, state_data LONGTEXT NOT NULL, version BIGINT NOT NULL DEFAULT 0,"
-    " created_at DATETIME DEFAULT CURRENT_TIMESTAMP, updated_at DATETIME DEFAULT CURRENT_TIMESTAMP"
-    " ON UPDATE CURRENT_TIMESTAMP, PRIMARY KEY (session_id, state_key, item_index))"
-    " DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"
-)
 
 
 @pytest.fixture
 def java_table(url, database):
-    con = connect(url)
-    with con.cursor() as cur:
-        cur.execute(f"CREATE DATABASE `{database}`")
-        cur.execute(JAVA_DDL.replace("{db}", database))
-    con.close()
+    make_java_table(url, database)
     with pytest.warns(Warning):
         store = MysqlAgentStateStore.from_url(url, database_name=database)
     raw = Raw(url, database)

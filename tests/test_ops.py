@@ -13,9 +13,9 @@ import orjson
 import pytest
 
 from mysql_state import ALL_USERS, MysqlAgentStateStore, SessionExistsError, SessionNotFoundError
-from mysql_state import keys, metrics
+from mysql_state import metrics
 from tests.conftest import Raw, connect
-from tests.test_defects import JAVA_DDL
+from tests.conftest import JAVA_DDL, make_java_table
 
 
 def all_rows_with_times(raw: Raw) -> list[tuple]:
@@ -348,11 +348,7 @@ def test_cli_prune_export_import_doctor_migrate_stats(store, raw, url, database)
 
 
 def test_cli_migrate_prints_the_sql_and_errors_are_one_line(url, database):
-    con = connect(url)
-    with con.cursor() as cur:
-        cur.execute(f"CREATE DATABASE `{database}`")
-        cur.execute(JAVA_DDL.replace("{db}", database))
-    con.close()
+    make_java_table(url, database)
     plan = cli(url, database, "migrate", "--dry-run")
     assert plan.returncode == 0 and "ALTER TABLE" in plan.stdout and "0003_activity_index" in plan.stdout
     assert "0003_activity_index" in cli(url, database, "migrate").stdout
