@@ -1096,8 +1096,8 @@ class MysqlAgentStateStore:
         loads = serde.decode
         try:
             if self._cipher is not None:
-                opened = self._cipher.open
-                return [loads(opened(sid, k, i, t), type) for i, t in enumerate(texts, first)]
+                opened = self._cipher.opener(sid, k)
+                return [loads(opened(i, t), type) for i, t in enumerate(texts, first)]
             return [loads(t) for t in texts] if type is None else [loads(t, type) for t in texts]
         except ValueError:
             for i, t in enumerate(texts, first):  # name the unreadable row (JSON, or a sealed row)
