@@ -754,9 +754,7 @@ class MysqlAgentStateStore:
             planned = snap.diff(w.blob, w.values, encode)
             if planned is not None and planned[0].kind == "append" and planned[0].delete_from is None:
                 plan = planned[0]
-                for i, d in plan.upserts:
-                    serde.check_finite(w.values[i], d, w.key, i)
-                    self._check_size(d, f"item {i} of list {w.key!r}")
+                self._check_upserts(w.key, plan, w.values)
                 version = self._append_if_hash(cur, w.sid, w.key, plan.upserts, snap.hash, plan.new_hash)
                 if version:
                     w.new_snapshot, w.version = planned[1], version
@@ -823,12 +821,16 @@ class MysqlAgentStateStore:
             plan.new_hash = new_hash  # (an unchanged list may still get its checkpoint moved)
         return plan, snap
 
-    def _apply(self, cur: Any, sid: str, k: str, plan: Plan, values: Sequence[Any], *, hash_row_exists: bool) -> None:
-        if plan.new_hash is None:
-            return
+    def _check_upserts(self, k: str, plan: Plan, values: Sequence[Any]) -> None:
+        """Refuse, before writing, an item the plan writes that holds NaN/inf or is too large."""
         for i, d in plan.upserts:
             serde.check_finite(values[i], d, k, i)
             self._check_size(d, f"item {i} of list {k!r}")
+
+    def _apply(self, cur: Any, sid: str, k: str, plan: Plan, values: Sequence[Any], *, hash_row_exists: bool) -> None:
+        if plan.new_hash is None:
+            return
+        self._check_upserts(k, plan, values)
         if not hash_row_exists:
             self._create_hash_row(cur, sid, k, plan.new_hash)
         if self.keep_history:
