@@ -30,7 +30,7 @@ import tempfile
 import time
 from typing import Optional
 
-from .server import LocalServer, find_binary, init_datadir
+from .server import LocalServer, find_binary, init_datadir, read_error_log
 
 GALERA_LIBS = ("/usr/lib/galera/libgalera_smm.so", "/usr/lib/libgalera_smm.so",
                "/usr/lib64/galera-4/libgalera_smm.so", "/usr/lib64/galera/libgalera_smm.so")
@@ -129,11 +129,7 @@ class GaleraNode:
         return self.proc is not None and self.proc.poll() is None
 
     def error_log(self) -> str:
-        try:
-            with open(os.path.join(self.base, "error.log"), errors="replace") as f:
-                return f.read()
-        except OSError:
-            return ""
+        return read_error_log(self.base)
 
 
 class GaleraCluster:

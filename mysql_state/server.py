@@ -79,6 +79,15 @@ def init_datadir(binary: str, datadir: str, user: Optional[str] = None) -> None:
         raise RuntimeError(f"could not initialise a datadir with {cmd[0]}: {out.stderr[-2000:]}")
 
 
+def read_error_log(base: str) -> str:
+    """The ``error.log`` a server of ours writes in ``base`` ("" when there is none yet)."""
+    try:
+        with open(os.path.join(base, "error.log"), errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
 class LocalServer:
     """A throwaway ``mariadbd``/``mysqld`` in a temporary datadir; ``stop()`` removes it all.
 
@@ -149,11 +158,7 @@ class LocalServer:
             return False
 
     def error_log(self) -> str:
-        try:
-            with open(os.path.join(self.base, "error.log"), errors="replace") as f:
-                return f.read()
-        except OSError:
-            return ""
+        return read_error_log(self.base)
 
     def kill(self) -> None:
         """SIGKILL the server (a crash, no clean shutdown)."""
