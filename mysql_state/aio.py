@@ -49,6 +49,7 @@ OPERATIONS = (
     "get_list",
     "get_list_versioned",
     "get_many",
+    "get_prefix",
     "transaction",
     "list_length",
     "exists",
@@ -259,6 +260,17 @@ class AsyncMysqlAgentStateStore:
         >>> await store.get_many("alice", "chat-1", values=["summary"], lists=["context"])  # doctest: +SKIP
         """
         return await self._run(self.sync.get_many, user_id, session_id, values, lists, versioned=versioned,
+                               consistency=consistency)
+
+    async def get_prefix(
+        self, user_id: Optional[str], session_id: str, prefix: str = "", *, versioned: bool = False,
+        consistency: str = "strong",
+    ) -> dict[str, Any]:
+        """Every single value of one session whose key starts with ``prefix``, in one statement.
+
+        >>> await store.get_prefix("alice", "chat-1", "plan/")  # doctest: +SKIP
+        """
+        return await self._run(self.sync.get_prefix, user_id, session_id, prefix, versioned=versioned,
                                consistency=consistency)
 
     async def transaction(self, fn: Callable[[Transaction], T]) -> T:

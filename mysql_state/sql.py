@@ -344,6 +344,27 @@ def select_many(
     return statement, tuple(params)
 
 
+def select_prefix(table: str, session: str, prefix: str, exact: bool) -> Statement:
+    """Row 0 of every key of one session that starts with ``prefix`` (hash rows included, so
+    a key holding a list is recognised): rows ``(state_key, state_data, version)`` in key
+    order. A primary-key range on exact tables; an escaped LIKE otherwise (the caller then
+    tests the exact prefix too).
+
+    >>> select_prefix("t", "u:s", "ns/", exact=True)[1]
+    ('u:s', 'ns/', 'ns0')
+    >>> select_prefix("t", "u:s", "a_", exact=False)[1]
+    ('u:s', 'a!_%')
+    """
+    head = f"SELECT state_key, state_data, GREATEST(version, 1) FROM {table} WHERE session_id = %s AND item_index = 0"
+    if not prefix:
+        return head + " ORDER BY state_key", (session,)
+    if exact:
+        return head + " AND state_key >= %s AND state_key < %s ORDER BY state_key", (
+            session, prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1))
+    escaped = prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+    return head + " AND state_key LIKE %s ESCAPE '!' ORDER BY state_key", (session, escaped + "%")
+
+
 def sessions_of_user(prefix: str, exact: bool) -> Statement:
     """The query for ids starting with ``prefix`` (which ends with ':'); no wildcard can widen it.
 

@@ -985,6 +985,35 @@ class MysqlAgentStateStore:
             return {k: VersionedState(*vv) for k, vv in found.items()}
         return {k: v for k, (v, _) in found.items()}
 
+    def get_prefix(
+        self, user_id: Optional[str], session_id: str, prefix: str = "", *, versioned: bool = False,
+        consistency: str = "strong",
+    ) -> dict[str, Any]:
+        """Every single value of one session whose key starts with ``prefix`` (``""``: all of
+        them), in key order, in ONE statement reading a primary-key range: a key-range read for
+        indexes kept as values (ADK's session index, LangGraph's namespaces). Keys that hold a
+        list are left out (read them with :meth:`get_list`); ``versioned=True`` gives each as a
+        :class:`VersionedState`.
+
+        >>> store.get_prefix("alice", "chat-1", "plan/")  # doctest: +SKIP
+        {'plan/1': {...}, 'plan/2': {...}}
+        """
+        sid, _ = self._ids(user_id, session_id)
+        if not isinstance(prefix, str):
+            raise TypeError(f"prefix must be a str, got {type(prefix).__name__}: {prefix!r}")
+        statement, params = sql.select_prefix(self._table, sid, prefix, self.exact_keys)
+        rows = self._db.run(lambda cur: (cur.execute(statement, params), cur.fetchall())[1], "get_prefix",
+                            write=False, consistency=consistency, session=sid)
+        rows = [r for r in rows if r[0].startswith(prefix)]
+        lists = {k[: -len(keys.HASH_SUFFIX)] for k, _, _ in rows if k.endswith(keys.HASH_SUFFIX)}
+        out: dict[str, Any] = {}
+        for k, data, version in rows:
+            if k in lists or k.endswith(keys.HASH_SUFFIX):
+                continue
+            value = self._decode(sid, k, 0, data)
+            out[k] = VersionedState(value, int(version)) if versioned else value
+        return out
+
     def _get_many(self, user_id, session_id, values, lists, consistency="strong") -> dict[str, tuple[Any, int]]:
         """:meth:`get_many` with each key's version: ``{key: (value, version)}``."""
         value_keys = [self._key_ids(user_id, session_id, k)[1] for k in serde.check_keys(values, "values")]

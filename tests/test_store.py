@@ -419,3 +419,19 @@ def test_round_trips_per_operation(store, raw):
     assert count(lambda: store.list_length("u", "s", "m")) == 1
     assert count(lambda: store.save("u", "s", "v", {"x": 1})) == 3  # lock the key's head, upsert, COMMIT
     assert count(lambda: store.get("u", "s", "v")) == 1
+
+
+def test_get_prefix_reads_one_key_range_of_values(store):
+    """get_prefix: the single values of one session whose key starts with the prefix, lists left
+    out, other sessions untouched."""
+    store.save("u", "s", "ns/a", {"x": 1})
+    store.save("u", "s", "ns/b", 2)
+    store.save("u", "s", "nt/c", 3)
+    store.save_list("u", "s", "ns/list", [1, 2])
+    store.save("u", "s2", "ns/z", 9)
+    assert store.get_prefix("u", "s", "ns/") == {"ns/a": {"x": 1}, "ns/b": 2}
+    assert list(store.get_prefix("u", "s")) == ["ns/a", "ns/b", "nt/c"]
+    assert store.get_prefix("u", "s", "ns/", versioned=True)["ns/b"].version == 1
+    assert store.get_prefix("u", "nope", "ns/") == {}
+    with pytest.raises(TypeError, match="prefix"):
+        store.get_prefix("u", "s", 5)
