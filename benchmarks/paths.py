@@ -9,9 +9,10 @@ global ``Questions`` + ``Com_admin_commands`` of the private server, minimum of 
 
 * warm ``save_list`` (this worker wrote the last turn) vs the floor + ``orjson.dumps(list)`` +
   one memcmp (the issue's reference);
-* two workers taking turns on one list: worker B saved turn t-1, worker A turn t, B saves turn
-  t+1. Two store objects (own pools, own caches) in this process, and once as two real
-  processes (the save timed inside the worker process);
+* two workers taking turns on one list: each save is the next turn (2 messages) of one growing
+  list, by the worker that did not save the turn before (so the saver last saw the list one
+  turn ago, when it saved it). Two store objects (own pools, own caches) in this process, and
+  once as two real processes (the save timed inside the worker process);
 * a process that has never seen the list (a new store object, its connections open);
 * ``append_list`` of one message (the worker knows the list's hash row: it read the list) vs
   the floor (one INSERT of that message + COMMIT);
@@ -90,20 +91,33 @@ def new_store(url: str, **kw: Any):
     return MysqlAgentStateStore.from_url(url, database_name=DB, create_if_not_exist=True, pool_size=4, **kw)
 
 
+def turn_of(n: int, k: int) -> list:
+    """Turn ``k`` (k >= 1) of the alternating workload on the list of length ``n``: 2 messages."""
+    r = random.Random(f"alt-{n}-{k}")
+    return [data.message(r, 0), data.message(r, 1)]
+
+
 def worker_main(conn: Any, url: str, sizes: tuple) -> None:
-    """A worker process: one store of its own; ``(sid, n, which)`` saves turn ``which`` of the
-    list of length ``n`` and answers the save's duration (ns, timed here)."""
+    """A worker process: one store of its own; ``(sid, n, k)`` saves the list of length ``n``
+    after ``k`` alternating turns (built here, untimed) and answers the save's duration (ns,
+    timed here)."""
     store = new_store(url)
-    lists = {n: turn_lists(n) for n in sizes}
+    built: dict = {}
     store.save(U, "warm-up", "x", 1)  # open the write connection
     conn.send("ready")
     while True:
         msg = conn.recv()
         if msg is None:
             break
-        sid, n, which = msg
+        sid, n, k = msg
+        have, lst = built.get(sid, (0, None))
+        if lst is None or have > k:
+            have, lst = 0, list(turn_lists(n)[0])
+        for j in range(have + 1, k + 1):
+            lst = lst + turn_of(n, j)
+        built[sid] = (k, lst)
         t0 = time.perf_counter_ns()
-        store.save_list(U, sid, K, lists[n][which])
+        store.save_list(U, sid, K, lst)
         conn.send(time.perf_counter_ns() - t0)
     store.close()
 
@@ -118,8 +132,8 @@ class Proc:
         if self.pipe.recv() != "ready":
             raise RuntimeError(f"{name} did not start")
 
-    def save(self, sid: str, n: int, which: int) -> int:
-        self.pipe.send((sid, n, which))
+    def save(self, sid: str, n: int, k: int) -> int:
+        self.pipe.send((sid, n, k))
         return self.pipe.recv()
 
     def close(self) -> None:
@@ -206,19 +220,34 @@ class Paths:
         a.save_list(U, sf, K, l0)
         self.procs[0].save(sp, n, 0)
         box: dict = {}
+        del l2
 
         def reference() -> None:
             self.floor.insert(texts1)
             blob = orjson.dumps(l1)
             _ = blob.startswith(memoryview(stored0)[:-1])
 
-        def alt_before() -> None:
-            b.save_list(U, sa, K, l0)  # B saw turn t-1 (it wrote it)
-            a.save_list(U, sa, K, l1)  # A wrote turn t
+        # Two workers truly alternating: each save is the next turn (2 messages) of one growing
+        # list, by the worker that did NOT save the one before; so each saver last saw the list
+        # one turn ago. No reset in between (a reset by the saver would make it the last writer).
+        alt = {"list": list(l0), "k": 0}
+        a.save_list(U, sa, K, l0)
+        b.save_list(U, sa, K, l0 + turn_of(n, 1))
+        alt["k"], alt["list"] = 1, l0 + turn_of(n, 1)
 
-        def proc_before() -> None:
-            self.procs[0].save(sp, n, 0)
-            self.procs[1].save(sp, n, 1)
+        def alt_before() -> None:
+            alt["k"] += 1
+            alt["list"] = alt["list"] + turn_of(n, alt["k"])
+
+        def alt_op() -> None:  # turn k by worker A when k is even, by B when odd
+            (b if alt["k"] % 2 else a).save_list(U, sa, K, alt["list"])
+
+        proc = {"k": 1}
+        self.procs[1].save(sp, n, 1)
+
+        def proc_op() -> int:
+            proc["k"] += 1
+            return self.procs[proc["k"] % 2].save(sp, n, proc["k"])
 
         def fresh_before() -> None:
             a.save_list(U, sf, K, l0)
@@ -232,10 +261,8 @@ class Paths:
         subjects = [
             Subject("warm save_list", "store", lambda: a.save_list(U, sw, K, l1), lambda: a.save_list(U, sw, K, l0)),
             Subject("reference: floor + orjson.dumps(list) + memcmp", "floor", reference),
-            Subject("two workers alternating (2 store objects)", "store", lambda: b.save_list(U, sa, K, l2),
-                    alt_before),
-            Subject("two workers alternating (2 processes)", "store", lambda: self.procs[0].save(sp, n, 2),
-                    proc_before, self_timed=True),
+            Subject("two workers alternating (2 store objects)", "store", alt_op, alt_before),
+            Subject("two workers alternating (2 processes)", "store", proc_op, self_timed=True),
             Subject("never-seen process (new store, connections open)", "store",
                     lambda: box["f"].save_list(U, sf, K, l1), fresh_before, fresh_after),
         ]
