@@ -23,7 +23,6 @@ import sys
 
 import pymysql
 
-import paths
 from harness import Subject
 
 PROTO_DIR = os.environ.get("PROTO_DIR", "/tmp/proto")
@@ -40,6 +39,8 @@ def build() -> None:
 
 
 def main() -> int:
+    import paths  # (here: proto_alias imports this module before mysql_state is aliased)
+
     build()
     sys.path.append(PROTO_DIR)
     import mysql_state
