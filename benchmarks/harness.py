@@ -325,6 +325,23 @@ def throughput(make_op: Callable[[int], Callable[[int], Any]], threads: int, ops
     return out
 
 
+def interleaved(ops: dict, rounds: int, before: Optional[dict] = None, seed: int = 1) -> dict:
+    """Median µs of each named operation, run in rounds in a fresh random order (the light
+    version of :func:`run_cell` for experiments: no round trips, no budget)."""
+    samples: dict = {k: [] for k in ops}
+    rng = random.Random(seed)
+    for _ in range(rounds):
+        order = list(ops)
+        rng.shuffle(order)
+        for k in order:
+            if before and k in before:
+                before[k]()
+            t0 = time.perf_counter_ns()
+            ops[k]()
+            samples[k].append(time.perf_counter_ns() - t0)
+    return {k: statistics.median(v) / 1000 for k, v in samples.items()}
+
+
 def quantile(sorted_xs: list, q: float):
     """Nearest-rank quantile of an ascending list (None when empty)."""
     if not sorted_xs:

@@ -7,7 +7,7 @@ today (text rows, base64 decoded in Python) and sealed rows whose base64 the ser
 (FROM_BASE64 in the SELECT: binary rows, a quarter fewer bytes on the wire), N = 10 000.
 """
 import harness
-import os, random, statistics, time
+import os
 import orjson, pymysql, data
 from mysql_state import Keyring, MysqlAgentStateStore
 from mysql_state.crypto import PREFIX, RowCipher, NONCE_BYTES
@@ -56,13 +56,7 @@ assert plain() == today() == server_b64() == base
 ops = {"plain: bare SELECT + loads": plain, "sealed, opened as today": today,
        "sealed, base64 decoded by the server": server_b64, "store.get_list plain": lambda: plain_s.get_list("u", "p", "m"),
        "store.get_list encrypted": lambda: enc_s.get_list("u", "e", "m")}
-samples = {k: [] for k in ops}
-rng = random.Random(1)
-for _ in range(12):
-    order = list(ops); rng.shuffle(order)
-    for k in order:
-        t0 = time.perf_counter_ns(); ops[k](); samples[k].append(time.perf_counter_ns() - t0)
-med = {k: statistics.median(v) / 1000 for k, v in samples.items()}
+med = harness.interleaved(ops, 12)
 for k, v in med.items():
     print(f"{k}: {v / 1000:.1f} ms ({v / med['plain: bare SELECT + loads']:.2f}x bare plain)")
 print(f"store: encrypted / plain {med['store.get_list encrypted'] / med['store.get_list plain']:.2f}x;",

@@ -32,19 +32,7 @@ T = f"`{DB}`.`agentscope_sessions`"
 CAT = "__catalog__"
 
 
-def interleaved(ops: dict, rounds: int, before: dict | None = None) -> dict:
-    samples = {k: [] for k in ops}
-    rng = random.Random(1)
-    for _ in range(rounds):
-        order = list(ops)
-        rng.shuffle(order)
-        for k in order:
-            if before and k in before:
-                before[k]()
-            t0 = time.perf_counter_ns()
-            ops[k]()
-            samples[k].append(time.perf_counter_ns() - t0)
-    return {k: statistics.median(v) / 1000 for k, v in samples.items()}
+interleaved = harness.interleaved
 
 
 def show(title: str, res: dict, ref: str | None = None) -> None:

@@ -7,10 +7,6 @@ A session as throughput.py seeds it (~150 AgentScope-shaped messages + a state v
 """
 import harness  # noqa: F401
 
-import random
-import statistics
-import time
-
 import orjson
 import pymysql
 
@@ -48,16 +44,7 @@ def raw_many_loads():
 ops = {"floor: bare SELECT + loads": bare, "get_many's statement (raw, no loads)": raw_many,
        "get_many's statement (raw) + loads": raw_many_loads,
        "store.get_many": lambda: s.get_many("tp", "t", values=["state"], lists=["context"])}
-samples = {k: [] for k in ops}
-rng = random.Random(1)
-for _ in range(300):
-    order = list(ops)
-    rng.shuffle(order)
-    for k in order:
-        t0 = time.perf_counter_ns()
-        ops[k]()
-        samples[k].append(time.perf_counter_ns() - t0)
-med = {k: statistics.median(v) / 1000 for k, v in samples.items()}
+med = harness.interleaved(ops, 300)
 print(f"{len(msgs)} messages; {harness.loadavg_text()}")
 for k, v in med.items():
     print(f"  {k}: {v:.0f} us ({v / med['floor: bare SELECT + loads']:.2f}x)")
