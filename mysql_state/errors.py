@@ -28,6 +28,7 @@ __all__ = [
     "StoreClosedError",
     "SessionNotFoundError",
     "SessionExistsError",
+    "WrongTypeError",
     "MysqlStateWarning",
     "errno_of",
     "tls_failure",
@@ -140,6 +141,21 @@ class SessionNotFoundError(MysqlStateError, LookupError):
 
 class SessionExistsError(MysqlStateError):
     """``fork`` was asked to create a session that already has rows; nothing was written."""
+
+
+class WrongTypeError(MysqlStateError, TypeError):
+    """A list operation (``pop_list``, ``append_list``) on a key that holds a single value, as
+    Redis answers WRONGTYPE: a key is a value or a list, never both. Nothing was written.
+
+    ``session_id`` (the packed id), ``key`` and ``operation`` name the refused call.
+    """
+
+    def __init__(self, session_id: str, key: str, operation: str) -> None:
+        super().__init__(
+            f"{operation} {key!r} of session {session_id!r}: the key holds a single value, not a list; "
+            "nothing was written (read it with get, or replace it by a list with save_list)"
+        )
+        self.session_id, self.key, self.operation = session_id, key, operation
 
 
 class MysqlStateWarning(UserWarning):

@@ -20,6 +20,7 @@ from .errors import (
     SchemaNotFoundError,
     SessionExistsError,
     ValueTooLargeError,
+    WrongTypeError,
     errno_of,
 )
 from .crypto import Keyring, RowCipher, is_sealed, unreadable
@@ -125,6 +126,13 @@ def _rows_are_whole(count: Any, lo: Any, hi: Any, stored: Optional[ListHash]) ->
     return int(count) == stored.n and lo == 0 and hi == stored.n - 1
 
 
+def _refuse_a_value(hash_row: Any, items: Sequence[tuple], sid: str, k: str, operation: str) -> None:
+    """Refuse a list operation on a key that holds a single value: no hash row (of any
+    format) and row 0 alone. (A key is a value or a list, never both: :class:`WrongTypeError`.)"""
+    if hash_row is None and len(items) == 1 and items[0][0] == 0:
+        raise WrongTypeError(sid, k, operation)
+
+
 def _host_list(pool: Any, read_pool: Any, hosts: Optional[Sequence[Any]]) -> Optional[HostPools]:
     """The store's host list from ``hosts=[...]`` (``pool``, if given, first), or None."""
     if hosts is None or isinstance(hosts, HostPools):
@@ -212,6 +220,7 @@ class MysqlAgentStateStore:
         self.pool_size: Optional[int] = _pool_size
         self._snapshots = SnapshotCache(snapshot_bytes)
         self._hints = HashHints()  # the hash row last seen per list: one-statement appends
+        self._damaged: set[tuple[str, str]] = set()  # lists a read found damaged: rewrite on save
         self.keep_history = bool(keep_history)
         self._metrics = Metrics()
         instrument(self._db, self._metrics)
@@ -765,6 +774,8 @@ class MysqlAgentStateStore:
         if w.expected is not None and w.expected != UNVERSIONED and w.expected != before:
             raise StaleStateError(w.key, w.expected, before)
         stored, dig = self._usable(ListHash.parse(row[0] if row else None))
+        if (w.sid, w.key) in self._damaged:
+            stored = None  # a read found its rows damaged: the hash row cannot vouch for them
         planned: Optional[tuple[Plan, Snapshot]] = None
         if snap is not None and stored is not None and stored == snap.hash:
             planned = snap.diff(w.blob, w.values, encode)
@@ -893,6 +904,7 @@ class MysqlAgentStateStore:
         if stored is None:  # no hash row of ours: derive it from the items
             cur.execute(self._sql["LOCK_ITEMS"], (sid, k))
             have = cur.fetchall()
+            _refuse_a_value(row, have, sid, k, "append_list")
             existing = [self._plain(sid, k, r[0], r[1]) for r in have]
             if [r[0] for r in have] != list(range(len(have))):  # gaps: renumber 0..n-1
                 cur.execute(self._sql["DELETE_ITEMS_FROM"], (sid, k, 0))
@@ -1068,7 +1080,20 @@ class MysqlAgentStateStore:
 
     def _check_list(self, rows: Any, sid: str, k: str, offset: int, limit: Optional[int], type
                     ) -> tuple[list, int, Optional[ListHash]]:
-        """Items decoded and checked against the hash row read with them; (items, version, hash)."""
+        """Items decoded and checked against the hash row read with them; (items, version, hash).
+
+        Rows found damaged make this process forget the list (snapshot, hint) and mark it, so
+        that its next save rewrites the rows instead of trusting the hash row (which a row
+        damaged by hand still matches)."""
+        try:
+            return self._checked_list(rows, sid, k, offset, limit, type)
+        except CorruptStateError:
+            self._forget((sid, k))
+            self._damaged.add((sid, k))
+            raise
+
+    def _checked_list(self, rows: Any, sid: str, k: str, offset: int, limit: Optional[int], type
+                      ) -> tuple[list, int, Optional[ListHash]]:
         if offset == 0 and limit is None and (not rows or len(rows[0]) == 1):
             return self._check_whole(rows, sid, k, type)
         rows = list(rows)
@@ -1188,6 +1213,7 @@ class MysqlAgentStateStore:
             have = cur.fetchall()
             if not have:
                 return None
+            _refuse_a_value(row, have, sid, k, "pop_list")
             rest = [self._plain(sid, k, r[0], r[1]) for r in have[:-1]]
             plan = listsync.plan_rewrite(rest)
             plan.new_hash = dig.of(dig.digests(rest))
@@ -1399,6 +1425,7 @@ class MysqlAgentStateStore:
         """Keep what a list save wrote: its snapshot, and its hash row as a hint for appends."""
         self._snapshots.put(key, snap)
         self._hints.put(key, snap.hash if snap is not None else None)
+        self._damaged.discard(key)
 
     def _forget(self, key: Optional[tuple[str, str]] = None, session: Optional[str] = None) -> None:
         self._snapshots.drop(key, session)
