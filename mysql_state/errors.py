@@ -179,6 +179,10 @@ UNAVAILABLE_ERRNOS = frozenset({WSREP_NOT_READY})
 # Lock conflicts that a retry of the whole transaction resolves: deadlock, lock wait timeout.
 RETRYABLE_LOCK_ERRNOS = frozenset({1213, 1205})
 DUPLICATE_KEY = 1062
+#: DDL that another process already ran (concurrent migrations): duplicate column, duplicate
+#: key name, can't drop (already gone). A migration step that meets one is done.
+DUPLICATE_COLUMN = 1060
+ALREADY_DONE_ERRNOS = frozenset({DUPLICATE_COLUMN, 1061, 1091})
 UNKNOWN_DATABASE = 1049
 NO_SUCH_TABLE = 1146
 PACKET_TOO_LARGE = 1153

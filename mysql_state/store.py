@@ -13,6 +13,7 @@ from .history import HistoryItem
 from .metrics import Metrics, instrument
 from .retention import PruneReport
 from .errors import (
+    DUPLICATE_COLUMN,
     DUPLICATE_KEY,
     CorruptStateError,
     StaleStateError,
@@ -336,7 +337,11 @@ class MysqlAgentStateStore:
             cur.execute(sql.TABLE_COLUMNS, (db, table))
             columns = dict(cur.fetchall())
             if "version" not in columns:
-                cur.execute(sql.render(sql.ADD_VERSION_COLUMN, self._table))
+                try:
+                    cur.execute(sql.render(sql.ADD_VERSION_COLUMN, self._table))
+                except Exception as exc:
+                    if errno_of(exc) != DUPLICATE_COLUMN:  # another worker added it meanwhile
+                        raise
             key_collations = {columns.get("session_id"), columns.get("state_key")}
             self.exact_keys = key_collations <= set(sql.EXACT_COLLATIONS)
             self.pads_spaces = not self.exact_keys  # conservative: refuse trailing spaces then
@@ -1402,7 +1407,7 @@ class MysqlAgentStateStore:
         check_int("batch", batch, 1)
         from .reencrypt import reencrypt
 
-        return reencrypt(self, batch)
+        return reencrypt(self._migration_ctx(), batch)
 
     def truncate_all_sessions(self) -> int:
         """Remove every row (``TRUNCATE TABLE``); returns how many rows there were.
@@ -1552,7 +1557,9 @@ class MysqlAgentStateStore:
         return report
 
     def _migration_ctx(self) -> migrations.Ctx:
-        return migrations.Ctx(self._db.run, self._q, self.database_name, self.table_name, self.collation)
+        return migrations.Ctx(self._db.run, self._q, self.database_name, self.table_name, self.collation,
+                              self.max_allowed_packet, self._plain, self._seal, self._digester_of, self._dig,
+                              self._cipher is not None, self._forget)
 
     def migrate(self, dry_run: bool = False) -> list:
         """Apply the schema steps this table still needs (each idempotent, recorded); returns
