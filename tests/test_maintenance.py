@@ -5,13 +5,14 @@ history, and migrations run from two processes at once. Plain SQL on the table i
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import multiprocessing
 import os
 
 import pytest
 
-from mysql_state import UNVERSIONED, MysqlAgentStateStore
+from mysql_state import MysqlAgentStateStore
 from mysql_state.crypto import PREFIX
 from mysql_state.keys import history_session
 
@@ -35,16 +36,10 @@ def ring(*ids: str):
 
 @pytest.fixture
 def open_store(url, database, store):
-    made = []
-
-    def make(encryption=None, **kw):
-        s = MysqlAgentStateStore.from_url(url, database_name=database, encryption=encryption, **kw)
-        made.append(s)
-        return s
-
-    yield make
-    for s in made:
-        s.close()
+    """More stores on the test's table (``encryption=`` a ring or None), closed at the end."""
+    with contextlib.ExitStack() as opened:
+        yield lambda encryption=None, **kw: opened.enter_context(
+            MysqlAgentStateStore.from_url(url, database_name=database, encryption=encryption, **kw))
 
 
 def age(raw, sid: str, days: int = 40) -> None:
