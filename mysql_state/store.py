@@ -1483,8 +1483,9 @@ class MysqlAgentStateStore:
 
     def export(self, user_id: Any = ALL_USERS, sessions: Optional[Sequence[str]] = None):
         """One JSON line per row (keys: the column names, timestamps included), streamed a
-        chunk at a time; ``sessions`` are session ids of ``user_id``. Internal rows (catalog,
-        history) come with their sessions.
+        chunk at a time from ONE consistent snapshot (one connection, as ``mysqldump
+        --single-transaction``); ``sessions`` are session ids of ``user_id`` (which they need:
+        ``None`` for the anonymous user). Internal rows (catalog, history) come with their sessions.
 
         >>> with open("rows.jsonl", "w") as f:  # doctest: +SKIP
         ...     f.writelines(line + "\n" for line in store.export("alice"))
@@ -1495,19 +1496,19 @@ class MysqlAgentStateStore:
             if user_id is ALL_USERS:
                 raise ValueError("export(sessions=...) needs user_id: session ids belong to one user "
                                  "(pass user_id=None for the anonymous user's sessions)")
-            sids = [self._ids(user_id, s)[0] for s in sessions]
-            return transfer.export(self._db.run, self._q, transfer.scopes(user_id, sids, self.exact_keys))
+            sids = list(dict.fromkeys(self._ids(user_id, s)[0] for s in sessions))
+            return transfer.export(self._db.hold, self._q, transfer.scopes(user_id, sids, self.exact_keys))
         if user_id is not ALL_USERS:
             keys.user_prefix(user_id)
-            return transfer.export(self._db.run, self._q, transfer.scopes(user_id, None, self.exact_keys),
-                                   history_of=list)
-        return transfer.export(self._db.run, self._q, transfer.scopes(user_id, None, self.exact_keys))
+        return transfer.export(self._db.hold, self._q, transfer.scopes(user_id, None, self.exact_keys))
 
     def import_rows(self, lines: Any, *, on_conflict: str = "skip", progress: Optional[Callable[[int], None]] = None) -> int:
         """Write rows of an :meth:`export` back, as they were (timestamps included), in batches
-        under ``max_allowed_packet``; ``on_conflict`` "skip" keeps a row that exists, "replace"
-        overwrites it. Returns the rows inserted or changed (importing twice: 0). The catalog
-        of every session imported is made right.
+        under ``max_allowed_packet``, all in ONE transaction (a bad line, a row too large or a
+        lost connection imports nothing); ``on_conflict`` "skip" keeps a key that exists as it
+        is, "replace" replaces every row of each key the import holds. Returns the rows
+        inserted or changed (importing twice: 0). The catalog of every session imported is
+        made right.
 
         >>> with open("rows.jsonl") as f:  # doctest: +SKIP
         ...     store.import_rows(f)
