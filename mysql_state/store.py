@@ -825,11 +825,16 @@ class MysqlAgentStateStore:
         datas = serde.encode_items(values, k, check=False)
         item_digests = dig.digests(datas)
         new_hash, snap = listsync.full_snapshot(blob, datas, item_digests, dig)
-        plan = listsync.plan_cold(datas, item_digests, stored)
+        # Without a hash row of ours a rewrite would do, but it cannot tell what a shrink drops:
+        # with history kept, the stored items are read so the archive gets them.
+        keep = stored is None and self.keep_history
+        plan = None if keep else listsync.plan_cold(datas, item_digests, stored)
         if plan is None:
             cur.execute(self._sql["LOCK_ITEMS"], (sid, k))
             have = cur.fetchall()
-            if [r[0] for r in have] == list(range(len(have))):
+            if keep and not have:  # a new list, as plan_cold would have it
+                plan = listsync.plan_rewrite(datas)
+            elif [r[0] for r in have] == list(range(len(have))):
                 plan = listsync.plan_against_stored(datas, [self._plain(sid, k, r[0], r[1]) for r in have])
             else:  # gaps in item_index: rewrite it whole
                 plan = listsync.plan_rewrite(datas)
@@ -1333,11 +1338,13 @@ class MysqlAgentStateStore:
         hk = keys.hash_key(k)
         cur.execute(self._sql["LOCK_HASH_ROW"], (sid, hk))  # waits for a list writer
         cur.execute(self._sql["DELETE_KEY"], (sid, k, hk))
+        history.drop(cur, self._q, sid, k)  # the key's archived items go with it
         cur.execute(self._sql["SESSION_EXISTS"], (sid,))  # the catalog follows: touched or gone
         if cur.fetchone():
             self._touch(cur, sid)
-        else:
+        else:  # the last key: the session goes whole (history of keys no longer there too)
             cur.execute(self._sql["CATALOG_DELETE"], (sid,))
+            history.drop(cur, self._q, sid)
 
     def list_session_ids(self, user_id: Optional[str], *, consistency: str = "strong") -> set[str]:
         """The session ids of one user (None: anonymous sessions).
@@ -1367,7 +1374,7 @@ class MysqlAgentStateStore:
         1234
         """
         prefix = keys.user_prefix(user_id)
-        check_int("batch", batch, 1)
+        catalog.check_count("batch", batch)
         end = prefix[:-1] + ";"
         # the user's sessions, for their history rows: from the catalog and from the data rows
         sids = {r[0] for r in self._db.run(
@@ -1463,7 +1470,7 @@ class MysqlAgentStateStore:
         >>> [(s.session_id, s.rows) for s in page.items], page.next_cursor  # doctest: +SKIP
         ([('chat-2', 3), ('chat-1', 14)], None)
         """
-        check_int("limit", limit, 1)
+        catalog.check_count("limit", limit)
         if user_id is not ALL_USERS:
             keys.user_prefix(user_id)  # validates
         if cursor is not None and not isinstance(cursor, str):
@@ -1508,8 +1515,9 @@ class MysqlAgentStateStore:
 
     def export(self, user_id: Any = ALL_USERS, sessions: Optional[Sequence[str]] = None):
         """One JSON line per row (keys: the column names, timestamps included), streamed a
-        chunk at a time; ``sessions`` are session ids of ``user_id``. Internal rows (catalog,
-        history) come with their sessions.
+        chunk at a time from ONE consistent snapshot (one connection, as ``mysqldump
+        --single-transaction``); ``sessions`` are session ids of ``user_id`` (which they need:
+        ``None`` for the anonymous user). Internal rows (catalog, history) come with their sessions.
 
         >>> with open("rows.jsonl", "w") as f:  # doctest: +SKIP
         ...     f.writelines(line + "\n" for line in store.export("alice"))
@@ -1517,19 +1525,22 @@ class MysqlAgentStateStore:
         if sessions is not None:
             if isinstance(sessions, str):
                 raise TypeError("sessions must be a list of session ids, not one str")
-            sids = [self._ids(None if user_id is ALL_USERS else user_id, s)[0] for s in sessions]
-            return transfer.export(self._db.run, self._q, transfer.scopes(user_id, sids, self.exact_keys))
+            if user_id is ALL_USERS:
+                raise ValueError("export(sessions=...) needs user_id: session ids belong to one user "
+                                 "(pass user_id=None for the anonymous user's sessions)")
+            sids = list(dict.fromkeys(self._ids(user_id, s)[0] for s in sessions))
+            return transfer.export(self._db.hold, self._q, transfer.scopes(user_id, sids, self.exact_keys))
         if user_id is not ALL_USERS:
             keys.user_prefix(user_id)
-            return transfer.export(self._db.run, self._q, transfer.scopes(user_id, None, self.exact_keys),
-                                   history_of=list)
-        return transfer.export(self._db.run, self._q, transfer.scopes(user_id, None, self.exact_keys))
+        return transfer.export(self._db.hold, self._q, transfer.scopes(user_id, None, self.exact_keys))
 
     def import_rows(self, lines: Any, *, on_conflict: str = "skip", progress: Optional[Callable[[int], None]] = None) -> int:
         """Write rows of an :meth:`export` back, as they were (timestamps included), in batches
-        under ``max_allowed_packet``; ``on_conflict`` "skip" keeps a row that exists, "replace"
-        overwrites it. Returns the rows inserted or changed (importing twice: 0). The catalog
-        of every session imported is made right.
+        under ``max_allowed_packet``, all in ONE transaction (a bad line, a row too large or a
+        lost connection imports nothing); ``on_conflict`` "skip" keeps a key that exists as it
+        is, "replace" replaces every row of each key the import holds. Returns the rows
+        inserted or changed (importing twice: 0). The catalog of every session imported is
+        made right.
 
         >>> with open("rows.jsonl") as f:  # doctest: +SKIP
         ...     store.import_rows(f)
@@ -1547,7 +1558,7 @@ class MysqlAgentStateStore:
         >>> store.prune(timedelta(days=30))  # doctest: +SKIP
         PruneReport(sessions=1200, rows=48000)
         """
-        check_int("batch", batch, 1)
+        catalog.check_count("batch", batch)
         if user_id is not ALL_USERS:
             keys.user_prefix(user_id)
         when = retention.cutoff(self._db.run, older_than)
