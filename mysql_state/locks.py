@@ -91,6 +91,18 @@ class SessionLock:
     # ---- acquire ---------------------------------------------------------------------------
 
     def __enter__(self) -> "SessionLock":
+        self.acquire()
+        self.watch()
+        return self
+
+    def watch(self) -> None:
+        """Have the store's calls made in this thread (or task) check the lease first: the
+        ``with`` block does it; an async wrapper that acquires in a worker thread calls it on
+        the event loop, so the task's calls check it."""
+        _HELD.set(tuple(lease for lease in _HELD.get() if lease._entered and lease is not self) + (self,))
+
+    def acquire(self) -> None:
+        """Take the lock (waiting up to ``timeout``) on a connection of its own."""
         if self._raw is not None:
             raise RuntimeError(f"session_lock {self.session_id!r} is already held by this object (not re-entrant)")
         what = f"session_lock {self.session_id!r}"
@@ -103,8 +115,6 @@ class SessionLock:
         self._con, self._raw, self._pooled = con, raw, pooled
         self._lost = self._reported = False
         self._entered = True
-        _HELD.set(tuple(lease for lease in _HELD.get() if lease._entered) + (self,))
-        return self
 
     def _connect(self, what: str) -> tuple[Any, Any, bool]:
         """A connection for the lock: unpooled to the first host that answers, else (a given
@@ -214,10 +224,16 @@ class SessionLock:
     # ---- release ---------------------------------------------------------------------------
 
     def __exit__(self, exc_type: Any = None, exc: Any = None, tb: Any = None) -> None:
+        _HELD.set(tuple(lease for lease in _HELD.get() if lease is not self and lease._entered))
+        self.release(exc_type is not None)
+
+    def release(self, failing: bool = False) -> None:
+        """Release the lock and close its connection. A lease found lost raises
+        :class:`LockLostError` here, unless that was already reported or ``failing`` (the
+        block is ending with an error of its own, which this must not mask)."""
         con, raw, pooled, lost = self._con, self._raw, self._pooled, self._lost
         self._con = self._raw = None
         self._entered = False
-        _HELD.set(tuple(lease for lease in _HELD.get() if lease is not self and lease._entered))
         if raw is None:
             return
         failed: Optional[BaseException] = None
@@ -230,7 +246,7 @@ class SessionLock:
             except BaseException as e:  # noqa: BLE001 - the connection is closed below, which frees the lock
                 failed = e
         self._close(con, pooled, failed if failed is not None or released else LockLostError("lost"))
-        if not released and not self._reported and exc_type is None:
+        if not released and not self._reported and not failing:
             self._lost, self._reported = True, True
             raise self._lost_error() from failed
 
