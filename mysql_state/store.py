@@ -1262,8 +1262,8 @@ class MysqlAgentStateStore:
         store's pool, so leases never starve the calls they protect; it is not re-entrant. A
         lease whose lock connection dies is lost: the next store call inside the block,
         ``lock.check()`` and the block's end raise :class:`LockLostError`. On a Galera
-        cluster ``GET_LOCK`` is local to one node: there, the
-        versioned saves (``expected_version``) are the guarantee that holds.
+        cluster ``GET_LOCK`` is local to one node: there, the versioned saves
+        (``expected_version``) are the guarantee that holds.
 
         >>> with store.session_lock("alice", "chat-1", timeout=10):  # doctest: +SKIP
         ...     state = repo_load(); run_agent(state); repo_save(state)
