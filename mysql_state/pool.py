@@ -124,6 +124,9 @@ class Connector:
         self.on_commit: Optional[Callable[[Any], None]] = None
         #: Routes reads that opt out of "strong" consistency (a replicas.Router), or None.
         self.replicas: Any = None
+        #: Called as ``guard(what, write)`` before every call, to refuse one by raising (the
+        #: store refuses a write inside its own transaction's fn, and calls in a lost lease).
+        self.guard: Optional[Callable[[str, bool], None]] = None
         self._pools = hosts.pools()
         self._limits = {}
         pool = self.pool
@@ -209,6 +212,8 @@ class Connector:
         A read with ``consistency`` other than ``"strong"`` may go to a replica
         (:mod:`mysql_state.replicas`); ``session`` is the packed session id it reads.
         """
+        if self.guard is not None:
+            self.guard(what, write)
         if consistency != "strong":
             check_consistency(consistency)
             if self.replicas is not None and not write:

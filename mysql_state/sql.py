@@ -264,6 +264,8 @@ RESEAL_ROW = (
 
 GET_LOCK = "SELECT GET_LOCK(%s, %s)"
 RELEASE_LOCK = "SELECT RELEASE_LOCK(%s)"
+#: 1 while this connection holds the named lock (a lease's check).
+LOCK_IS_MINE = "SELECT IS_USED_LOCK(%s) = CONNECTION_ID()"
 TRUNCATE = "TRUNCATE TABLE {t}"
 
 # Bytes a row costs in a multi-row INSERT beyond its escaped values: "(...,1)," and quoting.

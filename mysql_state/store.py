@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence, TypeVar
@@ -27,7 +28,7 @@ from .errors import (
 from .crypto import Keyring, RowCipher, is_sealed, unreadable
 from .listsync import PLAIN, Digester, HashHints, ListHash, Plan, Snapshot, SnapshotCache
 from .locks import SessionLock
-from .transaction import Transaction
+from .transaction import Transaction, guard, running
 from .pool import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_POOL_SIZE,
@@ -225,6 +226,8 @@ class MysqlAgentStateStore:
         self.keep_history = bool(keep_history)
         self._metrics = Metrics()
         instrument(self._db, self._metrics)
+        # Before every call: no write from inside this store's own transaction(fn), none in a lost lease.
+        self._db.guard = functools.partial(guard, self._db)
         self._table = keys.quote_table(self.database_name, self.table_name)
         try:
             self._setup(create_if_not_exist)  # the primary only: replicas get no DDL
@@ -1253,6 +1256,11 @@ class MysqlAgentStateStore:
         nothing: an exception from ``fn`` rolls everything back. ``fn`` is run again on a
         deadlock or a certification conflict, so it must have no effect outside ``tx``.
 
+        Inside ``fn`` write only through ``tx``: a write through the store, or a nested
+        ``store.transaction``, raises :class:`NestedTransactionError` at once (it would wait
+        for this transaction's own locks); a read through the store is allowed and sees
+        committed state only (not ``tx``'s writes, and it locks nothing).
+
         >>> def bump(tx):
         ...     n = tx.get("alice", "chat-1", "turns", default=0)
         ...     tx.save("alice", "chat-1", "turns", n + 1)
@@ -1267,7 +1275,8 @@ class MysqlAgentStateStore:
         def tx(cur: Any) -> T:
             t = Transaction(self, cur)
             try:
-                return fn(t)
+                with running(self._db):
+                    return fn(t)
             finally:
                 touched.update(t.touched)
 
@@ -1285,9 +1294,12 @@ class MysqlAgentStateStore:
 
         Only one holder at a time on one server (MySQL ``GET_LOCK``, named from the packed
         session id); another waits up to ``timeout`` seconds (None: forever), then gets
-        :class:`LockTimeoutError`. The lock lives on a connection held for the block; it is
-        not re-entrant. On a Galera cluster ``GET_LOCK`` is local to one node: there, the
-        versioned saves (``expected_version``) are the guarantee that holds.
+        :class:`LockTimeoutError`. The lock lives on a connection of its own, outside the
+        store's pool, so leases never starve the calls they protect; it is not re-entrant. A
+        lease whose lock connection dies is lost: the next store call inside the block,
+        ``lock.check()`` and the block's end raise :class:`LockLostError`. On a Galera
+        cluster ``GET_LOCK`` is local to one node: there, the versioned saves
+        (``expected_version``) are the guarantee that holds.
 
         >>> with store.session_lock("alice", "chat-1", timeout=10):  # doctest: +SKIP
         ...     state = repo_load(); run_agent(state); repo_save(state)
