@@ -38,7 +38,7 @@ from .pool import (
 )
 from .replicas import DEFAULT_SESSION_WAIT
 
-__all__ = ["MysqlAgentStateStore", "VersionedState", "SavedMany", "UNVERSIONED"]
+__all__ = ["MysqlAgentStateStore", "VersionedState", "SavedMany", "UNVERSIONED", "SAME_USER"]
 
 T = TypeVar("T")
 #: ``save_if_version``'s "nothing written", and its "overwrite whatever is there" argument.
@@ -46,7 +46,8 @@ UNVERSIONED = -1
 DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024
 _NO_LIMIT = 1 << 62  # a LIMIT no list reaches (item_index is an INT), yet valid SQL
 _WARNED: set[tuple[str, str]] = set()
-_SAME_USER: Any = type("SameUser", (), {"__repr__": lambda self: "<same user>"})()  # fork's default
+#: ``fork``'s default ``new_user_id``: the copy belongs to the same user as the original.
+SAME_USER: Any = type("SameUser", (), {"__repr__": lambda self: "<same user>"})()
 
 
 class VersionedState(NamedTuple):
@@ -1430,7 +1431,7 @@ class MysqlAgentStateStore:
         return history.read(lambda fn: self._db.run(fn, f"get_history {k!r}", write=False), self._q,
                             sid, k, offset, limit, _NO_LIMIT, self._decode)
 
-    def fork(self, user_id: Optional[str], session_id: str, new_session_id: str, *, new_user_id: Any = _SAME_USER) -> int:
+    def fork(self, user_id: Optional[str], session_id: str, new_session_id: str, *, new_user_id: Any = SAME_USER) -> int:
         """Copy every row of a session (history included) to a new session in ONE server-side
         statement, atomically; returns the rows copied. ``new_user_id`` defaults to the same
         user (None: anonymous). An existing target raises :class:`SessionExistsError`, an
@@ -1440,7 +1441,7 @@ class MysqlAgentStateStore:
         15
         """
         src, _ = self._ids(user_id, session_id)
-        dst, _ = self._ids(user_id if new_user_id is _SAME_USER else new_user_id, new_session_id)
+        dst, _ = self._ids(user_id if new_user_id is SAME_USER else new_user_id, new_session_id)
         if src == dst:
             raise SessionExistsError(f"fork: the new session {dst!r} is the source itself")
         return transfer.fork(self._db.run, self._q, src, dst, self._sql["LOCK_SESSION"], self._sql["DELETE_SESSION"],
