@@ -22,7 +22,8 @@ from .errors import (
     errno_of,
 )
 from .crypto import Keyring, RowCipher, is_sealed, unreadable
-from .listsync import PLAIN, Digester, HashHints, ListHash, Plan, Snapshot, SnapshotCache
+from .listsync import PLAIN, Digester, ListHash, Plan, Snapshot
+from .cache import LRU
 from .locks import SessionLock
 from .transaction import Transaction
 from .pool import (
@@ -44,6 +45,7 @@ T = TypeVar("T")
 #: ``save_if_version``'s "nothing written", and its "overwrite whatever is there" argument.
 UNVERSIONED = -1
 DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024
+HASH_HINTS = 4096  # lists whose last seen hash row is remembered (for one-statement appends)
 _NO_LIMIT = 1 << 62  # a LIMIT no list reaches (item_index is an INT), yet valid SQL
 _WARNED: set[tuple[str, str]] = set()
 #: ``fork``'s default ``new_user_id``: the copy belongs to the same user as the original.
@@ -202,8 +204,8 @@ class MysqlAgentStateStore:
         self._db, self._metrics = wired.db, wired.metrics
         #: Connections per pool (None for a given pool); the async store sizes its threads to it.
         self.pool_size: Optional[int] = wired.pool_size
-        self._snapshots = SnapshotCache(snapshot_bytes)
-        self._hints = HashHints()  # the hash row last seen per list: one-statement appends
+        self._snapshots: LRU[tuple[str, str], Snapshot] = LRU(max_bytes=snapshot_bytes, size_of=lambda s: s.nbytes)
+        self._hints: LRU[tuple[str, str], ListHash] = LRU(max_entries=HASH_HINTS)  # the hash row last seen: one-statement appends
         self.keep_history = bool(keep_history)
         self._table = keys.quote_table(self.database_name, self.table_name)
         try:
