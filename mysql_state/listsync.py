@@ -124,11 +124,6 @@ class ListHash:
         except (ValueError, KeyError, TypeError):
             return None
 
-    @staticmethod
-    def of(item_digests: Sequence[int]) -> "ListHash":
-        """An unkeyed hash with its checkpoint at 0 (see :meth:`Digester.of`)."""
-        return PLAIN.of(item_digests)
-
     def extended(self, new_digests: Sequence[int]) -> "ListHash":
         """The hash after appending items with these digests (O(new items); the checkpoint stays)."""
         return ListHash(self.n + len(new_digests), (self.total + sum(new_digests)) & _MASK,

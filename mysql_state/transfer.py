@@ -32,9 +32,7 @@ FORK_ROWS = (
     f" UNION ALL SELECT '{keys.CATALOG_SESSION}', %s, 0, '{{}}', 1"
 )
 _SELECT = "SELECT " + ", ".join(COLUMNS) + " FROM {t} WHERE {where}"
-_AFTER = (
-    " AND (session_id > %s OR (session_id = %s AND (state_key > %s OR (state_key = %s AND item_index > %s))))"
-)
+_AFTER = " AND " + sql.KEYSET_AFTER
 _ORDER = " ORDER BY session_id, state_key, item_index LIMIT %s"
 _INSERT_HEAD = "INSERT INTO {t} (" + ", ".join(COLUMNS) + ") VALUES "
 _ROW = "(%s, %s, %s, %s, %s, %s, %s)"
@@ -113,7 +111,7 @@ def export(run: Run, q: Callable[[str], str], where: list[tuple[str, tuple]],
         last: Optional[tuple] = None
         while True:
             statement = q(_SELECT.replace("{where}", clause) + (_AFTER if last else "") + _ORDER)
-            args = params + ((last[0], last[0], last[1], last[1], last[2]) if last else ()) + (CHUNK,)
+            args = params + (sql.after(last) if last else ()) + (CHUNK,)
             rows = run(lambda cur: (cur.execute(statement, args), cur.fetchall())[1], "export", write=False)
             for r in rows:
                 if history_of is not None and keys.is_packed(r[0]):
