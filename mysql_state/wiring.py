@@ -24,18 +24,7 @@ from typing import Any, Optional, Sequence
 
 from .hosts import HostPools
 from .metrics import Metrics
-from .pool import (
-    DEFAULT_CONNECT_TIMEOUT,
-    DEFAULT_POOL_SIZE,
-    DEFAULT_POOL_TIMEOUT,
-    DEFAULT_READ_TIMEOUT,
-    DEFAULT_RETRIES,
-    DEFAULT_WRITE_TIMEOUT,
-    Connector,
-    check_int,
-    check_seconds,
-    make_host_pools,
-)
+from .pool import DEFAULT_POOL_SIZE, DEFAULT_POOL_TIMEOUT, DEFAULT_RETRIES, Connector, check_int, check_seconds, make_host_pools
 from .replicas import DEFAULT_SESSION_WAIT, Router
 
 __all__ = ["Parts", "Wiring", "given", "from_url"]
@@ -116,34 +105,23 @@ def given(
                  session_wait=session_wait)
 
 
-def from_url(
-    url: str,
-    replica_urls: Optional[Sequence[str]] = None,
-    *,
-    pool_size: int = DEFAULT_POOL_SIZE,
-    pool_timeout: float = DEFAULT_POOL_TIMEOUT,
-    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-    read_timeout: float = DEFAULT_READ_TIMEOUT,
-    write_timeout: float = DEFAULT_WRITE_TIMEOUT,
-    retries: int = DEFAULT_RETRIES,
-    session_wait: float = DEFAULT_SESSION_WAIT,
-    **connect_kwargs: Any,
-) -> tuple[Parts, Optional[str]]:
+def from_url(url: str, replica_urls: Optional[Sequence[str]] = None, *, pool_size: int = DEFAULT_POOL_SIZE,
+             pool_timeout: float = DEFAULT_POOL_TIMEOUT, retries: int = DEFAULT_RETRIES,
+             session_wait: float = DEFAULT_SESSION_WAIT, **options: Any) -> tuple[Parts, Optional[str]]:
     """The parts of a store with pools of its own made from ``url`` (a host list is an order
-    of preference) and ``replica_urls``; and the URL's database. Options are checked before
+    of preference) and ``replica_urls``; and the URL's database. ``options`` (timeouts,
+    pymysql keywords) go to :func:`~mysql_state.pool.make_pools`. Options are checked before
     any pool is made."""
     check_int("retries", retries, 0)
     check_seconds("pool_timeout", pool_timeout)
     check_seconds("session_wait", session_wait)
     if isinstance(replica_urls, str):
         replica_urls = [replica_urls]
-    options = dict(pool_size=pool_size, connect_timeout=connect_timeout, read_timeout=read_timeout,
-                   write_timeout=write_timeout, **connect_kwargs)
-    hosts, database = make_host_pools(url, **options)
+    hosts, database = make_host_pools(url, pool_size=pool_size, **options)
     replicas = None
     if replica_urls is not None:  # pools open no connection until used
-        replicas = HostPools([h for u in replica_urls for h in make_host_pools(u, reads_only=True, **options)[0].hosts],
-                             skip_down=True, spread=True)
+        made = [make_host_pools(u, reads_only=True, pool_size=pool_size, **options)[0] for u in replica_urls]
+        replicas = HostPools([h for m in made for h in m.hosts], skip_down=True, spread=True)
     parts = Parts(hosts=hosts, replicas=replicas, owned=True, pool_size=pool_size, pool_timeout=pool_timeout,
                   retries=retries, session_wait=session_wait)
     return parts, database
