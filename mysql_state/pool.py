@@ -249,7 +249,7 @@ class Connector:
         error: Optional[BaseException] = None
         try:
             return self._run(fn, what, write, lock_retry, consistency, session)
-        except BaseException as exc:
+        except Exception as exc:  # an interrupt (KeyboardInterrupt, a cancelled thread) is no error
             error = exc
             raise
         finally:
