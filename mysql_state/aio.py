@@ -200,7 +200,9 @@ class AsyncMysqlAgentStateStore:
     async def export(self, user_id: Any = ALL_USERS, sessions: Optional[Sequence[str]] = None) -> AsyncIterator[str]:
         """``async for line in store.export(...)``: the lines of
         :meth:`MysqlAgentStateStore.export`, streamed (the sync export advanced in a worker
-        thread, :data:`EXPORT_LINES_PER_HOP` lines per hop), in constant memory.
+        thread, :data:`EXPORT_LINES_PER_HOP` lines per hop), in constant memory. The arguments
+        are checked (the sync store's errors) when the iteration starts; stopping early
+        (``break``, ``aclose()``) closes the sync export.
 
         >>> async for line in store.export("alice"):  # doctest: +SKIP
         ...     f.write(line + "\n")
