@@ -130,7 +130,7 @@ class Transaction:
     def save(self, user_id: Optional[str], session_id: str, key: str, value: Any) -> None:
         """Store one value (a list under the key is removed), as :meth:`MysqlAgentStateStore.save`."""
         s = self._store
-        sid, k, text = s._prepare_value(user_id, session_id, key, value)
+        sid, k, text, _ = s._prepare_value(user_id, session_id, key, value)
         if (sid, k) in self._absent:
             # Read as absent: a plain INSERT, so that if another writer created the key since,
             # its duplicate key (1062) makes the store run fn again on what that writer wrote.

@@ -274,7 +274,8 @@ def test_prometheus_names(store):
     metrics.register(store, registry)
     store.save_list("u", "s", "m", [1, 2])
     store.save_list("u", "s", "m", [1])
-    assert registry.get_sample_value("mysql_state_saves_total", {"kind": "shrink"}) == 1.0
+    label = f"{store.database_name}.{store.table_name}"
+    assert registry.get_sample_value("mysql_state_saves_total", {"store": label, "kind": "shrink"}) == 1.0
 
 
 # ---- the command line ------------------------------------------------------------------------
