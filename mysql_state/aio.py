@@ -269,14 +269,27 @@ class AsyncMysqlAgentStateStore:
 
 class AsyncSessionLock:
     """The ``async with`` form of :class:`SessionLock`: acquire and release run in the store's
-    worker threads, so the loop never waits on ``GET_LOCK``."""
+    worker threads, so the loop never waits on ``GET_LOCK``; the lease is watched in the task
+    itself, so every store call the task makes inside the block checks it first (a lost lease
+    raises :class:`~mysql_state.errors.LockLostError` at the next call)."""
 
     def __init__(self, store: AsyncMysqlAgentStateStore, lock: SessionLock) -> None:
         self._store, self._lock = store, lock
 
     async def __aenter__(self) -> "AsyncSessionLock":
-        await self._store._run(self._lock.__enter__)
+        await self._store._run(self._lock.acquire)
+        self._lock.watch()  # in this task's context, which each _run call copies
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self._store._run(self._lock.__exit__, None, None, None)
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self._lock.unwatch()
+        await self._store._run(self._lock.release, exc_type is not None)
+
+    @property
+    def name(self) -> str:
+        """The server-side lock name (see :class:`SessionLock`)."""
+        return self._lock.name
+
+    async def check(self) -> None:
+        """Raise :class:`~mysql_state.errors.LockLostError` unless the lease still holds the lock."""
+        await self._store._run(self._lock.check)

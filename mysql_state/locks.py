@@ -223,8 +223,12 @@ class SessionLock:
 
     # ---- release ---------------------------------------------------------------------------
 
-    def __exit__(self, exc_type: Any = None, exc: Any = None, tb: Any = None) -> None:
+    def unwatch(self) -> None:
+        """Undo :meth:`watch` in this thread (or task)."""
         _HELD.set(tuple(lease for lease in _HELD.get() if lease is not self and lease._entered))
+
+    def __exit__(self, exc_type: Any = None, exc: Any = None, tb: Any = None) -> None:
+        self.unwatch()
         self.release(exc_type is not None)
 
     def release(self, failing: bool = False) -> None:

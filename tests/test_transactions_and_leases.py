@@ -216,6 +216,33 @@ def test_a_lease_whose_connection_is_killed_fails_the_next_store_call(store, oth
     assert store.get("alice", "chat-1", "n") == 3
 
 
+def test_an_async_lease_whose_connection_is_killed_fails_the_tasks_next_store_call(store, url, raw):
+    """The async lease is watched in the task: its next store call raises LockLostError, nothing
+    is written, and a healthy async lease ends quietly."""
+    import asyncio
+
+    from mysql_state.aio import AsyncMysqlAgentStateStore
+
+    store.save("alice", "chat-1", "n", 1)
+    astore = AsyncMysqlAgentStateStore(store, close_store=False)
+
+    async def run():
+        with pytest.raises(LockLostError):
+            async with astore.session_lock("alice", "chat-1", timeout=5) as lease:
+                assert await astore.get("alice", "chat-1", "n") == 1
+                await lease.check()
+                _kill_holder(url, lease.name)
+                with pytest.raises(LockLostError):
+                    await astore.save("alice", "chat-1", "n", 2)
+                await lease.check()
+        async with astore.session_lock("alice", "chat-1", timeout=5):
+            await astore.save("alice", "chat-1", "n", 3)
+        await astore.aclose()
+
+    asyncio.run(run())
+    assert [r[3] for r in raw.rows("alice:chat-1") if r[1] == "n"] == ["3"]
+
+
 def test_a_lease_lost_without_a_store_call_raises_at_the_end_of_the_block(store, url):
     with pytest.raises(LockLostError):
         with store.session_lock("alice", "chat-1", timeout=5) as lock:
