@@ -13,7 +13,9 @@ from .errors import (
     ConflictError,
     CorruptStateError,
     DecryptionError,
+    LockLostError,
     LockTimeoutError,
+    NestedTransactionError,
     StaleStateError,
     StoreClosedError,
     MysqlStateError,
@@ -27,6 +29,7 @@ from .errors import (
     TlsError,
     TlsVerificationError,
     ValueTooLargeError,
+    WrongTypeError,
 )
 from .crypto import Keyring
 from .catalog import ALL_USERS, SessionInfo, SessionPage
@@ -56,10 +59,13 @@ __all__ = [
     "Keyring",
     "StaleStateError",
     "LockTimeoutError",
+    "LockLostError",
+    "NestedTransactionError",
     "StoreClosedError",
     "MysqlStateWarning",
     "SessionNotFoundError",
     "SessionExistsError",
+    "WrongTypeError",
     "ALL_USERS",
     "SessionInfo",
     "SessionPage",

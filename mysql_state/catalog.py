@@ -96,8 +96,7 @@ def user_range(user_id: Any, exact: bool, column: str = "state_key") -> tuple[st
     prefix = keys.user_prefix(user_id)
     if exact:
         return f" AND {column} >= %s AND {column} < %s", (prefix, prefix[:-1] + ";")
-    escaped = prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_")
-    return f" AND {column} LIKE %s ESCAPE '!'", (escaped + "%",)
+    return f" AND {column} LIKE %s ESCAPE '!'", (sql.like_prefix(prefix),)
 
 
 def encode_cursor(updated_at: dt.datetime, sid: str) -> str:
@@ -170,6 +169,21 @@ def sessions(
     more = len(found) > limit
     next_cursor = encode_cursor(page[-1][2], page[-1][0]) if more and page else None
     return SessionPage(items, next_cursor)
+
+
+#: The largest page size or batch the store accepts: it goes into a LIMIT (which takes at most
+#: 2**64 - 1, and a page asks for one row more), so a larger number would be an SQL error.
+MAX_COUNT = 1 << 62
+
+
+def check_count(name: str, value: Any) -> int:
+    """A page size or batch (``limit``, ``batch``): an int from 1 to :data:`MAX_COUNT`; the
+    error names the parameter and is raised before any SQL."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}: {value!r}")
+    if not 1 <= value <= MAX_COUNT:
+        raise ValueError(f"{name} must be between 1 and {MAX_COUNT}, got {value}")
+    return value
 
 
 def check_when(name: str, value: Any) -> Optional[dt.datetime]:

@@ -31,13 +31,20 @@ def repo_turn(url: str, database: str, user: str, session: str, text: str, barri
     asyncio.run(go())
 
 
-def hold_lock(url: str, database: str, seconds: float, started) -> None:
+def hold_lock(url: str, database: str, seconds: float, started, release=None, released=None) -> None:
+    """Hold the lease ``seconds`` (or until ``release`` is set); put the wall-clock time just
+    before letting go in ``released``."""
     from mysql_state import MysqlAgentStateStore
 
     store = MysqlAgentStateStore.from_url(url, database_name=database)
     with store.session_lock("alice", "chat-1", timeout=10):
         started.set()
-        time.sleep(seconds)
+        if release is not None:
+            release.wait(seconds)
+        else:
+            time.sleep(seconds)
+        if released is not None:
+            released.put(time.time())
     store.close()
 
 
@@ -45,10 +52,10 @@ def try_lock(url: str, database: str, timeout: float, results) -> None:
     from mysql_state import LockTimeoutError, MysqlAgentStateStore
 
     store = MysqlAgentStateStore.from_url(url, database_name=database)
-    t0 = time.monotonic()
+    t0, began = time.monotonic(), time.time()
     try:
         with store.session_lock("alice", "chat-1", timeout=timeout):
-            results.put(("got", time.monotonic() - t0))
+            results.put(("got", time.monotonic() - t0, began, time.time()))
     except LockTimeoutError as exc:
         results.put(("timeout", time.monotonic() - t0, str(exc)))
     finally:
@@ -70,3 +77,18 @@ def pop_or_append(url: str, database: str, role: str, count: int, results) -> No
                 got.append(item)
     store.close()
     results.put((role, got))
+
+
+def open_and_migrate(url: str, database: str, barrier, results) -> None:
+    """A worker's start-up: open the store and migrate, at the same moment as the others."""
+    from mysql_state import MysqlAgentStateStore
+
+    barrier.wait(60)
+    try:
+        store = MysqlAgentStateStore.from_url(url, database_name=database, pool_size=2)
+        try:
+            results.put(("ok", [s.name for s in store.migrate()]))
+        finally:
+            store.close()
+    except Exception as exc:  # noqa: BLE001 - reported to the test
+        results.put(("error", f"{type(exc).__name__}: {exc}"))
