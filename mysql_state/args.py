@@ -1,0 +1,116 @@
+"""Argument checks of the store's calls, before any SQL: ids, versions, windows, sizes.
+
+Each check raises a clear error naming the value and the rule; the ``prepare_*`` functions
+also encode what a call writes (JSON, sealed for its place), so an engine receives only
+checked, encoded input. Used by the facade (:mod:`mysql_state.store`) and by
+:class:`~mysql_state.transaction.Transaction`, so a call inside a transaction is checked
+exactly as outside one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from . import keys, serde
+from .errors import ValueTooLargeError
+from .listsync import Plan
+from .results import UNVERSIONED
+from .sql import NO_LIMIT
+from .table import Table
+
+__all__ = ["ids", "key_ids", "version", "window", "check_size", "check_upserts",
+           "prepare_value", "prepare_list", "prepare_append"]
+
+
+def ids(t: Table, user_id: Optional[str], session_id: str, key: Optional[str] = None, *,
+        is_list: bool = False) -> tuple[str, Optional[str]]:
+    """Validate and pack ids: ``(packed session id, key)``; ``key=None`` means the whole session."""
+    sid = keys.pack(user_id, session_id)
+    k = keys.state_key(key, is_list=is_list, exact=t.exact_keys) if key is not None else None
+    if t.pads_spaces:
+        for what, v in (("user_id", user_id or ""), ("session_id", session_id), ("key", k or "")):
+            if v.endswith(" "):
+                raise ValueError(
+                    f"{what} {v!r} ends with a space, and this table's collation ignores "
+                    "trailing spaces (so it would share a row with the trimmed id); make the "
+                    "key columns exact (see the warning at open) to allow it"
+                )
+    return sid, k
+
+
+def key_ids(t: Table, user_id: Optional[str], session_id: str, key: str, *, is_list: bool = False) -> tuple[str, str]:
+    """:func:`ids` for calls whose key is required (None is refused, naming ``key``)."""
+    if key is None:
+        raise TypeError("key must be a str, got None")
+    return ids(t, user_id, session_id, key, is_list=is_list)  # type: ignore[return-value]
+
+
+def version(v: Any, name: str) -> int:
+    """An expected version: an int >= -1 (``UNVERSIONED``)."""
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise TypeError(f"{name} must be an int, got {type(v).__name__}: {v!r}")
+    if v < UNVERSIONED:
+        raise ValueError(f"{name} {v} must be >= -1 (UNVERSIONED)")
+    return v
+
+
+def window(offset: Any, limit: Any) -> tuple[int, Optional[int]]:
+    """Check ``offset``/``limit`` and bring huge ones within what SQL accepts (same answer)."""
+    for name, v in (("offset", offset), ("limit", limit)):
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
+            raise TypeError(f"{name} must be an int, got {type(v).__name__}: {v!r}")
+    if offset is None:
+        raise TypeError("offset must be an int, got None")
+    if limit is not None and limit < 0:
+        raise ValueError(f"limit {limit} must be >= 0 (or None for no limit)")
+    offset = max(-NO_LIMIT, min(offset, NO_LIMIT))
+    if limit is not None and limit >= NO_LIMIT:
+        limit = None
+    return offset, limit
+
+
+def check_size(t: Table, data: bytes, what: str) -> None:
+    """Refuse a value whose statement would exceed the server's ``max_allowed_packet``."""
+    need = t.sealer.stored_size(data) + 2 * 4 * 2 * keys.MAX_ID_CHARS + 256
+    if need > t.max_allowed_packet:
+        raise ValueTooLargeError(
+            f"{what}: the value's JSON is {len(data)} bytes ({need} bytes in the statement), "
+            f"more than the server's max_allowed_packet of {t.max_allowed_packet} bytes; "
+            "nothing was written"
+        )
+
+
+def check_upserts(t: Table, k: str, plan: Plan, values: Sequence[Any]) -> None:
+    """Refuse, before writing, an item a plan writes that holds NaN/inf or is too large.
+
+    Called by the list engine once the plan is known: only the items written are checked
+    (a warm save of a long list checks its new turn, not every item again)."""
+    for i, d in plan.upserts:
+        serde.check_finite(values[i], d, k, i)
+        check_size(t, d, f"item {i} of list {k!r}")
+
+
+def prepare_value(t: Table, user_id: Optional[str], session_id: str, key: str, value: Any) -> tuple[str, str, str]:
+    """A value save checked and encoded: (packed session id, key, stored text)."""
+    sid, k = key_ids(t, user_id, session_id, key)
+    data = serde.encode(value, k)
+    check_size(t, data, f"save {k!r}")
+    return sid, k, t.sealer.seal(sid, k, 0, data).decode()
+
+
+def prepare_list(t: Table, user_id: Optional[str], session_id: str, key: str,
+                 values: Any) -> tuple[str, str, Sequence[Any], bytes]:
+    """A list save checked and encoded: (packed session id, key, the items, the list's JSON)."""
+    sid, k = key_ids(t, user_id, session_id, key, is_list=True)
+    values = serde.check_sequence(values, "values")
+    return sid, k, values, serde.encode_list(values, k)
+
+
+def prepare_append(t: Table, user_id: Optional[str], session_id: str, key: str,
+                   items: Any) -> tuple[str, str, list[bytes]]:
+    """An append checked and encoded: (packed session id, key, the new items' JSON)."""
+    sid, k = key_ids(t, user_id, session_id, key, is_list=True)
+    datas = serde.encode_items(serde.check_sequence(items, "items"), k)
+    for i, d in enumerate(datas):
+        check_size(t, d, f"new item {i} of list {k!r}")
+    return sid, k, datas
