@@ -9,7 +9,7 @@ exactly as outside one.
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from . import keys, serde
 from .errors import ValueTooLargeError
@@ -19,7 +19,7 @@ from .sql import NO_LIMIT
 from .table import Table
 
 __all__ = ["ids", "key_ids", "version", "window", "check_size", "check_upserts",
-           "prepare_value", "prepare_list", "prepare_append"]
+           "save_many", "prepare_value", "prepare_list", "prepare_append"]
 
 
 def ids(t: Table, user_id: Optional[str], session_id: str, key: Optional[str] = None, *,
@@ -88,6 +88,23 @@ def check_upserts(t: Table, k: str, plan: Plan, values: Sequence[Any]) -> None:
     for i, d in plan.upserts:
         serde.check_finite(values[i], d, k, i)
         check_size(t, d, f"item {i} of list {k!r}")
+
+
+def save_many(values: Any, lists: Any, expected_versions: Any) -> tuple[dict, dict, dict]:
+    """``save_many``'s mappings checked: (values, lists, expected versions) as dicts."""
+    for name, m in (("values", values), ("lists", lists), ("expected_versions", expected_versions)):
+        if m is not None and not isinstance(m, Mapping):
+            raise TypeError(f"{name} must be a mapping of key to {name[:-1]}, got {type(m).__name__}")
+    value_map, list_map, expected = dict(values or {}), dict(lists or {}), dict(expected_versions or {})
+    both = set(value_map) & set(list_map)
+    if both:
+        raise ValueError(f"keys {sorted(both)} are given both as a value and as a list")
+    unknown = set(expected) - set(value_map) - set(list_map)
+    if unknown:
+        raise ValueError(f"expected_versions names keys {sorted(unknown)} that are not saved")
+    for k, v in expected.items():
+        version(v, f"expected_versions[{k!r}]")
+    return value_map, list_map, expected
 
 
 def prepare_value(t: Table, user_id: Optional[str], session_id: str, key: str, value: Any) -> tuple[str, str, str]:

@@ -184,10 +184,6 @@ class MysqlAgentStateStore:
         over to the next (:mod:`mysql_state.hosts`). ``replica_urls`` (read-only users
         suffice) serve reads made with ``consistency="session"`` or ``"eventual"``
         (:mod:`mysql_state.replicas`); their database is this store's.
-
-        >>> with MysqlAgentStateStore.from_url("mysql://root@127.0.0.1:3306/agentscope") as s:
-        ...     s.exists("alice", "chat-1")  # doctest: +SKIP
-        False
         """
         check_int("snapshot_bytes", snapshot_bytes, 0)
         check_int("retries", retries, 0)
@@ -223,46 +219,43 @@ class MysqlAgentStateStore:
     # ---- single values -------------------------------------------------------------------------
 
     def save(self, user_id: Optional[str], session_id: str, key: str, value: Any) -> None:
-        """Store one value at ``key`` (upsert; its version grows by one); a list under the key
-        is removed.
+        """Store one value at ``key`` (its version grows by one); a list under the key is removed."""
+        self.save_if_version(user_id, session_id, key, value, UNVERSIONED)
 
-        >>> store.save("alice", "chat-1", "summary", {"text": "talked about MySQL"})  # doctest: +SKIP
-        """
-        t = self.table
+    def save_if_version(self, user_id: Optional[str], session_id: str, key: str, value: Any,
+                        expected_version: int) -> int:
+        """Compare-and-set: write only if the key's version is ``expected_version`` (``0``:
+        absent, ``UNVERSIONED``: whatever it is); the new version, or ``UNVERSIONED`` when
+        nothing was written. A list's version is its hash row's; a value written removes it."""
+        want, t = args.version(expected_version, "expected_version"), self.table
         sid, k, text = args.prepare_value(t, user_id, session_id, key, value)
-        self._db.run(lambda cur: value_engine.write(cur, t, sid, k, text), f"save {k!r}", write=True, session=sid)
-        self._forget((sid, k))
-        self._metrics.saved("value", 1, len(text))
+        version = self._db.run(lambda cur: value_engine.compare_and_set(cur, t, sid, k, text, want),
+                               f"save {k!r}" if want == UNVERSIONED else f"save_if_version {k!r}",
+                               write=True, session=sid)
+        if version == UNVERSIONED:
+            self._metrics.stale()
+        else:
+            self._forget((sid, k))
+            self._metrics.saved("value", 1, len(text))
+        return version
 
     def get(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None,
             default: Any = None, *, consistency: str = "strong") -> Any:
-        """The value at ``key`` (an instance of ``type`` when given), or ``default``.
-
-        As in the Java store, the value is the row at ``item_index = 0``: for a key that holds
-        a list that is its first item (read lists with :meth:`get_list`). ``consistency`` (every
-        read method has it): ``"strong"`` reads the primary, ``"session"`` or ``"eventual"`` may
-        read a replica (see :mod:`mysql_state.replicas`).
-
-        >>> store.get("alice", "chat-1", "summary")  # doctest: +SKIP
-        {'text': 'talked about MySQL'}
-        """
+        """The value at ``key`` (an instance of ``type`` when given), or ``default``: the row at
+        ``item_index = 0``, as in the Java store (for a list, its first item). ``consistency``
+        (every read has it): ``"strong"`` reads the primary, ``"session"``/``"eventual"`` may
+        read a replica (:mod:`mysql_state.replicas`)."""
         found = self._read_value(user_id, session_id, key, type, consistency)
         return default if found is None or (found[2] and found[0] is None) else found[0]
 
     def get_versioned(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None, *,
                       consistency: str = "strong") -> VersionedState:
-        """The value and its version; ``(None, 0)`` when absent.
-
-        For a key that holds a list: its row 0 and the list's version (its hash row's), the
-        version that :meth:`save_if_version` checks before it replaces the list by a value.
-
-        >>> value, version = store.get_versioned("alice", "chat-1", "plan")  # doctest: +SKIP
-        """
+        """The value and its version (a list's: its hash row's, which ``save_if_version``
+        checks); ``(None, 0)`` when absent."""
         found = self._read_value(user_id, session_id, key, type, consistency)
         return VersionedState(None, 0) if found is None else VersionedState(found[0], found[1])
 
     def _read_value(self, user_id, session_id, key, model, consistency) -> Optional[tuple[Any, int, bool]]:
-        """(row 0's value, the key's version, is it a list) in one statement; None when absent."""
         t = self.table
         sid, k = args.key_ids(t, user_id, session_id, key)
         model = serde.check_type(model)
@@ -270,74 +263,44 @@ class MysqlAgentStateStore:
                             consistency=consistency, session=sid)
         return value_engine.value_of(t, sid, k, rows, model)
 
-    def save_if_version(self, user_id: Optional[str], session_id: str, key: str, value: Any,
-                        expected_version: int) -> int:
-        """Compare-and-set: write only if the stored version is ``expected_version``.
-
-        ``0`` creates the key if absent; ``UNVERSIONED`` (-1) overwrites unconditionally.
-        Returns the new version, or ``UNVERSIONED`` when nothing was written. A list under
-        the key has the version of its hash row, and is removed when the value is written.
-
-        >>> v = store.save_if_version("alice", "chat-1", "plan", {"step": 1}, 0)  # doctest: +SKIP
-        >>> store.save_if_version("alice", "chat-1", "plan", {"step": 2}, v)  # doctest: +SKIP
-        2
-        """
-        want = args.version(expected_version, "expected_version")
-        t = self.table
-        sid, k, text = args.prepare_value(t, user_id, session_id, key, value)
-        if want == UNVERSIONED:
-            version = self._db.run(lambda cur: value_engine.write(cur, t, sid, k, text), f"save {k!r}", write=True,
-                                   session=sid)
-        else:
-            version = self._db.run(lambda cur: value_engine.compare_and_set(cur, t, sid, k, text, want),
-                                   f"save_if_version {k!r}", write=True, session=sid)
-        if version != UNVERSIONED:
-            self._forget((sid, k))
-            self._metrics.saved("value", 1, len(text))
-        else:
-            self._metrics.stale()
-        return version
-
     def get_prefix(self, user_id: Optional[str], session_id: str, prefix: str = "", *, versioned: bool = False,
                    consistency: str = "strong") -> dict[str, Any]:
-        """Every single value of one session whose key starts with ``prefix`` (``""``: all of
-        them), in key order, in ONE statement reading a primary-key range: a key-range read for
-        indexes kept as values (ADK's session index, LangGraph's namespaces). Keys that hold a
-        list are left out (read them with :meth:`get_list`); ``versioned=True`` gives each as a
-        :class:`VersionedState`.
-
-        >>> store.get_prefix("alice", "chat-1", "plan/")  # doctest: +SKIP
-        {'plan/1': {...}, 'plan/2': {...}}
-        """
+        """The single values of one session whose key starts with ``prefix`` (``""``: all), in
+        key order, read as ONE primary-key range (indexes kept as values: ADK's, LangGraph's);
+        keys holding a list are left out; ``versioned=True`` gives :class:`VersionedState` s."""
         t = self.table
         sid, _ = args.ids(t, user_id, session_id)
         if not isinstance(prefix, str):
             raise TypeError(f"prefix must be a str, got {type(prefix).__name__}: {prefix!r}")
         rows = self._db.run(lambda cur: value_engine.read_prefix(cur, t, sid, prefix), "get_prefix", write=False,
                             consistency=consistency, session=sid)
-        found = value_engine.prefix_values(t, sid, prefix, rows)
-        return {k: VersionedState(v, n) if versioned else v for k, v, n in found}
+        return {k: VersionedState(v, n) if versioned else v for k, v, n in value_engine.prefix_values(t, sid, prefix, rows)}
 
     # ---- lists ---------------------------------------------------------------------------------
 
     def save_list(self, user_id: Optional[str], session_id: str, key: str, values: Sequence[Any]) -> None:
-        """Store the whole list at ``key``, writing only the items that changed.
-
-        An empty list clears it; a shorter list removes the rows past its end.
-
-        >>> store.save_list("alice", "chat-1", "memory", messages)  # doctest: +SKIP
-        """
+        """Store the whole list at ``key``, writing only the items that changed (an empty list
+        clears it; a shorter one removes the rows past its end)."""
         self._save_list(user_id, session_id, key, values)
 
     def save_list_report(self, user_id: Optional[str], session_id: str, key: str, values: Sequence[Any]) -> SaveReport:
-        """:meth:`save_list`, returning what it wrote: a :class:`SaveReport` (``kind`` of save,
-        ``rows_written``, the list's new ``version``)."""
+        """:meth:`save_list`, returning what it wrote: a :class:`SaveReport` (``kind``,
+        ``rows_written``, the new ``version``)."""
         w, plan = self._save_list(user_id, session_id, key, values)
         return list_write.report(plan, w.version)
 
+    def save_list_if_version(self, user_id: Optional[str], session_id: str, key: str, values: Sequence[Any],
+                             expected_version: int) -> int:
+        """:meth:`save_list` as a compare-and-set, with the contract of :meth:`save_if_version`
+        (the version is the list's hash row's, as :meth:`get_list_versioned` reads it)."""
+        want = args.version(expected_version, "expected_version")
+        try:
+            return self._save_list(user_id, session_id, key, values, want)[0].version
+        except StaleStateError:
+            return UNVERSIONED
+
     def _save_list(self, user_id, session_id, key, items, expected: Optional[int] = None) -> tuple[ListWrite, Plan]:
-        w = self._list_write(user_id, session_id, key, items, expected)
-        t = self.table
+        w, t = self._list_write(user_id, session_id, key, items, expected), self.table
         what = f"save_list {w.key!r}" if expected is None else f"save_list_if_version {w.key!r}"
         try:
             with w.lock():
@@ -358,55 +321,17 @@ class MysqlAgentStateStore:
         self._remember((w.sid, w.key), w.new_snapshot)
         self._metrics.saved(plan.kind, len(plan.upserts), sum(len(d) for _, d in plan.upserts))
 
-    def save_list_if_version(self, user_id: Optional[str], session_id: str, key: str, values: Sequence[Any],
-                             expected_version: int) -> int:
-        """:meth:`save_list` as a compare-and-set: only if the list's version is ``expected_version``.
-
-        The contract of :meth:`save_if_version`: ``0`` creates the list if the key is absent,
-        ``UNVERSIONED`` (-1) saves unconditionally; returns the new version (the list's hash
-        row version, as :meth:`get_list_versioned` reads it), or ``UNVERSIONED`` when nothing
-        was written. Still writes only the items that changed.
-
-        >>> items, version = store.get_list_versioned("alice", "chat-1", "memory")  # doctest: +SKIP
-        >>> store.save_list_if_version("alice", "chat-1", "memory", items + [msg], version)  # doctest: +SKIP
-        """
-        want = args.version(expected_version, "expected_version")
-        try:
-            return self._save_list(user_id, session_id, key, values, want)[0].version
-        except StaleStateError:
-            return UNVERSIONED
-
     def save_many(self, user_id: Optional[str], session_id: str, values: Optional[Mapping[str, Any]] = None,
                   lists: Optional[Mapping[str, Sequence[Any]]] = None, *,
                   expected_versions: Optional[Mapping[str, int]] = None) -> SavedMany:
-        """Save several values and lists of one session in ONE transaction (all or nothing).
-
-        Lists are saved as :meth:`save_list` does (only what changed); returns each list's
-        :class:`SaveReport` (a dict), with the new version of every key in ``.versions``.
-        ``expected_versions`` (key -> the version read, ``0`` for absent) makes it a
-        compare-and-set: when any key holds another version, :class:`StaleStateError` names it
-        and nothing is written.
-
-        >>> store.save_many("alice", "chat-1", values={"summary": s}, lists={"context": msgs})  # doctest: +SKIP
-        """
-        for name, m in (("values", values), ("lists", lists), ("expected_versions", expected_versions)):
-            if m is not None and not isinstance(m, Mapping):
-                raise TypeError(f"{name} must be a mapping of key to {name[:-1]}, got {type(m).__name__}")
-        value_map, list_map, expected = dict(values or {}), dict(lists or {}), dict(expected_versions or {})
-        both = set(value_map) & set(list_map)
-        if both:
-            raise ValueError(f"keys {sorted(both)} are given both as a value and as a list")
-        unknown = set(expected) - set(value_map) - set(list_map)
-        if unknown:
-            raise ValueError(f"expected_versions names keys {sorted(unknown)} that are not saved")
-        for k, v in expected.items():
-            args.version(v, f"expected_versions[{k!r}]")
-        writes = [self._list_write(user_id, session_id, k, v) for k, v in sorted(list_map.items())]
-        for w in writes:
-            w.expected = expected.get(w.key)
-        t = self.table
+        """Save values and lists of one session in ONE transaction (all or nothing), lists as
+        :meth:`save_list` does: a :class:`SavedMany` (each list's :class:`SaveReport`, every new
+        version in ``.versions``). ``expected_versions`` (key -> version read, 0: absent) makes
+        it a compare-and-set: another version raises :class:`StaleStateError`, nothing written."""
+        value_map, list_map, expected = args.save_many(values, lists, expected_versions)
+        writes = [self._list_write(user_id, session_id, k, v, expected.get(k)) for k, v in sorted(list_map.items())]
+        t, sid = self.table, keys.pack(user_id, session_id)
         prepared = [args.prepare_value(t, user_id, session_id, k, v) for k, v in sorted(value_map.items())]
-        sid = keys.pack(user_id, session_id)
         if not writes and not prepared:
             return SavedMany()
         with contextlib.ExitStack() as stack:
@@ -430,11 +355,7 @@ class MysqlAgentStateStore:
         return result
 
     def append_list(self, user_id: Optional[str], session_id: str, key: str, items: Sequence[Any]) -> int:
-        """Add ``items`` after the end of the list without re-sending it; returns the new length.
-
-        >>> store.append_list("alice", "chat-1", "memory", [reply])  # doctest: +SKIP
-        12
-        """
+        """Add ``items`` after the end of the list without re-sending it; returns the new length."""
         t = self.table
         sid, k, datas = args.prepare_append(t, user_id, session_id, key, items)
         if not datas:
@@ -456,21 +377,14 @@ class MysqlAgentStateStore:
 
     def get_list(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None, *,
                  offset: int = 0, limit: Optional[int] = None, consistency: str = "strong") -> list:
-        """The list's items in order; ``offset``/``limit`` read a window in one query.
-
-        A negative ``offset`` counts from the end: ``offset=-50`` gives the last 50. Rows that
-        disagree with the list's hash row (a missing item) raise :class:`CorruptStateError`.
-
-        >>> store.get_list("alice", "chat-1", "memory", offset=-50)  # doctest: +SKIP
-        """
+        """The list's items in order; ``offset``/``limit`` read a window in one query, a negative
+        ``offset`` counts from the end. Rows that disagree with the list's hash row (a missing
+        item) raise :class:`CorruptStateError`."""
         return self._get_list(user_id, session_id, key, type, offset, limit, consistency)[0]
 
     def get_list_versioned(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None, *,
                            consistency: str = "strong") -> VersionedState:
-        """The whole list and its version, read in one statement; ``([], 0)`` when absent.
-
-        >>> items, version = store.get_list_versioned("alice", "chat-1", "memory")  # doctest: +SKIP
-        """
+        """The whole list and its version, read in one statement; ``([], 0)`` when absent."""
         return VersionedState(*self._get_list(user_id, session_id, key, type, 0, None, consistency))
 
     def _get_list(self, user_id, session_id, key, model, offset, limit, consistency) -> tuple[list, int]:
@@ -487,13 +401,8 @@ class MysqlAgentStateStore:
 
     def get_many(self, user_id: Optional[str], session_id: str, values: Sequence[str] = (),
                  lists: Sequence[str] = (), *, versioned: bool = False, consistency: str = "strong") -> dict[str, Any]:
-        """Values and whole lists of one session in ONE statement: one consistent snapshot, one
-        round trip. Missing keys are absent from the result; ``versioned=True`` gives each as
-        a :class:`VersionedState` (value, version).
-
-        >>> store.get_many("alice", "chat-1", values=["summary"], lists=["context"])  # doctest: +SKIP
-        {'summary': {...}, 'context': [...]}
-        """
+        """Values and whole lists of one session in ONE statement (one snapshot, one round trip);
+        missing keys are left out; ``versioned=True`` gives :class:`VersionedState` s."""
         t = self.table
         value_keys = [args.key_ids(t, user_id, session_id, k)[1] for k in serde.check_keys(values, "values")]
         list_keys = [args.key_ids(t, user_id, session_id, k, is_list=True)[1] for k in serde.check_keys(lists, "lists")]
@@ -506,30 +415,18 @@ class MysqlAgentStateStore:
         rows = self._db.run(lambda cur: list_read.read_many(cur, t, sid, value_keys, list_keys), "get_many",
                             write=False, consistency=consistency, session=sid)
         found = list_read.check_many(t, rows, sid, value_keys, list_keys)
-        if versioned:
-            return {k: VersionedState(*vv) for k, vv in found.items()}
-        return {k: v for k, (v, _) in found.items()}
+        return {k: VersionedState(*vv) if versioned else vv[0] for k, vv in found.items()}
 
     def list_length(self, user_id: Optional[str], session_id: str, key: str, *, consistency: str = "strong") -> int:
-        """Number of items, read from the hash row (no scan of the items).
-
-        >>> store.list_length("alice", "chat-1", "memory")  # doctest: +SKIP
-        12
-        """
+        """Number of items, read from the hash row (no scan of the items)."""
         t = self.table
         sid, k = args.key_ids(t, user_id, session_id, key, is_list=True)
         return self._db.run(lambda cur: list_read.length(cur, t, sid, k), f"list_length {k!r}", write=False,
                             consistency=consistency, session=sid)
 
     def pop_list(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None) -> Any:
-        """Remove and return the last item of a list, atomically (None when it is empty).
-
-        The hash row stays exact; a concurrent ``append_list`` is never lost, and no item is
-        popped twice (both lock the list's hash row).
-
-        >>> store.pop_list("alice", "chat-1", "memory")  # doctest: +SKIP
-        {'role': 'assistant', 'text': '...'}
-        """
+        """Remove and return the last item, atomically (None when empty); the hash row stays
+        exact, a concurrent ``append_list`` is never lost, no item is popped twice."""
         t = self.table
         sid, k = args.key_ids(t, user_id, session_id, key, is_list=True)
         model = serde.check_type(type)
@@ -537,22 +434,12 @@ class MysqlAgentStateStore:
         self._forget((sid, k))
         return None if popped is None else t.sealer.decode(sid, k, popped[0], popped[1], model)
 
+    # ---- transactions and locks ----------------------------------------------------------------
+
     def transaction(self, fn: Callable[[Transaction], T]) -> T:
-        """Run ``fn(tx)`` in ONE database transaction and return its result.
-
-        ``tx`` offers ``get``, ``get_list``, ``list_length``, ``save``, ``save_list``,
-        ``append_list`` and ``delete`` with the store's signatures, across any sessions. Reads
-        lock what they read, so a read-modify-write never loses a concurrent update. All or
-        nothing: an exception from ``fn`` rolls everything back. ``fn`` is run again on a
-        deadlock or a certification conflict, so it must have no effect outside ``tx``.
-
-        >>> def bump(tx):
-        ...     n = tx.get("alice", "chat-1", "turns", default=0)
-        ...     tx.save("alice", "chat-1", "turns", n + 1)
-        ...     return n + 1
-        >>> store.transaction(bump)  # doctest: +SKIP
-        1
-        """
+        """Run ``fn(tx)`` in ONE database transaction, across sessions, and return its result;
+        ``tx`` (a :class:`Transaction`) has the store's reads and writes, reads lock what they
+        read, and ``fn`` may run again on a deadlock (see :mod:`mysql_state.transaction`)."""
         if not callable(fn):
             raise TypeError(f"fn must be a callable taking the transaction, got {type(fn).__name__}")
         touched: set = set()
@@ -568,23 +455,11 @@ class MysqlAgentStateStore:
             return self._db.run(tx, "transaction", write=True, session=None)  # any sessions
         finally:
             for sid, k in touched:
-                if k is None:
-                    self._forget(session=sid)
-                else:
-                    self._forget((sid, k))
+                self._forget(None if k is None else (sid, k), session=sid if k is None else None)
 
     def session_lock(self, user_id: Optional[str], session_id: str, timeout: Optional[float] = 10) -> SessionLock:
-        """A lease on one session across processes: ``with store.session_lock(u, s):``.
-
-        Only one holder at a time on one server (MySQL ``GET_LOCK``, named from the packed
-        session id); another waits up to ``timeout`` seconds (None: forever), then gets
-        :class:`LockTimeoutError`. The lock lives on a connection held for the block; it is
-        not re-entrant. On a Galera cluster ``GET_LOCK`` is local to one node: there, the
-        versioned saves (``expected_version``) are the guarantee that holds.
-
-        >>> with store.session_lock("alice", "chat-1", timeout=10):  # doctest: +SKIP
-        ...     state = repo_load(); run_agent(state); repo_save(state)
-        """
+        """A lease on one session across processes (``GET_LOCK``, one holder per server; wait up
+        to ``timeout`` seconds, None: forever): ``with store.session_lock(u, s):`` (:mod:`mysql_state.locks`)."""
         sid, _ = args.ids(self.table, user_id, session_id)
         if timeout is not None:
             check_seconds("timeout", timeout)
@@ -593,79 +468,40 @@ class MysqlAgentStateStore:
     # ---- sessions ------------------------------------------------------------------------------
 
     def exists(self, user_id: Optional[str], session_id: str, *, consistency: str = "strong") -> bool:
-        """True while the session has any row.
-
-        >>> store.exists("alice", "chat-1")  # doctest: +SKIP
-        True
-        """
+        """True while the session has any row."""
         t = self.table
         sid, _ = args.ids(t, user_id, session_id)
         return self._db.run(lambda cur: sessions.exists(cur, t, sid), "exists", write=False,
                             consistency=consistency, session=sid)
 
     def delete(self, user_id: Optional[str], session_id: str, key: Optional[str] = None) -> None:
-        """Delete the whole session, or one key (a list with its hash row).
-
-        It waits for writers of the session in flight, so nothing they write is left behind.
-
-        >>> store.delete("alice", "chat-1", "memory")  # doctest: +SKIP
-        >>> store.delete("alice", "chat-1")  # doctest: +SKIP
-        """
+        """Delete the whole session, or one key (a list with its hash row), after the session's
+        writers in flight (nothing they write is left behind)."""
         t = self.table
         sid, k = args.ids(t, user_id, session_id, key)
         if k is None:
             self._db.run(lambda cur: sessions.delete_session(cur, t, sid), "delete", write=True, session=sid)
-            self._forget(session=sid)
         else:
             self._db.run(lambda cur: sessions.delete_key(cur, t, sid, k), f"delete {k!r}", write=True, session=sid)
-            self._forget((sid, k))
+        self._forget(None if k is None else (sid, k), session=sid if k is None else None)
 
     def list_session_ids(self, user_id: Optional[str], *, consistency: str = "strong") -> set[str]:
-        """The session ids of one user (None: anonymous sessions).
-
-        >>> store.list_session_ids("alice")  # doctest: +SKIP
-        {'chat-1', 'chat-2'}
-        """
+        """The session ids of one user (None: the anonymous user)."""
         prefix, t = keys.user_prefix(user_id), self.table
         return self._db.run(lambda cur: sessions.session_ids(cur, t, prefix), "list_session_ids", write=False,
                             consistency=consistency)
 
     def forget_user(self, user_id: Optional[str], *, batch: int = 500) -> int:
-        """Erase a user: every row of every session of ``user_id`` (None: the anonymous user),
-        in bounded batches (one transaction each), safe to re-run; returns the rows removed.
-
-        Backups keep what they hold. Other users are untouched.
-
-        >>> store.forget_user("alice")  # doctest: +SKIP
-        1234
-        """
+        """Erase a user (None: the anonymous one): every row of every session, history and
+        catalog included, ``batch`` rows per transaction, safe to re-run; the rows removed."""
         prefix = keys.user_prefix(user_id)
         check_int("batch", batch, 1)
         removed = sessions.forget_user(self._db, self.table, prefix, batch, f"forget_user {user_id!r}")
         self._forget()
         return removed
 
-    def reencrypt(self, *, batch: int = 500) -> int:
-        """Rewrite every row that is not under the keyring's current key (plaintext rows
-        included), hash rows too, in bounded transactions; safe beside live writers (a
-        concurrent write is never lost or undone) and resumable. Returns the rows rewritten.
-
-        Rotation: ``{k1}`` -> ``{k2 (current), k1}`` everywhere -> ``reencrypt()`` -> ``{k2}``.
-
-        >>> store.reencrypt()  # doctest: +SKIP
-        1234
-        """
-        if not self.table.sealer.encrypted:
-            raise ValueError("reencrypt needs a store with encryption=Keyring(...)")
-        check_int("batch", batch, 1)
-        return reencrypt(self, batch)
-
     def truncate_all_sessions(self) -> int:
-        """Remove every row (``TRUNCATE TABLE``); returns how many rows there were.
-
-        >>> store.truncate_all_sessions()  # doctest: +SKIP
-        42
-        """
+        """Remove every row (``TRUNCATE TABLE``); returns how many callers' rows there were."""
         t = self.table
         count = self._db.run(lambda cur: sessions.truncate(cur, t), "truncate_all_sessions", write=True, session=None)
         self._forget()
@@ -681,19 +517,21 @@ class MysqlAgentStateStore:
         self._snapshots.drop(key, session)
         self._hints.drop(key, session)
 
-    # ---- operating the store: catalog, history, retention, transfer, schema, metrics --------
+    # ---- operating the store: encryption, catalog, history, transfer, retention, schema ------
+
+    def reencrypt(self, *, batch: int = 500) -> int:
+        """Rewrite every row not under the keyring's current key (hash rows and plain rows too),
+        in bounded transactions, safe beside live writers and resumable; the rows rewritten."""
+        if not self.table.sealer.encrypted:
+            raise ValueError("reencrypt needs a store with encryption=Keyring(...)")
+        check_int("batch", batch, 1)
+        return reencrypt(self, batch)
 
     def sessions(self, user_id: Any = ALL_USERS, *, updated_before: Optional[Any] = None,
                  updated_after: Optional[Any] = None, limit: int = 100, cursor: Optional[str] = None) -> SessionPage:
-        """A page of sessions, newest activity first: ``SessionPage(items, next_cursor)``, each
-        item a :class:`SessionInfo` (keys, rows, bytes, created_at, updated_at). ``ALL_USERS``
-        (the default) lists every user, ``None`` the anonymous one; pass ``next_cursor`` back
-        for the next page (None on the last). Times are the server's (``updated_at``).
-
-        >>> page = store.sessions("alice", limit=20)  # doctest: +SKIP
-        >>> [(s.session_id, s.rows) for s in page.items], page.next_cursor  # doctest: +SKIP
-        ([('chat-2', 3), ('chat-1', 14)], None)
-        """
+        """A page of sessions, newest activity first: ``SessionPage(items, next_cursor)`` of
+        :class:`SessionInfo`; ``ALL_USERS`` (default) lists every user, None the anonymous one;
+        pass ``next_cursor`` back for the next page. Times are the server's."""
         check_int("limit", limit, 1)
         if user_id is not ALL_USERS:
             keys.user_prefix(user_id)  # validates
@@ -709,10 +547,7 @@ class MysqlAgentStateStore:
     def get_history(self, user_id: Optional[str], session_id: str, key: str, *, offset: int = 0,
                     limit: Optional[int] = None) -> list[HistoryItem]:
         """What shrinking saves of a list archived (``keep_history=True``), oldest first, as
-        ``HistoryItem(value, archived_at)``; readable whatever this store's ``keep_history``.
-
-        >>> [h.value for h in store.get_history("alice", "chat-1", "memory", limit=10)]  # doctest: +SKIP
-        """
+        ``HistoryItem(value, archived_at)``; readable whatever this store's ``keep_history``."""
         t = self.table
         sid, k = args.key_ids(t, user_id, session_id, key, is_list=True)
         offset, limit = args.window(offset, limit)
@@ -723,14 +558,9 @@ class MysqlAgentStateStore:
 
     def fork(self, user_id: Optional[str], session_id: str, new_session_id: str, *,
              new_user_id: Any = _SAME_USER) -> int:
-        """Copy every row of a session (history included) to a new session in ONE server-side
-        statement, atomically; returns the rows copied. ``new_user_id`` defaults to the same
-        user (None: anonymous). An existing target raises :class:`SessionExistsError`, an
-        unknown source :class:`SessionNotFoundError`.
-
-        >>> store.fork("alice", "chat-1", "chat-1-branch")  # doctest: +SKIP
-        15
-        """
+        """Copy every row of a session (history included) to a new one in ONE server-side
+        statement; the rows copied. ``new_user_id`` defaults to the same user; an existing
+        target raises :class:`SessionExistsError`, an unknown source :class:`SessionNotFoundError`."""
         t = self.table
         src, _ = args.ids(t, user_id, session_id)
         dst, _ = args.ids(t, user_id if new_user_id is _SAME_USER else new_user_id, new_session_id)
@@ -741,13 +571,8 @@ class MysqlAgentStateStore:
                              list_write.resealer(t))
 
     def export(self, user_id: Any = ALL_USERS, sessions: Optional[Sequence[str]] = None):
-        """One JSON line per row (keys: the column names, timestamps included), streamed a
-        chunk at a time; ``sessions`` are session ids of ``user_id``. Internal rows (catalog,
-        history) come with their sessions.
-
-        >>> with open("rows.jsonl", "w") as f:  # doctest: +SKIP
-        ...     f.writelines(line + "\\n" for line in store.export("alice"))
-        """
+        """One JSON line per row (the columns, timestamps included), streamed a chunk at a time;
+        ``sessions`` are session ids of ``user_id``; catalog and history rows come along."""
         t = self.table
         if sessions is not None:
             if isinstance(sessions, str):
@@ -762,14 +587,9 @@ class MysqlAgentStateStore:
 
     def import_rows(self, lines: Any, *, on_conflict: str = "skip",
                     progress: Optional[Callable[[int], None]] = None) -> int:
-        """Write rows of an :meth:`export` back, as they were (timestamps included), in batches
-        under ``max_allowed_packet``; ``on_conflict`` "skip" keeps a row that exists, "replace"
-        overwrites it. Returns the rows inserted or changed (importing twice: 0). The catalog
-        of every session imported is made right.
-
-        >>> with open("rows.jsonl") as f:  # doctest: +SKIP
-        ...     store.import_rows(f)
-        """
+        """Write an :meth:`export`'s rows back as they were, in batches under
+        ``max_allowed_packet``; ``on_conflict`` "skip" or "replace"; the rows inserted or
+        changed (twice: 0). The catalog of every session imported is made right."""
         t = self.table
         n = transfer.import_rows(self._db.run, t.q, lines, on_conflict, t.max_allowed_packet // 2, progress)
         self._forget()
@@ -778,68 +598,54 @@ class MysqlAgentStateStore:
     def prune(self, older_than: Any, *, user_id: Any = ALL_USERS, dry_run: bool = False, batch: int = 500,
               progress: Optional[Callable[[int, int], None]] = None) -> PruneReport:
         """Delete whole sessions with no write since ``older_than`` (a timedelta before the
-        server's now, or a datetime), ``batch`` sessions per short transaction, with their
-        history; ``dry_run`` deletes nothing. ``progress(done, total)`` is called per batch.
-
-        >>> store.prune(timedelta(days=30))  # doctest: +SKIP
-        PruneReport(sessions=1200, rows=48000)
-        """
+        server's now, or a datetime), with their history, ``batch`` sessions per transaction;
+        ``dry_run`` deletes nothing; ``progress(done, total)`` per batch."""
         check_int("batch", batch, 1)
         if user_id is not ALL_USERS:
             keys.user_prefix(user_id)
-        when = retention.cutoff(self._db.run, older_than)
-        t = self.table
+        when, t = retention.cutoff(self._db.run, older_than), self.table
         report = retention.prune(self._db.run, t.q, t.exact_keys, user_id, when, bool(dry_run), batch, progress)
         if not dry_run and report.sessions:
             self._forget()
         return report
 
-    def _migration_ctx(self) -> migrations.Ctx:
-        t = self.table
-        return migrations.Ctx(self._db.run, t.q, t.database, t.name, t.collation)
-
     def migrate(self, dry_run: bool = False) -> list:
-        """Apply the schema steps this table still needs (each idempotent, recorded); returns
-        them (``name``, ``sql``), ``[]`` when there is nothing to do; ``dry_run`` only lists.
-
-        >>> [s.name for s in store.migrate(dry_run=True)]  # doctest: +SKIP
-        ['0003_activity_index', '0004_session_catalog']
-        """
+        """Apply the schema steps this table still needs (idempotent, recorded) and return them
+        (``name``, ``sql``; ``[]``: nothing to do); ``dry_run`` only lists them."""
         steps = migrations.migrate(self._migration_ctx(), bool(dry_run))
         if steps and not dry_run:
             self._refresh_schema("migrate")
         return steps
 
     def doctor(self, fix: bool = False) -> list:
-        """Check the table: schema, every list against its hash row, JSON, the catalog; returns
-        the :class:`Problem` s found (empty when healthy); ``fix=True`` repairs what is safe
-        (and marks those ``fixed``).
-
-        >>> [p.message for p in store.doctor()]  # doctest: +SKIP
-        []
-        """
+        """Check the table (schema, lists against their hash rows, JSON, the catalog): the
+        problems found (empty: healthy); ``fix=True`` repairs what is safe and marks it ``fixed``."""
         problems = migrations.doctor(self._migration_ctx(), bool(fix))
         if fix:
             self._forget()
             self._refresh_schema("doctor")
         return problems
 
+    def _migration_ctx(self) -> migrations.Ctx:
+        t = self.table
+        return migrations.Ctx(self._db.run, t.q, t.database, t.name, t.collation)
+
     def _refresh_schema(self, what: str) -> None:
         """Learn again whether the key columns are exact (a migration may have made them so)."""
         t = self.table
         t.set_exact(self._db.run(lambda cur: schema.key_collation_exact(cur, t.database, t.name), what, write=False))
 
-    def metrics(self) -> dict:
-        """Counters since the store opened: saves by kind, rows and bytes written, reads,
-        writes, retries by error number, errors by class, stale-version conflicts, pool wait
-        and latency per operation.
+    # ---- what the store is, and its lifecycle --------------------------------------------------
 
-        >>> store.metrics()["saves"]["shrink"]  # doctest: +SKIP
-        3
-        """
+    def metrics(self) -> dict:
+        """Counters since the store opened: saves by kind, rows and bytes, reads, writes,
+        retries by error number, errors by class, stale versions, pool wait, latencies."""
         return self._metrics.snapshot(self._db.stats)
 
-    # ---- what the table is, and the lifecycle --------------------------------------------------
+    @property
+    def stats(self) -> Stats:
+        """Retries and reconnects so far (for tests, benchmarks and monitoring)."""
+        return self._db.stats
 
     @property
     def exact_keys(self) -> bool:
@@ -858,13 +664,8 @@ class MysqlAgentStateStore:
 
     @property
     def encryption(self) -> Optional[Keyring]:
-        """The keyring rows are encrypted with (None: plain rows)."""
+        """The keyring rows are encrypted with (None: rows are plain JSON)."""
         return self.table.sealer.keyring
-
-    @property
-    def stats(self) -> Stats:
-        """Retries and reconnects so far (for tests, benchmarks and monitoring)."""
-        return self._db.stats
 
     def close(self) -> None:
         """Close the pools this store created (a pool that was given is left open)."""

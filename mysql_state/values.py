@@ -62,8 +62,10 @@ def insert_new(cur: Any, t: Table, sid: str, k: str, text: str) -> None:
 
 
 def compare_and_set(cur: Any, t: Table, sid: str, k: str, text: str, expected: int) -> int:
-    """Write only if the key's version is ``expected`` (0: absent); the new version, or
-    ``UNVERSIONED`` when nothing was written."""
+    """Write only if the key's version is ``expected`` (0: absent; ``UNVERSIONED``: whatever
+    it is); the new version, or ``UNVERSIONED`` when nothing was written."""
+    if expected == UNVERSIONED:
+        return write(cur, t, sid, k, text)
     if expected == 0:
         if key_head(cur, t, sid, k)[0]:
             return UNVERSIONED
