@@ -33,7 +33,10 @@ from .catalog import ALL_USERS, SessionInfo, SessionPage
 from .history import HistoryItem
 from .retention import PruneReport
 from .migrations import Problem, Step
-from .store import UNVERSIONED, MysqlAgentStateStore, VersionedState
+from .results import UNVERSIONED, SavedMany, SaveReport, VersionedState
+from .locks import SessionLock
+from .transaction import Transaction
+from .store import MysqlAgentStateStore
 from .aio import AsyncMysqlAgentStateStore  # noqa: E402 (it imports the store)
 
 __all__ = [
@@ -41,6 +44,10 @@ __all__ = [
     "AsyncMysqlAgentStateStore",
     "VersionedState",
     "UNVERSIONED",
+    "SaveReport",
+    "SavedMany",
+    "Transaction",
+    "SessionLock",
     "MysqlStateError",
     "SchemaNotFoundError",
     "ServerUnavailableError",

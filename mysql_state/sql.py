@@ -97,10 +97,6 @@ UPSERT_VALUE = (
 INSERT_VALUE = (
     "INSERT INTO {t} (session_id, state_key, item_index, state_data, version) VALUES (%s, %s, 0, %s, 1)"
 )
-UPDATE_IF_VERSION = (
-    "UPDATE {t} SET state_data = %s, version = GREATEST(version, 1) + 1"
-    " WHERE session_id = %s AND state_key = %s AND item_index = 0 AND GREATEST(version, 1) = %s"
-)
 
 # ---- lists ----------------------------------------------------------------------------------
 
