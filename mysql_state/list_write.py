@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from . import args, catalog, history, keys, listsync, serde, sql, values
-from .errors import CorruptStateError, StaleStateError
+from .errors import CorruptStateError, StaleStateError, WrongTypeError
 from .listsync import Digester, ListHash, Plan, Snapshot
 from .results import UNVERSIONED, SaveReport
 from .table import Table
@@ -39,6 +39,7 @@ class ListWrite:
     new_snapshot: Optional[Snapshot] = None
     expected: Optional[int] = None  # compare-and-set: the version the caller read (None: any)
     version: int = UNVERSIONED  # the list's version after the write
+    damaged: bool = False  # a read found its rows damaged: the hash row cannot vouch for them
 
     def lock(self) -> Any:
         return lock_of(self.snapshot)
@@ -47,6 +48,13 @@ class ListWrite:
 def lock_of(snapshot: Optional[Snapshot]) -> Any:
     """One writer per list key in this process while its snapshot is in use."""
     return snapshot.lock if snapshot is not None else contextlib.nullcontext()
+
+
+def refuse_a_value(hash_row: Any, items: Sequence[tuple], sid: str, k: str, operation: str) -> None:
+    """Refuse a list operation on a key that holds a single value: no hash row (of any
+    format) and row 0 alone. (A key is a value or a list, never both: :class:`WrongTypeError`.)"""
+    if hash_row is None and len(items) == 1 and items[0][0] == 0:
+        raise WrongTypeError(sid, k, operation)
 
 
 def rows_are_whole(count: Any, lo: Any, hi: Any, stored: Optional[ListHash]) -> bool:
@@ -60,7 +68,7 @@ def rows_are_whole(count: Any, lo: Any, hi: Any, stored: Optional[ListHash]) -> 
 
 def report(plan: Plan, version: int) -> SaveReport:
     """The public report of a save (no bytes, no hashes)."""
-    return SaveReport(plan.kind, len(plan.upserts), version, tuple(i for i, _ in plan.upserts))
+    return SaveReport(plan.kind, len(plan.upserts), version, tuple(i for i, _ in plan.upserts), plan.delete_from)
 
 
 # ---- rows ------------------------------------------------------------------------------------
@@ -136,6 +144,8 @@ def save(cur: Any, t: Table, w: ListWrite) -> Plan:
     before = int(row[1]) if row else (values.key_head(cur, t, w.sid, w.key)[0] if w.expected is not None else 0)
     if w.expected is not None and w.expected != UNVERSIONED and w.expected != before:
         raise StaleStateError(w.key, w.expected, before)
+    if w.damaged:
+        stored = None  # a read found its rows damaged: the hash row cannot vouch for them
     planned = None
     if snap is not None and stored is not None and stored == snap.hash:
         planned = snap.diff(w.blob, w.values, encode)
@@ -178,10 +188,15 @@ def _plan_per_item(cur: Any, t: Table, sid: str, k: str, items: Sequence[Any], b
     datas = serde.encode_items(items, k, check=False)
     item_digests = dig.digests(datas)
     new_hash, snap = listsync.full_snapshot(blob, datas, item_digests, dig)
-    plan = listsync.plan_cold(datas, item_digests, stored)
+    # Without a hash row of ours a rewrite would do, but it cannot tell what a shrink drops:
+    # with history kept, the stored items are read so the archive gets them.
+    keep = stored is None and t.keep_history
+    plan = None if keep else listsync.plan_cold(datas, item_digests, stored)
     if plan is None:
         have = _locked_items(cur, t, sid, k)
-        if [r[0] for r in have] == list(range(len(have))):
+        if keep and not have:  # a new list, as plan_cold would have it
+            plan = listsync.plan_rewrite(datas)
+        elif [r[0] for r in have] == list(range(len(have))):
             plan = listsync.plan_against_stored(datas, _opened(t, sid, k, have))
         else:  # gaps in item_index: rewrite it whole
             plan = listsync.plan_rewrite(datas)
@@ -230,6 +245,7 @@ def append(cur: Any, t: Table, sid: str, k: str, datas: list[bytes], hint: Optio
     row, stored, dig = _lock_hash(cur, t, sid, k)
     if stored is None:  # no hash row of ours: derive it from the items
         have = _locked_items(cur, t, sid, k)
+        refuse_a_value(row, have, sid, k, "append_list")
         existing = _opened(t, sid, k, have)
         if [r[0] for r in have] != list(range(len(have))):  # gaps: renumber 0..n-1
             cur.execute(t.statements["DELETE_ITEMS_FROM"], (sid, k, 0))
@@ -275,6 +291,7 @@ def pop(cur: Any, t: Table, sid: str, k: str) -> Optional[tuple[int, str]]:
         have = _locked_items(cur, t, sid, k)
         if not have:
             return None
+        refuse_a_value(row, have, sid, k, "pop_list")
         rest = _opened(t, sid, k, have[:-1])
         plan = listsync.plan_rewrite(rest)
         plan.new_hash = dig.of(dig.digests(rest))

@@ -5,7 +5,7 @@ Pure types, no I/O; the engines fill them, the facade hands them out.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 __all__ = ["UNVERSIONED", "VersionedState", "SaveReport", "SavedMany"]
 
@@ -22,13 +22,15 @@ class VersionedState(NamedTuple):
 
 class SaveReport(NamedTuple):
     """What one list save wrote: ``kind`` (unchanged, append, suffix, shrink, rewrite, clear),
-    ``rows_written`` (item rows upserted), the list's ``version`` after the save, and the
-    ``indexes`` of the item rows written, in order."""
+    ``rows_written`` (item rows upserted), the list's ``version`` after the save, the
+    ``indexes`` of the item rows written, in order, and ``delete_from``: the first index of the
+    rows past the new end that were deleted (None: none)."""
 
     kind: str
     rows_written: int
     version: int
     indexes: tuple[int, ...] = ()
+    delete_from: Optional[int] = None
 
 
 class SavedMany(dict):

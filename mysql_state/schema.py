@@ -11,7 +11,7 @@ import warnings
 from typing import Any, NamedTuple
 
 from . import keys, sql
-from .errors import MysqlStateWarning, SchemaNotFoundError
+from .errors import DUPLICATE_COLUMN, MysqlStateWarning, SchemaNotFoundError, errno_of
 
 __all__ = ["Found", "set_up", "key_collation_exact"]
 
@@ -54,7 +54,11 @@ def set_up(cur: Any, db: str, table: str, create: bool) -> Found:
             )
     columns = _columns(cur, db, table)
     if "version" not in columns:
-        cur.execute(sql.render(sql.ADD_VERSION_COLUMN, quoted))
+        try:
+            cur.execute(sql.render(sql.ADD_VERSION_COLUMN, quoted))
+        except Exception as exc:
+            if errno_of(exc) != DUPLICATE_COLUMN:  # another worker added it meanwhile
+                raise
     key_collations = {columns.get("session_id"), columns.get("state_key")}
     exact = key_collations <= set(sql.EXACT_COLLATIONS)
     if not exact and (db, table) not in _WARNED:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import keys, sql
+from . import history, keys, sql
 from .table import Table
 
 __all__ = ["touch", "exists", "delete_session", "delete_key", "read_session_ids", "session_ids",
@@ -34,16 +34,18 @@ def delete_session(cur: Any, t: Table, sid: str) -> int:
 
 
 def delete_key(cur: Any, t: Table, sid: str, k: str) -> None:
-    """Delete one key (a list with its hash row); the catalog row is touched, or goes with
-    the session's last row."""
+    """Delete one key (a list with its hash row, its archived history); the catalog row is
+    touched, or goes with the session's last row."""
     s = t.statements
     hk = keys.hash_key(k)
     cur.execute(s["LOCK_HASH_ROW"], (sid, hk))  # waits for a list writer
     cur.execute(s["DELETE_KEY"], (sid, k, hk))
+    history.drop(cur, t.q, sid, k)  # the key's archived items go with it
     if exists(cur, t, sid):
         touch(cur, t, sid)
-    else:
+    else:  # the last key: the session goes whole (history of keys no longer there too)
         cur.execute(s["CATALOG_DELETE"], (sid,))
+        history.drop(cur, t.q, sid)
 
 
 def read_session_ids(cur: Any, t: Table, prefix: str) -> set[str]:

@@ -19,7 +19,7 @@ from . import (args, catalog, history, keys, list_read, list_write, locks, migra
 from . import values as value_engine  # (``values`` is a parameter name of the public API)
 from .catalog import ALL_USERS, SessionPage
 from .crypto import Keyring
-from .errors import SessionExistsError, StaleStateError
+from .errors import CorruptStateError, SessionExistsError, StaleStateError
 from .history import HistoryItem
 from .hosts import HostPools
 from .list_write import ListWrite
@@ -138,6 +138,7 @@ class MysqlAgentStateStore:
         self.pool_size: Optional[int] = _pool_size
         self._snapshots = SnapshotCache(snapshot_bytes)
         self._hints = HashHints()  # the hash row last seen per list: one-statement appends
+        self._damaged: set[tuple[str, str]] = set()  # lists a read found damaged: rewrite on save
         self._metrics = Metrics()
         instrument(self._db, self._metrics)
         db, tn = self.database_name, self.table_name
@@ -314,7 +315,8 @@ class MysqlAgentStateStore:
     def _list_write(self, user_id, session_id, key, items, expected: Optional[int] = None) -> ListWrite:
         """A list save checked and encoded, with this process's snapshot of the list."""
         sid, k, items, blob = args.prepare_list(self.table, user_id, session_id, key, items)
-        return ListWrite(sid, k, items, blob, self._snapshots.get((sid, k)), expected=expected)
+        return ListWrite(sid, k, items, blob, self._snapshots.get((sid, k)), expected=expected,
+                         damaged=(sid, k) in self._damaged)
 
     def _saved(self, w: ListWrite, plan: Plan) -> None:
         """Keep what a list save wrote (its snapshot, its hash row as a hint), and count it."""
@@ -394,7 +396,8 @@ class MysqlAgentStateStore:
         model = serde.check_type(model)
         rows = self._db.run(lambda cur: list_read.read(cur, t, sid, k, offset, limit), f"get_list {k!r}",
                             write=False, consistency=consistency, session=sid)
-        items, version, stored = list_read.check(t, rows, sid, k, offset, limit, model)
+        with self._noting_damage():
+            items, version, stored = list_read.check(t, rows, sid, k, offset, limit, model)
         if stored is not None and consistency == "strong":  # a replica's may be behind
             self._hints.put((sid, k), stored)
         return items, version
@@ -414,7 +417,8 @@ class MysqlAgentStateStore:
             return {}
         rows = self._db.run(lambda cur: list_read.read_many(cur, t, sid, value_keys, list_keys), "get_many",
                             write=False, consistency=consistency, session=sid)
-        found = list_read.check_many(t, rows, sid, value_keys, list_keys)
+        with self._noting_damage():
+            found = list_read.check_many(t, rows, sid, value_keys, list_keys)
         return {k: VersionedState(*vv) if versioned else vv[0] for k, vv in found.items()}
 
     def list_length(self, user_id: Optional[str], session_id: str, key: str, *, consistency: str = "strong") -> int:
@@ -495,7 +499,7 @@ class MysqlAgentStateStore:
         """Erase a user (None: the anonymous one): every row of every session, history and
         catalog included, ``batch`` rows per transaction, safe to re-run; the rows removed."""
         prefix = keys.user_prefix(user_id)
-        check_int("batch", batch, 1)
+        catalog.check_count("batch", batch)
         removed = sessions.forget_user(self._db, self.table, prefix, batch, f"forget_user {user_id!r}")
         self._forget()
         return removed
@@ -511,6 +515,19 @@ class MysqlAgentStateStore:
         """Keep what a list save wrote: its snapshot, and its hash row as a hint for appends."""
         self._snapshots.put(key, snap)
         self._hints.put(key, snap.hash if snap is not None else None)
+        self._damaged.discard(key)
+
+    @contextlib.contextmanager
+    def _noting_damage(self) -> Any:
+        """Rows a read finds damaged make this process forget the list and mark it, so that its
+        next save rewrites the rows instead of trusting the hash row (which a row damaged by
+        hand still matches)."""
+        try:
+            yield
+        except CorruptStateError as exc:
+            self._forget((exc.session_id, exc.key))
+            self._damaged.add((exc.session_id, exc.key))
+            raise
 
     def _forget(self, key: Optional[tuple[str, str]] = None, session: Optional[str] = None) -> None:
         """Drop what this process remembers of a list, a session, or (no argument) everything."""
@@ -525,14 +542,14 @@ class MysqlAgentStateStore:
         if not self.table.sealer.encrypted:
             raise ValueError("reencrypt needs a store with encryption=Keyring(...)")
         check_int("batch", batch, 1)
-        return reencrypt(self, batch)
+        return reencrypt(self._migration_ctx(), batch)
 
     def sessions(self, user_id: Any = ALL_USERS, *, updated_before: Optional[Any] = None,
                  updated_after: Optional[Any] = None, limit: int = 100, cursor: Optional[str] = None) -> SessionPage:
         """A page of sessions, newest activity first: ``SessionPage(items, next_cursor)`` of
         :class:`SessionInfo`; ``ALL_USERS`` (default) lists every user, None the anonymous one;
         pass ``next_cursor`` back for the next page. Times are the server's."""
-        check_int("limit", limit, 1)
+        catalog.check_count("limit", limit)
         if user_id is not ALL_USERS:
             keys.user_prefix(user_id)  # validates
         if cursor is not None and not isinstance(cursor, str):
@@ -571,25 +588,28 @@ class MysqlAgentStateStore:
                              list_write.resealer(t))
 
     def export(self, user_id: Any = ALL_USERS, sessions: Optional[Sequence[str]] = None):
-        """One JSON line per row (the columns, timestamps included), streamed a chunk at a time;
-        ``sessions`` are session ids of ``user_id``; catalog and history rows come along."""
-        t = self.table
+        """One JSON line per row (the columns, timestamps included), streamed a chunk at a time
+        from ONE consistent snapshot (one connection, as ``mysqldump --single-transaction``);
+        ``sessions`` are session ids of ``user_id`` (which they need: None for the anonymous
+        user); catalog and history rows come with their sessions."""
+        t, sids = self.table, None
         if sessions is not None:
             if isinstance(sessions, str):
                 raise TypeError("sessions must be a list of session ids, not one str")
-            sids = [args.ids(t, None if user_id is ALL_USERS else user_id, s)[0] for s in sessions]
-            return transfer.export(self._db.run, t.q, transfer.scopes(user_id, sids, t.exact_keys))
-        if user_id is not ALL_USERS:
-            keys.user_prefix(user_id)
-            return transfer.export(self._db.run, t.q, transfer.scopes(user_id, None, t.exact_keys),
-                                   history_of=list)
-        return transfer.export(self._db.run, t.q, transfer.scopes(user_id, None, t.exact_keys))
+            if user_id is ALL_USERS:
+                raise ValueError("export(sessions=...) needs user_id: session ids belong to one user "
+                                 "(pass user_id=None for the anonymous user's sessions)")
+            sids = list(dict.fromkeys(args.ids(t, user_id, s)[0] for s in sessions))
+        elif user_id is not ALL_USERS:
+            keys.user_prefix(user_id)  # validates
+        return transfer.export(self._db.hold, t.q, transfer.scopes(user_id, sids, t.exact_keys))
 
     def import_rows(self, lines: Any, *, on_conflict: str = "skip",
                     progress: Optional[Callable[[int], None]] = None) -> int:
         """Write an :meth:`export`'s rows back as they were, in batches under
-        ``max_allowed_packet``; ``on_conflict`` "skip" or "replace"; the rows inserted or
-        changed (twice: 0). The catalog of every session imported is made right."""
+        ``max_allowed_packet``, all in ONE transaction (a bad line imports nothing);
+        ``on_conflict`` "skip" keeps a key that exists whole, "replace" replaces every row of
+        each key imported; the rows inserted or changed (twice: 0); the catalog made right."""
         t = self.table
         n = transfer.import_rows(self._db.run, t.q, lines, on_conflict, t.max_allowed_packet // 2, progress)
         self._forget()
@@ -600,7 +620,7 @@ class MysqlAgentStateStore:
         """Delete whole sessions with no write since ``older_than`` (a timedelta before the
         server's now, or a datetime), with their history, ``batch`` sessions per transaction;
         ``dry_run`` deletes nothing; ``progress(done, total)`` per batch."""
-        check_int("batch", batch, 1)
+        catalog.check_count("batch", batch)
         if user_id is not ALL_USERS:
             keys.user_prefix(user_id)
         when, t = retention.cutoff(self._db.run, older_than), self.table
@@ -627,8 +647,9 @@ class MysqlAgentStateStore:
         return problems
 
     def _migration_ctx(self) -> migrations.Ctx:
-        t = self.table
-        return migrations.Ctx(self._db.run, t.q, t.database, t.name, t.collation)
+        t, s = self.table, self.table.sealer
+        return migrations.Ctx(self._db.run, t.q, t.database, t.name, t.collation, t.max_allowed_packet, s.open, s.seal,
+                              s.digester_of, s.digester, s.encrypted, self._forget)
 
     def _refresh_schema(self, what: str) -> None:
         """Learn again whether the key columns are exact (a migration may have made them so)."""
@@ -725,7 +746,8 @@ class MysqlAgentStateStore:
         return list_read.read(cur, self.table, sid, k, offset, limit)
 
     def _check_list(self, rows, sid, k, offset, limit, model):
-        return list_read.check(self.table, rows, sid, k, offset, limit, model)
+        with self._noting_damage():
+            return list_read.check(self.table, rows, sid, k, offset, limit, model)
 
     def _prepare_value(self, user_id, session_id, key, value):
         return args.prepare_value(self.table, user_id, session_id, key, value)
