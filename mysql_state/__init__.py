@@ -33,7 +33,7 @@ from .crypto import Keyring
 from .catalog import ALL_USERS, SessionInfo, SessionPage
 from .history import HistoryItem
 from .retention import PruneReport
-from .migrations import Problem, Step
+from .migrations import DoctorFinding, MigrationStep, Problem, Step  # noqa: F401 (old names)
 from .results import UNVERSIONED, SavedMany, SaveReport, VersionedState
 from .locks import SessionLock
 from .transaction import Transaction
@@ -74,7 +74,7 @@ __all__ = [
     "SessionPage",
     "HistoryItem",
     "PruneReport",
-    "Problem",
-    "Step",
+    "DoctorFinding",
+    "MigrationStep",
 ]
 __version__ = "0.1.0"

@@ -24,7 +24,7 @@ from .listsync import Digester, ListHash, Plan, Snapshot
 from .results import UNVERSIONED, SaveReport
 from .table import Table
 
-__all__ = ["ListWrite", "save", "apply", "write_rows", "write_list", "append", "append_if_hash", "pop", "save_many", "report", "resealer"]
+__all__ = ["ListWrite", "save", "apply", "write_rows", "write_list", "append", "append_if_hash", "pop", "save_many", "report"]
 
 
 @dataclass
@@ -213,19 +213,12 @@ def apply(cur: Any, t: Table, sid: str, k: str, plan: Plan, items: Sequence[Any]
     if not hash_row_exists:
         create_hash_row(cur, t, sid, k, plan.new_hash)
     if t.keep_history:
-        history.archive(cur, t.statements, sid, k, plan, resealer(t))
+        history.archive(cur, t, sid, k, plan)
     if plan.delete_all:
         cur.execute(t.statements["DELETE_ITEMS_FROM"], (sid, k, 0))
     elif plan.delete_from is not None:
         cur.execute(t.statements["DELETE_ITEMS_FROM"], (sid, k, plan.delete_from))
     write_list(cur, t, sid, k, plan.upserts, plan.new_hash, hash_row_exists)
-
-
-def resealer(t: Table) -> Any:
-    """The re-sealing of rows copied server-side, or None for a plain store."""
-    if not t.sealer.encrypted:
-        return None
-    return lambda cur, *a: t.sealer.reseal_copied(cur, t.statements, *a)
 
 
 # ---- appends and pops ------------------------------------------------------------------------

@@ -40,12 +40,12 @@ def delete_key(cur: Any, t: Table, sid: str, k: str) -> None:
     hk = keys.hash_key(k)
     cur.execute(s["LOCK_HASH_ROW"], (sid, hk))  # waits for a list writer
     cur.execute(s["DELETE_KEY"], (sid, k, hk))
-    history.drop(cur, t.q, sid, k)  # the key's archived items go with it
+    history.drop(cur, t, sid, k)  # the key's archived items go with it
     if exists(cur, t, sid):
         touch(cur, t, sid)
     else:  # the last key: the session goes whole (history of keys no longer there too)
         cur.execute(s["CATALOG_DELETE"], (sid,))
-        history.drop(cur, t.q, sid)
+        history.drop(cur, t, sid)
 
 
 def read_session_ids(cur: Any, t: Table, prefix: str) -> set[str]:

@@ -43,7 +43,6 @@ from .reencrypt import reencrypt
 from .replicas import DEFAULT_SESSION_WAIT, Router
 from .results import UNVERSIONED, SavedMany, SaveReport, VersionedState
 from .retention import PruneReport
-from .sql import NO_LIMIT
 from .sealer import sealer_for
 from .table import Table
 from .transaction import Transaction
@@ -542,7 +541,7 @@ class MysqlAgentStateStore:
         if not self.table.sealer.encrypted:
             raise ValueError("reencrypt needs a store with encryption=Keyring(...)")
         check_int("batch", batch, 1)
-        return reencrypt(self._migration_ctx(), batch)
+        return reencrypt(migrations.Ctx(self._db, self.table, self._forget), batch)
 
     def sessions(self, user_id: Any = ALL_USERS, *, updated_before: Optional[Any] = None,
                  updated_after: Optional[Any] = None, limit: int = 100, cursor: Optional[str] = None) -> SessionPage:
@@ -556,10 +555,9 @@ class MysqlAgentStateStore:
             raise TypeError(f"cursor must be a str from a SessionPage, got {type(cursor).__name__}")
         before = catalog.check_when("updated_before", updated_before)
         after = catalog.check_when("updated_after", updated_after)
-        run = lambda fn: self._db.run(fn, "sessions", write=False)  # noqa: E731
         before = None if before is None else retention.to_server_time(self._db.run, before)
         after = None if after is None else retention.to_server_time(self._db.run, after)
-        return catalog.sessions(run, self.table.q, self.table.exact_keys, user_id, before, after, limit, cursor)
+        return catalog.sessions(self._db, self.table, user_id, before, after, limit, cursor)
 
     def get_history(self, user_id: Optional[str], session_id: str, key: str, *, offset: int = 0,
                     limit: Optional[int] = None) -> list[HistoryItem]:
@@ -570,8 +568,7 @@ class MysqlAgentStateStore:
         offset, limit = args.window(offset, limit)
         if offset < 0:
             raise ValueError(f"offset {offset} must be >= 0 for the history")
-        return history.read(lambda fn: self._db.run(fn, f"get_history {k!r}", write=False), t.q,
-                            sid, k, offset, limit, NO_LIMIT, t.sealer.decode)
+        return history.read(self._db, t, sid, k, offset, limit)
 
     def fork(self, user_id: Optional[str], session_id: str, new_session_id: str, *,
              new_user_id: Any = _SAME_USER) -> int:
@@ -583,9 +580,7 @@ class MysqlAgentStateStore:
         dst, _ = args.ids(t, user_id if new_user_id is _SAME_USER else new_user_id, new_session_id)
         if src == dst:
             raise SessionExistsError(f"fork: the new session {dst!r} is the source itself")
-        s = t.statements
-        return transfer.fork(self._db.run, t.q, src, dst, s["LOCK_SESSION"], s["DELETE_SESSION"],
-                             list_write.resealer(t))
+        return transfer.fork(self._db, t, src, dst)
 
     def export(self, user_id: Any = ALL_USERS, sessions: Optional[Sequence[str]] = None):
         """One JSON line per row (the columns, timestamps included), streamed a chunk at a time
@@ -602,7 +597,7 @@ class MysqlAgentStateStore:
             sids = list(dict.fromkeys(args.ids(t, user_id, s)[0] for s in sessions))
         elif user_id is not ALL_USERS:
             keys.user_prefix(user_id)  # validates
-        return transfer.export(self._db.hold, t.q, transfer.scopes(user_id, sids, t.exact_keys))
+        return transfer.export(self._db, t, user_id, sids)
 
     def import_rows(self, lines: Any, *, on_conflict: str = "skip",
                     progress: Optional[Callable[[int], None]] = None) -> int:
@@ -610,8 +605,7 @@ class MysqlAgentStateStore:
         ``max_allowed_packet``, all in ONE transaction (a bad line imports nothing);
         ``on_conflict`` "skip" keeps a key that exists whole, "replace" replaces every row of
         each key imported; the rows inserted or changed (twice: 0); the catalog made right."""
-        t = self.table
-        n = transfer.import_rows(self._db.run, t.q, lines, on_conflict, t.max_allowed_packet // 2, progress)
+        n = transfer.import_rows(self._db, self.table, lines, on_conflict, progress)
         self._forget()
         return n
 
@@ -623,8 +617,8 @@ class MysqlAgentStateStore:
         catalog.check_count("batch", batch)
         if user_id is not ALL_USERS:
             keys.user_prefix(user_id)
-        when, t = retention.cutoff(self._db.run, older_than), self.table
-        report = retention.prune(self._db.run, t.q, t.exact_keys, user_id, when, bool(dry_run), batch, progress)
+        when = retention.cutoff(self._db.run, older_than)
+        report = retention.prune(self._db, self.table, user_id, when, bool(dry_run), batch, progress)
         if not dry_run and report.sessions:
             self._forget()
         return report
@@ -632,24 +626,19 @@ class MysqlAgentStateStore:
     def migrate(self, dry_run: bool = False) -> list:
         """Apply the schema steps this table still needs (idempotent, recorded) and return them
         (``name``, ``sql``; ``[]``: nothing to do); ``dry_run`` only lists them."""
-        steps = migrations.migrate(self._migration_ctx(), bool(dry_run))
+        steps = migrations.migrate(migrations.Ctx(self._db, self.table), bool(dry_run))
         if steps and not dry_run:
             self._refresh_schema("migrate")
         return steps
 
     def doctor(self, fix: bool = False) -> list:
         """Check the table (schema, lists against their hash rows, JSON, the catalog): the
-        problems found (empty: healthy); ``fix=True`` repairs what is safe and marks it ``fixed``."""
-        problems = migrations.doctor(self._migration_ctx(), bool(fix))
+        :class:`DoctorFinding` s (empty: healthy); ``fix=True`` repairs what is safe and marks it ``fixed``."""
+        problems = migrations.doctor(migrations.Ctx(self._db, self.table, self._forget), bool(fix))
         if fix:
             self._forget()
             self._refresh_schema("doctor")
         return problems
-
-    def _migration_ctx(self) -> migrations.Ctx:
-        t, s = self.table, self.table.sealer
-        return migrations.Ctx(self._db.run, t.q, t.database, t.name, t.collation, t.max_allowed_packet, s.open, s.seal,
-                              s.digester_of, s.digester, s.encrypted, self._forget)
 
     def _refresh_schema(self, what: str) -> None:
         """Learn again whether the key columns are exact (a migration may have made them so)."""
@@ -722,19 +711,8 @@ class MysqlAgentStateStore:
     def _keyring(self):
         return self.table.sealer.keyring
 
-    @property
-    def _cipher(self):
-        return getattr(self.table.sealer, "cipher", None)
-
-    @property
-    def _dig(self):
-        return self.table.sealer.digester
-
     def _usable(self, stored):
         return self.table.sealer.usable(stored)
-
-    def _plain(self, sid, k, i, text):
-        return self.table.sealer.open(sid, k, i, text)
 
     def _decode(self, sid, k, i, text, model=None):
         return self.table.sealer.decode(sid, k, i, text, model)
@@ -775,6 +753,3 @@ class MysqlAgentStateStore:
 
     def _delete_key_tx(self, cur, sid, k):
         sessions.delete_key(cur, self.table, sid, k)
-
-    def _write_list(self, cur, sid, k, items, new_hash, with_hash):
-        list_write.write_list(cur, self.table, sid, k, items, new_hash, with_hash)
