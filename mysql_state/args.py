@@ -9,9 +9,10 @@ exactly as outside one.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any, Mapping, Optional, Sequence
 
-from . import keys, serde
+from . import catalog, keys, serde
 from .errors import ValueTooLargeError
 from .listsync import Plan
 from .results import UNVERSIONED
@@ -19,7 +20,7 @@ from .sql import NO_LIMIT
 from .table import Table
 
 __all__ = ["ids", "key_ids", "version", "window", "check_size", "check_upserts",
-           "save_many", "prepare_value", "prepare_list", "prepare_append"]
+           "save_many", "many_keys", "session_page", "export_sessions", "prepare_value", "prepare_list", "prepare_append"]
 
 
 def ids(t: Table, user_id: Optional[str], session_id: str, key: Optional[str] = None, *,
@@ -105,6 +106,42 @@ def save_many(values: Any, lists: Any, expected_versions: Any) -> tuple[dict, di
     for k, v in expected.items():
         version(v, f"expected_versions[{k!r}]")
     return value_map, list_map, expected
+
+
+def many_keys(t: Table, user_id: Optional[str], session_id: str, values: Any,
+              lists: Any) -> tuple[str, list[str], list[str]]:
+    """``get_many``'s keys checked: (packed session id, value keys, list keys)."""
+    value_keys = [key_ids(t, user_id, session_id, k)[1] for k in serde.check_keys(values, "values")]
+    list_keys = [key_ids(t, user_id, session_id, k, is_list=True)[1] for k in serde.check_keys(lists, "lists")]
+    both = set(value_keys) & set(list_keys)
+    if both:
+        raise ValueError(f"keys {sorted(both)} are asked for both as a value and as a list")
+    return keys.pack(user_id, session_id), value_keys, list_keys
+
+
+def session_page(user_id: Any, limit: Any, cursor: Any, updated_before: Any,
+                 updated_after: Any) -> tuple[Optional[dt.datetime], Optional[dt.datetime]]:
+    """``sessions()``'s arguments checked: the two bounds (datetimes or None)."""
+    catalog.check_count("limit", limit)
+    if user_id is not catalog.ALL_USERS:
+        keys.user_prefix(user_id)  # validates
+    if cursor is not None and not isinstance(cursor, str):
+        raise TypeError(f"cursor must be a str from a SessionPage, got {type(cursor).__name__}")
+    return catalog.check_when("updated_before", updated_before), catalog.check_when("updated_after", updated_after)
+
+
+def export_sessions(t: Table, user_id: Any, sessions: Any) -> Optional[list[str]]:
+    """``export``'s arguments checked: the packed ids of ``sessions`` (None: every session)."""
+    if sessions is None:
+        if user_id is not catalog.ALL_USERS:
+            keys.user_prefix(user_id)  # validates
+        return None
+    if isinstance(sessions, str):
+        raise TypeError("sessions must be a list of session ids, not one str")
+    if user_id is catalog.ALL_USERS:
+        raise ValueError("export(sessions=...) needs user_id: session ids belong to one user "
+                         "(pass user_id=None for the anonymous user's sessions)")
+    return list(dict.fromkeys(ids(t, user_id, s)[0] for s in sessions))
 
 
 def prepare_value(t: Table, user_id: Optional[str], session_id: str, key: str, value: Any) -> tuple[str, str, str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple, Optional, Sequence
+from typing import Any, NamedTuple, Optional, Sequence
 
 import orjson
 

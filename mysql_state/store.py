@@ -406,12 +406,7 @@ class MysqlAgentStateStore:
         """Values and whole lists of one session in ONE statement (one snapshot, one round trip);
         missing keys are left out; ``versioned=True`` gives :class:`VersionedState` s."""
         t = self.table
-        value_keys = [args.key_ids(t, user_id, session_id, k)[1] for k in serde.check_keys(values, "values")]
-        list_keys = [args.key_ids(t, user_id, session_id, k, is_list=True)[1] for k in serde.check_keys(lists, "lists")]
-        sid = keys.pack(user_id, session_id)
-        both = set(value_keys) & set(list_keys)
-        if both:
-            raise ValueError(f"keys {sorted(both)} are asked for both as a value and as a list")
+        sid, value_keys, list_keys = args.many_keys(t, user_id, session_id, values, lists)
         if not value_keys and not list_keys:
             return {}
         rows = self._db.run(lambda cur: list_read.read_many(cur, t, sid, value_keys, list_keys), "get_many",
@@ -548,13 +543,7 @@ class MysqlAgentStateStore:
         """A page of sessions, newest activity first: ``SessionPage(items, next_cursor)`` of
         :class:`SessionInfo`; ``ALL_USERS`` (default) lists every user, None the anonymous one;
         pass ``next_cursor`` back for the next page. Times are the server's."""
-        catalog.check_count("limit", limit)
-        if user_id is not ALL_USERS:
-            keys.user_prefix(user_id)  # validates
-        if cursor is not None and not isinstance(cursor, str):
-            raise TypeError(f"cursor must be a str from a SessionPage, got {type(cursor).__name__}")
-        before = catalog.check_when("updated_before", updated_before)
-        after = catalog.check_when("updated_after", updated_after)
+        before, after = args.session_page(user_id, limit, cursor, updated_before, updated_after)
         before = None if before is None else retention.to_server_time(self._db.run, before)
         after = None if after is None else retention.to_server_time(self._db.run, after)
         return catalog.sessions(self._db, self.table, user_id, before, after, limit, cursor)
@@ -587,17 +576,7 @@ class MysqlAgentStateStore:
         from ONE consistent snapshot (one connection, as ``mysqldump --single-transaction``);
         ``sessions`` are session ids of ``user_id`` (which they need: None for the anonymous
         user); catalog and history rows come with their sessions."""
-        t, sids = self.table, None
-        if sessions is not None:
-            if isinstance(sessions, str):
-                raise TypeError("sessions must be a list of session ids, not one str")
-            if user_id is ALL_USERS:
-                raise ValueError("export(sessions=...) needs user_id: session ids belong to one user "
-                                 "(pass user_id=None for the anonymous user's sessions)")
-            sids = list(dict.fromkeys(args.ids(t, user_id, s)[0] for s in sessions))
-        elif user_id is not ALL_USERS:
-            keys.user_prefix(user_id)  # validates
-        return transfer.export(self._db, t, user_id, sids)
+        return transfer.export(self._db, self.table, user_id, args.export_sessions(self.table, user_id, sessions))
 
     def import_rows(self, lines: Any, *, on_conflict: str = "skip",
                     progress: Optional[Callable[[int], None]] = None) -> int:
