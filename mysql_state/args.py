@@ -19,8 +19,11 @@ from .results import UNVERSIONED
 from .sql import NO_LIMIT
 from .table import Table
 
-__all__ = ["ids", "key_ids", "version", "window", "check_size", "check_upserts",
+__all__ = ["SAME_USER", "ids", "key_ids", "version", "window", "check_size", "check_upserts",
            "save_many", "many_keys", "session_page", "export_sessions", "prepare_value", "prepare_list", "prepare_append"]
+
+#: ``fork``'s default ``new_user_id``: the source's user (None would mean the anonymous one).
+SAME_USER: Any = type("SameUser", (), {"__repr__": lambda self: "<same user>"})()
 
 
 def ids(t: Table, user_id: Optional[str], session_id: str, key: Optional[str] = None, *,
@@ -144,12 +147,14 @@ def export_sessions(t: Table, user_id: Any, sessions: Any) -> Optional[list[str]
     return list(dict.fromkeys(ids(t, user_id, s)[0] for s in sessions))
 
 
-def prepare_value(t: Table, user_id: Optional[str], session_id: str, key: str, value: Any) -> tuple[str, str, str]:
-    """A value save checked and encoded: (packed session id, key, stored text)."""
+def prepare_value(t: Table, user_id: Optional[str], session_id: str, key: str,
+                  value: Any) -> tuple[str, str, str, int]:
+    """A value save checked and encoded: (packed session id, key, stored text, the bytes of
+    its plaintext JSON)."""
     sid, k = key_ids(t, user_id, session_id, key)
     data = serde.encode(value, k)
     check_size(t, data, f"save {k!r}")
-    return sid, k, t.sealer.seal(sid, k, 0, data).decode()
+    return sid, k, t.sealer.seal(sid, k, 0, data).decode(), len(data)
 
 
 def prepare_list(t: Table, user_id: Optional[str], session_id: str, key: str,

@@ -3,7 +3,8 @@
 A read brings the list's hash row in the same statement (one snapshot), so the items are
 checked against it at no cost per row: rows missing or out of place raise
 :class:`CorruptStateError` (never a silently shorter list). :func:`read` runs on the
-connection; :func:`check` decodes after the connection is given back.
+connection, :func:`check` decodes; :func:`get` and :func:`many` do both (on the connection,
+so that a damaged or undecodable row is counted as the call's error).
 """
 
 from __future__ import annotations
@@ -15,9 +16,19 @@ from .errors import CorruptStateError
 from .listsync import ListHash
 from .table import Table
 
-__all__ = ["read", "check", "length", "read_many", "check_many", "read_hash"]
+__all__ = ["get", "many", "read", "check", "length", "read_many", "check_many", "read_hash"]
 
 Checked = tuple[list, int, Optional[ListHash]]
+
+
+def get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int], model: Any) -> Checked:
+    """A list read (whole, a window or a tail) and checked: (items, version, hash row)."""
+    return check(t, read(cur, t, sid, k, offset, limit), sid, k, offset, limit, model)
+
+
+def many(cur: Any, t: Table, sid: str, value_keys: Sequence[str], list_keys: Sequence[str]) -> dict[str, tuple[Any, int]]:
+    """Values and whole lists of one session, one statement: ``{key: (value or items, version)}``."""
+    return check_many(t, read_many(cur, t, sid, value_keys, list_keys), sid, value_keys, list_keys)
 
 
 def read(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int]) -> list:

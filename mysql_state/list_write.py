@@ -276,9 +276,10 @@ def append_if_hash(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, 
     return 0
 
 
-def pop(cur: Any, t: Table, sid: str, k: str) -> Optional[tuple[int, str]]:
-    """Remove the last item under the hash row's lock: (its index, its stored text), or None
-    when the list is empty. The hash row stays exact."""
+def pop(cur: Any, t: Table, sid: str, k: str, model: Any = None) -> Any:
+    """Remove the last item under the hash row's lock and return it decoded (an instance of
+    ``model`` when given), or None when the list is empty. The hash row stays exact; an item
+    that does not decode raises here, so it is not popped."""
     row, stored, dig = _lock_hash(cur, t, sid, k)
     if stored is None:  # no hash row of ours: take the rows as they are, then index them
         have = _locked_items(cur, t, sid, k)
@@ -289,7 +290,7 @@ def pop(cur: Any, t: Table, sid: str, k: str) -> Optional[tuple[int, str]]:
         plan = listsync.plan_rewrite(rest)
         plan.new_hash = dig.of(dig.digests(rest))
         apply(cur, t, sid, k, plan, [None] * len(rest), hash_row_exists=row is not None)
-        return have[-1][0], have[-1][1]
+        return t.sealer.decode(sid, k, have[-1][0], have[-1][1], model)
     if stored.n == 0:
         return None
     last = stored.n - 1
@@ -303,19 +304,19 @@ def pop(cur: Any, t: Table, sid: str, k: str) -> Optional[tuple[int, str]]:
     cur.execute(t.statements["DELETE_ITEMS_FROM"], (sid, k, last))
     new_hash = stored.without_last(dig.digest(last, t.sealer.open(sid, k, last, item[0])), dig.empty)
     write_list(cur, t, sid, k, [], new_hash, with_hash=True)
-    return last, item[0]
+    return t.sealer.decode(sid, k, last, item[0], model)
 
 
 # ---- several keys in one transaction ---------------------------------------------------------
 
 
-def save_many(cur: Any, t: Table, writes: Sequence[ListWrite], prepared: Sequence[tuple[str, str, str]],
+def save_many(cur: Any, t: Table, writes: Sequence[ListWrite], prepared: Sequence[tuple[str, str, str, int]],
               expected: dict[str, int]) -> tuple[dict[str, Plan], dict[str, int]]:
     """``save_many``'s transaction: every list, then every value (compare-and-set where
     ``expected`` names the key, :class:`StaleStateError` otherwise); (plans, versions)."""
     plans = {w.key: save(cur, t, w) for w in writes}
     versions = {w.key: w.version for w in writes}
-    for sid, k, text in prepared:
+    for sid, k, text, _ in prepared:
         want = expected.get(k, UNVERSIONED)
         if want != UNVERSIONED:
             got = values.write(cur, t, sid, k, text, want)

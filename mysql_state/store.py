@@ -12,20 +12,20 @@ checks), :mod:`~mysql_state.sessions` (exists, deletes, erasure), :mod:`~mysql_s
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
 
-from . import (args, catalog, history, keys, list_read, list_write, locks, migrations, retention, schema, serde,
-               sessions, transfer)
+from . import args, catalog, history, keys, list_read, list_write, locks, migrations, retention, schema, serde
+from . import sessions, transfer, wiring
 from . import values as value_engine  # (``values`` is a parameter name of the public API)
+from .cache import LRU
 from .catalog import ALL_USERS, SessionPage
 from .crypto import Keyring
 from .errors import CorruptStateError, SessionExistsError, StaleStateError
 from .history import HistoryItem
-from .hosts import HostPools
 from .list_write import ListWrite
-from .listsync import HashHints, Plan, SnapshotCache
+from .listsync import ListHash, Plan, Snapshot
 from .locks import SessionLock
-from .metrics import Metrics, instrument
 from .pool import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_POOL_SIZE,
@@ -33,35 +33,25 @@ from .pool import (
     DEFAULT_READ_TIMEOUT,
     DEFAULT_RETRIES,
     DEFAULT_WRITE_TIMEOUT,
-    Connector,
     Stats,
     check_int,
     check_seconds,
-    make_host_pools,
 )
 from .reencrypt import reencrypt
-from .replicas import DEFAULT_SESSION_WAIT, Router
+from .replicas import DEFAULT_SESSION_WAIT
 from .results import UNVERSIONED, SavedMany, SaveReport, VersionedState
 from .retention import PruneReport
 from .sealer import sealer_for
 from .table import Table
-from .transaction import Transaction
+from .transaction import Transaction, guard, running
 
-__all__ = ["MysqlAgentStateStore", "VersionedState", "SavedMany", "SaveReport", "UNVERSIONED"]
+__all__ = ["MysqlAgentStateStore", "VersionedState", "SavedMany", "SaveReport", "UNVERSIONED", "SAME_USER"]
 
 T = TypeVar("T")
 DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024
-_SAME_USER: Any = type("SameUser", (), {"__repr__": lambda self: "<same user>"})()  # fork's default
-
-
-def _host_list(pool: Any, read_pool: Any, hosts: Optional[Sequence[Any]]) -> Optional[HostPools]:
-    """The store's host list from ``hosts=[...]`` (``pool``, if given, first), or None."""
-    if hosts is None or isinstance(hosts, HostPools):
-        return hosts
-    entries = list(hosts) if not isinstance(hosts, (str, bytes)) else hosts
-    if pool is not None and all(e is not pool and e != (pool, read_pool or pool) for e in entries):
-        entries = [(pool, read_pool or pool), *entries]
-    return HostPools.of(entries)
+HASH_HINTS = 4096  # lists whose last seen hash row is remembered (for one-statement appends)
+#: ``fork``'s default ``new_user_id``: the copy belongs to the same user as the original.
+SAME_USER = args.SAME_USER
 
 
 class MysqlAgentStateStore:
@@ -94,9 +84,6 @@ class MysqlAgentStateStore:
         replicas: Optional[Sequence[Any]] = None,
         session_wait: float = DEFAULT_SESSION_WAIT,
         keep_history: bool = False,
-        _read_pool: Any = None,
-        _owned: bool = False,
-        _pool_size: Optional[int] = None,
     ) -> None:
         """Use ``pool`` (a DBUtils ``PooledDB`` of pymysql connections, or anything with
         ``.connection()``); the store never closes a pool it was given.
@@ -116,43 +103,47 @@ class MysqlAgentStateStore:
         (AES-256-GCM, see :mod:`mysql_state.crypto`); rows written without it read as they are.
         ``keep_history`` archives what a shrinking list save drops (see :meth:`get_history`).
         """
+        parts = wiring.given(pool, hosts, replicas, pool_timeout=pool_timeout, retries=retries,
+                             session_wait=session_wait)
+        self._open(parts, database_name, table_name, create_if_not_exist, snapshot_bytes, encryption, keep_history)
+
+    @classmethod
+    def _assembled(cls, parts: wiring.Parts, database_name: Optional[str], table_name: Optional[str],
+                   create_if_not_exist: bool, snapshot_bytes: int, encryption: Optional[Keyring],
+                   keep_history: bool) -> "MysqlAgentStateStore":
+        """A store over ``parts`` made by :func:`mysql_state.wiring.from_url` (pools it owns)."""
+        store = cls.__new__(cls)
+        store._open(parts, database_name, table_name, create_if_not_exist, snapshot_bytes, encryption, keep_history)
+        return store
+
+    def _open(self, parts: wiring.Parts, database_name: Optional[str], table_name: Optional[str],
+              create_if_not_exist: bool, snapshot_bytes: int, encryption: Optional[Keyring],
+              keep_history: bool) -> None:
+        """What both constructors do: check the options, connect the parts, set up the table."""
         self.database_name = keys.identifier(database_name, "database name", keys.DEFAULT_DATABASE)
         self.table_name = keys.identifier(table_name, "table name", keys.DEFAULT_TABLE)
         check_int("snapshot_bytes", snapshot_bytes, 0)
         if encryption is not None and not isinstance(encryption, Keyring):
             raise TypeError(f"encryption must be a mysql_state.Keyring, got {type(encryption).__name__}")
         sealer = sealer_for(encryption, self.table_name)
-        check_seconds("session_wait", session_wait)
-        name = f"the store of `{self.database_name}`.`{self.table_name}`"
-        common = dict(owned=_owned, pool_size=_pool_size, pool_timeout=pool_timeout, retries=retries)
-        self._db = Connector(pool, read_pool=_read_pool, name=name, hosts=_host_list(pool, _read_pool, hosts),
-                             **common)
-        replica_db = None
-        if replicas is not None:
-            if not isinstance(replicas, HostPools):
-                replicas = HostPools.of(replicas, [f"replicas[{i}]" for i in range(len(replicas))],
-                                        skip_down=True, spread=True)
-            replica_db = Connector(None, hosts=replicas, reconnects=0, name=f"the replicas of {name[4:]}", **common)
+        wired = parts.connect(f"the store of `{self.database_name}`.`{self.table_name}`")
+        self._db, self._metrics = wired.db, wired.metrics
         #: Connections per pool (None for a given pool); the async store sizes its threads to it.
-        self.pool_size: Optional[int] = _pool_size
-        self._snapshots = SnapshotCache(snapshot_bytes)
-        self._hints = HashHints()  # the hash row last seen per list: one-statement appends
+        self.pool_size: Optional[int] = wired.pool_size
+        self._snapshots: LRU[tuple[str, str], Snapshot] = LRU(max_bytes=snapshot_bytes, size_of=lambda s: s.nbytes)
+        self._hints: LRU[tuple[str, str], ListHash] = LRU(max_entries=HASH_HINTS)  # the hash row last seen: one-statement appends
         self._damaged: set[tuple[str, str]] = set()  # lists a read found damaged: rewrite on save
-        self._metrics = Metrics()
-        instrument(self._db, self._metrics)
+        # Before every call: no write from inside this store's own transaction(fn), none in a lost lease.
+        self._db.guard = functools.partial(guard, self._db)
         db, tn = self.database_name, self.table_name
         try:  # the primary only: replicas get no DDL
             found = self._db.run(lambda cur: schema.set_up(cur, db, tn, create_if_not_exist),
                                  f"open table `{db}`.`{tn}`", write=True, session=None)
         except BaseException:
-            self._db.close()
-            if replica_db is not None:
-                replica_db.close()
+            self._db.close()  # and the replicas' connector, behind its router
             raise
         #: The table context every engine is given: statements, the sealer, the options.
         self.table = Table(db, tn, *found, sealer, keep_history=bool(keep_history), isolate_each=not self._db.owned)
-        if replica_db is not None:
-            Router(self._db, replica_db, session_wait).install(self)
 
     @classmethod
     def from_url(
@@ -184,37 +175,18 @@ class MysqlAgentStateStore:
         over to the next (:mod:`mysql_state.hosts`). ``replica_urls`` (read-only users
         suffice) serve reads made with ``consistency="session"`` or ``"eventual"``
         (:mod:`mysql_state.replicas`); their database is this store's.
+
+        >>> with MysqlAgentStateStore.from_url("mysql://root@127.0.0.1:3306/agentscope") as s:
+        ...     s.exists("alice", "chat-1")  # doctest: +SKIP
+        False
         """
         check_int("snapshot_bytes", snapshot_bytes, 0)
-        check_int("retries", retries, 0)
-        check_seconds("pool_timeout", pool_timeout)
-        check_seconds("session_wait", session_wait)
-        if isinstance(replica_urls, str):
-            replica_urls = [replica_urls]
-        options = dict(pool_size=pool_size, connect_timeout=connect_timeout, read_timeout=read_timeout,
-                       write_timeout=write_timeout, **connect_kwargs)
-        hosts, url_database = make_host_pools(url, **options)
-        replicas = None
-        if replica_urls is not None:  # pools open no connection until used
-            replicas = HostPools([h for u in replica_urls for h in make_host_pools(u, reads_only=True, **options)[0].hosts],
-                                 skip_down=True, spread=True)
+        parts, url_database = wiring.from_url(
+            url, replica_urls, pool_size=pool_size, pool_timeout=pool_timeout, connect_timeout=connect_timeout,
+            read_timeout=read_timeout, write_timeout=write_timeout, retries=retries, session_wait=session_wait,
+            **connect_kwargs)
         chosen = database_name if database_name is not None and database_name.strip() else url_database
-        return cls(
-            None,
-            chosen,
-            table_name,
-            create_if_not_exist,
-            pool_timeout=pool_timeout,
-            retries=retries,
-            snapshot_bytes=snapshot_bytes,
-            encryption=encryption,
-            hosts=hosts,
-            replicas=replicas,
-            session_wait=session_wait,
-            keep_history=keep_history,
-            _owned=True,
-            _pool_size=pool_size,
-        )
+        return cls._assembled(parts, chosen, table_name, create_if_not_exist, snapshot_bytes, encryption, keep_history)
 
     # ---- single values -------------------------------------------------------------------------
 
@@ -228,7 +200,7 @@ class MysqlAgentStateStore:
         absent, ``UNVERSIONED``: whatever it is); the new version, or ``UNVERSIONED`` when
         nothing was written. A list's version is its hash row's; a value written removes it."""
         want, t = args.version(expected_version, "expected_version"), self.table
-        sid, k, text = args.prepare_value(t, user_id, session_id, key, value)
+        sid, k, text, size = args.prepare_value(t, user_id, session_id, key, value)
         version = self._db.run(lambda cur: value_engine.compare_and_set(cur, t, sid, k, text, want),
                                f"save {k!r}" if want == UNVERSIONED else f"save_if_version {k!r}",
                                write=True, session=sid)
@@ -236,7 +208,7 @@ class MysqlAgentStateStore:
             self._metrics.stale()
         else:
             self._forget((sid, k))
-            self._metrics.saved("value", 1, len(text))
+            self._metrics.saved("value", 1, size)
         return version
 
     def get(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None,
@@ -259,9 +231,8 @@ class MysqlAgentStateStore:
         t = self.table
         sid, k = args.key_ids(t, user_id, session_id, key)
         model = serde.check_type(model)
-        rows = self._db.run(lambda cur: value_engine.read(cur, t, sid, k), f"get {k!r}", write=False,
-                            consistency=consistency, session=sid)
-        return value_engine.value_of(t, sid, k, rows, model)
+        return self._db.run(lambda cur: value_engine.get(cur, t, sid, k, model), f"get {k!r}", write=False,
+                            consistency=consistency, session=sid)  # decoded inside: its errors are counted
 
     def get_prefix(self, user_id: Optional[str], session_id: str, prefix: str = "", *, versioned: bool = False,
                    consistency: str = "strong") -> dict[str, Any]:
@@ -272,9 +243,9 @@ class MysqlAgentStateStore:
         sid, _ = args.ids(t, user_id, session_id)
         if not isinstance(prefix, str):
             raise TypeError(f"prefix must be a str, got {type(prefix).__name__}: {prefix!r}")
-        rows = self._db.run(lambda cur: value_engine.read_prefix(cur, t, sid, prefix), "get_prefix", write=False,
-                            consistency=consistency, session=sid)
-        return {k: VersionedState(v, n) if versioned else v for k, v, n in value_engine.prefix_values(t, sid, prefix, rows)}
+        found = self._db.run(lambda cur: value_engine.prefix_values(cur, t, sid, prefix), "get_prefix", write=False,
+                             consistency=consistency, session=sid)  # decoded inside: its errors are counted
+        return {k: VersionedState(v, n) if versioned else v for k, v, n in found}
 
     # ---- lists ---------------------------------------------------------------------------------
 
@@ -350,9 +321,9 @@ class MysqlAgentStateStore:
         result.versions = versions
         for w in writes:
             self._saved(w, plans[w.key])
-        for _, k, text in prepared:
+        for _, k, _, size in prepared:
             self._forget((sid, k))
-            self._metrics.saved("value", 1, len(text))
+            self._metrics.saved("value", 1, size)
         return result
 
     def append_list(self, user_id: Optional[str], session_id: str, key: str, items: Sequence[Any]) -> int:
@@ -393,10 +364,9 @@ class MysqlAgentStateStore:
         sid, k = args.key_ids(t, user_id, session_id, key, is_list=True)
         offset, limit = args.window(offset, limit)
         model = serde.check_type(model)
-        rows = self._db.run(lambda cur: list_read.read(cur, t, sid, k, offset, limit), f"get_list {k!r}",
-                            write=False, consistency=consistency, session=sid)
-        with self._noting_damage():
-            items, version, stored = list_read.check(t, rows, sid, k, offset, limit, model)
+        with self._noting_damage():  # decoded inside: its errors are counted
+            items, version, stored = self._db.run(lambda cur: list_read.get(cur, t, sid, k, offset, limit, model),
+                                                  f"get_list {k!r}", write=False, consistency=consistency, session=sid)
         if stored is not None and consistency == "strong":  # a replica's may be behind
             self._hints.put((sid, k), stored)
         return items, version
@@ -409,10 +379,9 @@ class MysqlAgentStateStore:
         sid, value_keys, list_keys = args.many_keys(t, user_id, session_id, values, lists)
         if not value_keys and not list_keys:
             return {}
-        rows = self._db.run(lambda cur: list_read.read_many(cur, t, sid, value_keys, list_keys), "get_many",
-                            write=False, consistency=consistency, session=sid)
-        with self._noting_damage():
-            found = list_read.check_many(t, rows, sid, value_keys, list_keys)
+        with self._noting_damage():  # decoded inside: its errors are counted
+            found = self._db.run(lambda cur: list_read.many(cur, t, sid, value_keys, list_keys), "get_many",
+                                 write=False, consistency=consistency, session=sid)
         return {k: VersionedState(*vv) if versioned else vv[0] for k, vv in found.items()}
 
     def list_length(self, user_id: Optional[str], session_id: str, key: str, *, consistency: str = "strong") -> int:
@@ -428,24 +397,28 @@ class MysqlAgentStateStore:
         t = self.table
         sid, k = args.key_ids(t, user_id, session_id, key, is_list=True)
         model = serde.check_type(type)
-        popped = self._db.run(lambda cur: list_write.pop(cur, t, sid, k), f"pop_list {k!r}", write=True, session=sid)
+        value = self._db.run(lambda cur: list_write.pop(cur, t, sid, k, model), f"pop_list {k!r}", write=True,
+                             session=sid)  # decoded in the transaction: an item that does not decode is not popped
         self._forget((sid, k))
-        return None if popped is None else t.sealer.decode(sid, k, popped[0], popped[1], model)
+        return value
 
     # ---- transactions and locks ----------------------------------------------------------------
 
     def transaction(self, fn: Callable[[Transaction], T]) -> T:
         """Run ``fn(tx)`` in ONE database transaction, across sessions, and return its result;
         ``tx`` (a :class:`Transaction`) has the store's reads and writes, reads lock what they
-        read, and ``fn`` may run again on a deadlock (see :mod:`mysql_state.transaction`)."""
+        read, and ``fn`` may run again on a deadlock (see :mod:`mysql_state.transaction`).
+        Inside ``fn`` write only through ``tx``: a write through the store, or a nested
+        ``store.transaction``, raises :class:`NestedTransactionError` at once."""
         if not callable(fn):
             raise TypeError(f"fn must be a callable taking the transaction, got {type(fn).__name__}")
         touched: set = set()
 
         def tx(cur: Any) -> T:
-            t = Transaction(self, cur)
+            t = Transaction(self.table, cur, self._damaged)
             try:
-                return fn(t)
+                with running(self._db):
+                    return fn(t)
             finally:
                 touched.update(t.touched)
 
@@ -457,7 +430,9 @@ class MysqlAgentStateStore:
 
     def session_lock(self, user_id: Optional[str], session_id: str, timeout: Optional[float] = 10) -> SessionLock:
         """A lease on one session across processes (``GET_LOCK``, one holder per server; wait up
-        to ``timeout`` seconds, None: forever): ``with store.session_lock(u, s):`` (:mod:`mysql_state.locks`)."""
+        to ``timeout`` seconds, None: forever): ``with store.session_lock(u, s):``. The lock lives
+        on a connection of its own; a lease whose connection dies is lost, and the next store call
+        inside the block raises :class:`LockLostError` (:mod:`mysql_state.locks`)."""
         sid, _ = args.ids(self.table, user_id, session_id)
         if timeout is not None:
             check_seconds("timeout", timeout)
@@ -560,13 +535,13 @@ class MysqlAgentStateStore:
         return history.read(self._db, t, sid, k, offset, limit)
 
     def fork(self, user_id: Optional[str], session_id: str, new_session_id: str, *,
-             new_user_id: Any = _SAME_USER) -> int:
+             new_user_id: Any = SAME_USER) -> int:
         """Copy every row of a session (history included) to a new one in ONE server-side
         statement; the rows copied. ``new_user_id`` defaults to the same user; an existing
         target raises :class:`SessionExistsError`, an unknown source :class:`SessionNotFoundError`."""
         t = self.table
         src, _ = args.ids(t, user_id, session_id)
-        dst, _ = args.ids(t, user_id if new_user_id is _SAME_USER else new_user_id, new_session_id)
+        dst, _ = args.ids(t, user_id if new_user_id is SAME_USER else new_user_id, new_session_id)
         if src == dst:
             raise SessionExistsError(f"fork: the new session {dst!r} is the source itself")
         return transfer.fork(self._db, t, src, dst)
@@ -666,69 +641,3 @@ class MysqlAgentStateStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # ---- TEMPORARY: what transaction.py, reencrypt.py and the adapters still reach; goes when
-    # they take the table context (after the merge of their fixes) -----------------------------
-
-    def _ids(self, user_id, session_id, key=None, *, is_list=False):
-        return args.ids(self.table, user_id, session_id, key, is_list=is_list)
-
-    def _key_ids(self, user_id, session_id, key, *, is_list=False):
-        return args.key_ids(self.table, user_id, session_id, key, is_list=is_list)
-
-    _window_of = staticmethod(args.window)
-
-    @property
-    def _sql(self):
-        return self.table.statements
-
-    @property
-    def _table(self):
-        return self.table.quoted
-
-    @property
-    def _keyring(self):
-        return self.table.sealer.keyring
-
-    def _usable(self, stored):
-        return self.table.sealer.usable(stored)
-
-    def _decode(self, sid, k, i, text, model=None):
-        return self.table.sealer.decode(sid, k, i, text, model)
-
-    def _value_of(self, sid, k, rows, model):
-        return value_engine.value_of(self.table, sid, k, rows, model)
-
-    def _read_list(self, cur, sid, k, offset, limit):
-        return list_read.read(cur, self.table, sid, k, offset, limit)
-
-    def _check_list(self, rows, sid, k, offset, limit, model):
-        with self._noting_damage():
-            return list_read.check(self.table, rows, sid, k, offset, limit, model)
-
-    def _prepare_value(self, user_id, session_id, key, value):
-        return args.prepare_value(self.table, user_id, session_id, key, value)
-
-    def _prepare_list(self, user_id, session_id, key, items):
-        return self._list_write(user_id, session_id, key, items)
-
-    def _prepare_append(self, user_id, session_id, key, items):
-        return args.prepare_append(self.table, user_id, session_id, key, items)
-
-    def _touch(self, cur, sid):
-        sessions.touch(cur, self.table, sid)
-
-    def _value_tx(self, cur, sid, k, text, expected=None):
-        return value_engine.write(cur, self.table, sid, k, text, expected)
-
-    def _list_tx(self, cur, w):
-        return list_write.save(cur, self.table, w)
-
-    def _append_tx(self, cur, sid, k, datas, hint=None):
-        return list_write.append(cur, self.table, sid, k, datas, hint)
-
-    def _delete_session_tx(self, cur, sid):
-        return sessions.delete_session(cur, self.table, sid)
-
-    def _delete_key_tx(self, cur, sid, k):
-        sessions.delete_key(cur, self.table, sid, k)

@@ -16,8 +16,8 @@ from .errors import DUPLICATE_KEY, errno_of
 from .results import UNVERSIONED
 from .table import Table
 
-__all__ = ["key_head", "write", "compare_and_set", "insert_new", "read", "read_for_update", "value_of",
-           "read_prefix", "prefix_values"]
+__all__ = ["key_head", "write", "compare_and_set", "insert_new", "get", "read_for_update", "value_of",
+           "get", "prefix_values"]
 
 
 def key_head(cur: Any, t: Table, sid: str, k: str) -> tuple[int, bool, bool]:
@@ -79,11 +79,11 @@ def compare_and_set(cur: Any, t: Table, sid: str, k: str, text: str, expected: i
     return write(cur, t, sid, k, text, expected)
 
 
-def read(cur: Any, t: Table, sid: str, k: str) -> list:
-    """The rows ``(is hash row, state_data, version)`` of a key's head, one statement."""
+def get(cur: Any, t: Table, sid: str, k: str, model: Any) -> Optional[tuple[Any, int, bool]]:
+    """One statement: (row 0's value, the key's version, is it a list), None when absent."""
     hk = keys.hash_key(k)
     cur.execute(t.statements["SELECT_VALUE"], (hk, sid, k, hk))
-    return cur.fetchall()
+    return value_of(t, sid, k, cur.fetchall(), model)
 
 
 def read_for_update(cur: Any, t: Table, sid: str, k: str) -> list:
@@ -105,17 +105,13 @@ def value_of(t: Table, sid: str, k: str, rows: Sequence[tuple], model: Any) -> O
     return value, version, listed is not None
 
 
-def read_prefix(cur: Any, t: Table, sid: str, prefix: str) -> list:
-    """Row 0 of every key of ``sid`` starting with ``prefix`` (hash rows too): one key range."""
+def prefix_values(cur: Any, t: Table, sid: str, prefix: str) -> list[tuple[str, Any, int]]:
+    """``(key, value, version)`` of the single values of ``sid`` whose key starts with
+    ``prefix``, in key order, read as one primary-key range (keys holding a list left out: the
+    hash rows are read too; the exact prefix tested, whatever the collation)."""
     statement, params = sql.select_prefix(t.quoted, sid, prefix, t.exact_keys)
     cur.execute(statement, params)
-    return cur.fetchall()
-
-
-def prefix_values(t: Table, sid: str, prefix: str, rows: Sequence[tuple]) -> list[tuple[str, Any, int]]:
-    """From :func:`read_prefix`'s rows: ``(key, value, version)`` of the single values, in key
-    order (keys holding a list left out; the exact prefix tested, whatever the collation)."""
-    rows = [r for r in rows if r[0].startswith(prefix)]
+    rows = [r for r in cur.fetchall() if r[0].startswith(prefix)]
     suffix = keys.HASH_SUFFIX
     lists = {k[: -len(suffix)] for k, _, _ in rows if k.endswith(suffix)}
     return [(k, t.sealer.decode(sid, k, 0, data), int(version))
