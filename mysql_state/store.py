@@ -18,14 +18,14 @@ from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
 from . import args, catalog, history, keys, list_read, list_write, locks, migrations, retention, schema, serde
 from . import sessions, transfer, wiring
 from . import values as value_engine  # (``values`` is a parameter name of the public API)
-from .cache import LRU
 from .catalog import ALL_USERS, SessionPage
 from .crypto import Keyring
-from .errors import CorruptStateError, SessionExistsError, StaleStateError
+from .errors import SessionExistsError, StaleStateError
 from .history import HistoryItem
 from .list_write import ListWrite
-from .listsync import ListHash, Plan, Snapshot
+from .listsync import Plan
 from .locks import SessionLock
+from .memory import ListMemory
 from .pool import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_POOL_SIZE,
@@ -49,7 +49,6 @@ __all__ = ["MysqlAgentStateStore", "VersionedState", "SavedMany", "SaveReport", 
 
 T = TypeVar("T")
 DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024
-HASH_HINTS = 4096  # lists whose last seen hash row is remembered (for one-statement appends)
 #: ``fork``'s default ``new_user_id``: the copy belongs to the same user as the original.
 SAME_USER = args.SAME_USER
 
@@ -130,9 +129,7 @@ class MysqlAgentStateStore:
         self._db, self._metrics = wired.db, wired.metrics
         #: Connections per pool (None for a given pool); the async store sizes its threads to it.
         self.pool_size: Optional[int] = wired.pool_size
-        self._snapshots: LRU[tuple[str, str], Snapshot] = LRU(max_bytes=snapshot_bytes, size_of=lambda s: s.nbytes)
-        self._hints: LRU[tuple[str, str], ListHash] = LRU(max_entries=HASH_HINTS)  # the hash row last seen: one-statement appends
-        self._damaged: set[tuple[str, str]] = set()  # lists a read found damaged: rewrite on save
+        self._memory = ListMemory(snapshot_bytes)  # snapshots, hints, damaged lists: cheap saves, repairs
         # Before every call: no write from inside this store's own transaction(fn), none in a lost lease.
         self._db.guard = functools.partial(guard, self._db)
         db, tn = self.database_name, self.table_name
@@ -285,12 +282,12 @@ class MysqlAgentStateStore:
     def _list_write(self, user_id, session_id, key, items, expected: Optional[int] = None) -> ListWrite:
         """A list save checked and encoded, with this process's snapshot of the list."""
         sid, k, items, blob = args.prepare_list(self.table, user_id, session_id, key, items)
-        return ListWrite(sid, k, items, blob, self._snapshots.get((sid, k)), expected=expected,
-                         damaged=(sid, k) in self._damaged)
+        m = self._memory
+        return ListWrite(sid, k, items, blob, m.snapshots.get((sid, k)), expected=expected, damaged=(sid, k) in m.damaged)
 
     def _saved(self, w: ListWrite, plan: Plan) -> None:
         """Keep what a list save wrote (its snapshot, its hash row as a hint), and count it."""
-        self._remember((w.sid, w.key), w.new_snapshot)
+        self._memory.saved((w.sid, w.key), w.new_snapshot)
         self._metrics.saved(plan.kind, len(plan.upserts), sum(len(d) for _, d in plan.upserts))
 
     def save_many(self, user_id: Optional[str], session_id: str, values: Optional[Mapping[str, Any]] = None,
@@ -333,17 +330,12 @@ class MysqlAgentStateStore:
         if not datas:
             return self.list_length(user_id, session_id, key)
         cache_key = (sid, k)
-        snap = self._snapshots.get(cache_key)
-        hint = snap.hash if snap is not None else self._hints.get(cache_key)
+        snap = self._memory.snapshots.get(cache_key)
+        hint = snap.hash if snap is not None else self._memory.hints.get(cache_key)
         with list_write.lock_of(snap):
             stored, new_hash = self._db.run(lambda cur: list_write.append(cur, t, sid, k, datas, hint),
                                             f"append_list {k!r}", write=True, session=sid)
-            if snap is not None and stored == snap.hash:
-                snap.extend(datas, new_hash)
-                self._snapshots.put(cache_key, snap)
-            else:
-                self._snapshots.drop(cache_key)
-            self._hints.put(cache_key, new_hash)
+            self._memory.appended(cache_key, snap, stored, datas, new_hash)
         self._metrics.saved("append", len(datas), sum(map(len, datas)))
         return new_hash.n
 
@@ -364,11 +356,11 @@ class MysqlAgentStateStore:
         sid, k = args.key_ids(t, user_id, session_id, key, is_list=True)
         offset, limit = args.window(offset, limit)
         model = serde.check_type(model)
-        with self._noting_damage():  # decoded inside: its errors are counted
+        with self._memory.noting_damage():  # decoded inside: its errors are counted
             items, version, stored = self._db.run(lambda cur: list_read.get(cur, t, sid, k, offset, limit, model),
                                                   f"get_list {k!r}", write=False, consistency=consistency, session=sid)
         if stored is not None and consistency == "strong":  # a replica's may be behind
-            self._hints.put((sid, k), stored)
+            self._memory.hints.put((sid, k), stored)
         return items, version
 
     def get_many(self, user_id: Optional[str], session_id: str, values: Sequence[str] = (),
@@ -379,7 +371,7 @@ class MysqlAgentStateStore:
         sid, value_keys, list_keys = args.many_keys(t, user_id, session_id, values, lists)
         if not value_keys and not list_keys:
             return {}
-        with self._noting_damage():  # decoded inside: its errors are counted
+        with self._memory.noting_damage():  # decoded inside: its errors are counted
             found = self._db.run(lambda cur: list_read.many(cur, t, sid, value_keys, list_keys), "get_many",
                                  write=False, consistency=consistency, session=sid)
         return {k: VersionedState(*vv) if versioned else vv[0] for k, vv in found.items()}
@@ -415,7 +407,7 @@ class MysqlAgentStateStore:
         touched: set = set()
 
         def tx(cur: Any) -> T:
-            t = Transaction(self.table, cur, self._damaged)
+            t = Transaction(self.table, cur, self._memory.damaged)
             try:
                 with running(self._db):
                     return fn(t)
@@ -425,8 +417,7 @@ class MysqlAgentStateStore:
         try:
             return self._db.run(tx, "transaction", write=True, session=None)  # any sessions
         finally:
-            for sid, k in touched:
-                self._forget(None if k is None else (sid, k), session=sid if k is None else None)
+            self._memory.forget_all_of(touched)
 
     def session_lock(self, user_id: Optional[str], session_id: str, timeout: Optional[float] = 10) -> SessionLock:
         """A lease on one session across processes (``GET_LOCK``, one holder per server; wait up
@@ -456,7 +447,7 @@ class MysqlAgentStateStore:
             self._db.run(lambda cur: sessions.delete_session(cur, t, sid), "delete", write=True, session=sid)
         else:
             self._db.run(lambda cur: sessions.delete_key(cur, t, sid, k), f"delete {k!r}", write=True, session=sid)
-        self._forget(None if k is None else (sid, k), session=sid if k is None else None)
+        self._memory.forget_all_of([(sid, k)])
 
     def list_session_ids(self, user_id: Optional[str], *, consistency: str = "strong") -> set[str]:
         """The session ids of one user (None: the anonymous user)."""
@@ -480,28 +471,9 @@ class MysqlAgentStateStore:
         self._forget()
         return count
 
-    def _remember(self, key: tuple[str, str], snap: Any) -> None:
-        """Keep what a list save wrote: its snapshot, and its hash row as a hint for appends."""
-        self._snapshots.put(key, snap)
-        self._hints.put(key, snap.hash if snap is not None else None)
-        self._damaged.discard(key)
-
-    @contextlib.contextmanager
-    def _noting_damage(self) -> Any:
-        """Rows a read finds damaged make this process forget the list and mark it, so that its
-        next save rewrites the rows instead of trusting the hash row (which a row damaged by
-        hand still matches)."""
-        try:
-            yield
-        except CorruptStateError as exc:
-            self._forget((exc.session_id, exc.key))
-            self._damaged.add((exc.session_id, exc.key))
-            raise
-
     def _forget(self, key: Optional[tuple[str, str]] = None, session: Optional[str] = None) -> None:
         """Drop what this process remembers of a list, a session, or (no argument) everything."""
-        self._snapshots.drop(key, session)
-        self._hints.drop(key, session)
+        self._memory.forget(key, session)
 
     # ---- operating the store: encryption, catalog, history, transfer, retention, schema ------
 
