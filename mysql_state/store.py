@@ -1,12 +1,16 @@
 """MysqlAgentStateStore: the front door, and the source of truth for the async store.
 
 Each public method checks its arguments (:mod:`mysql_state.args`), makes one call into an
-engine through the connector (``self._db.run``), then keeps the process's caches right. The
+engine through the connector (``self._db.run``), then keeps the process's caches right
+(:mod:`~mysql_state.memory`). The
 engines hold the SQL work, as functions of ``(cursor, table context, ...)``:
 :mod:`~mysql_state.values` (values, compare-and-set), :mod:`~mysql_state.list_write` (list
 saves, appends, pops, ``save_many``), :mod:`~mysql_state.list_read` (reads and damage
 checks), :mod:`~mysql_state.sessions` (exists, deletes, erasure), :mod:`~mysql_state.schema`
-(set-up). The table context (:class:`~mysql_state.table.Table`) carries what they share.
+(set-up); the operator's calls go to their concern modules (catalog, history, transfer,
+retention, migrations, reencrypt) the same way. The table context
+(:class:`~mysql_state.table.Table`) carries what they all share; the constructors' wiring
+(pools, hosts, replicas, metrics) is :mod:`~mysql_state.wiring`'s.
 """
 
 from __future__ import annotations
