@@ -82,6 +82,7 @@ class _View:
 
     gen: str
     known: dict = field(default_factory=dict)  # id(obj) -> (obj, log index)
+    by_index: dict = field(default_factory=dict)  # log index -> id(obj): one object per item
     length: int = 0  # the log has at least this many items
     refs: "OrderedDict[Any, dict]" = field(default_factory=OrderedDict)  # version -> reference
 
@@ -227,7 +228,11 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             self._views.move_to_end(where)
             before = len(view.known)
             for obj, index in pairs:
+                old = view.by_index.get(index)
+                if old is not None and old != id(obj):
+                    view.known.pop(old, None)  # a newer object for the same item (read again)
                 view.known[id(obj)] = (obj, index)
+                view.by_index[index] = id(obj)
             self._cached += len(view.known) - before
             view.length = max(view.length, length)
             if version is not None and ref is not None:
