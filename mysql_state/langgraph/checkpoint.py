@@ -26,6 +26,7 @@ import functools
 import random
 import secrets
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -154,6 +155,8 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         self._views: "OrderedDict[tuple, _View]" = OrderedDict()
         self._cache_items = _cache_items
         self._cached = 0
+        self._last: "OrderedDict[tuple, str]" = OrderedDict()  # (thread, ns) -> newest id indexed
+        self._seq = 0
 
     @classmethod
     def from_url(
@@ -247,6 +250,25 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         with self._lock:
             for where in [w for w in self._views if thread is None or w[0] == thread]:
                 self._cached -= len(self._views.pop(where).known)
+            for where in [w for w in self._last if thread is None or w[0] == thread]:
+                del self._last[where]
+
+    def _newest(self, where: tuple, cid: Optional[str]) -> None:
+        """Remember the newest checkpoint id indexed in a namespace (bounded)."""
+        if cid is None:
+            return
+        with self._lock:
+            if cid > self._last.get(where, ""):
+                self._last[where] = cid
+            self._last.move_to_end(where)
+            while len(self._last) > 10_000:
+                self._last.popitem(last=False)
+
+    def _next_seq(self) -> int:
+        """An increasing number per process (nanoseconds since the epoch, or one more)."""
+        with self._lock:
+            self._seq = max(self._seq + 1, time.time_ns())
+            return self._seq
 
     # ---- put ---------------------------------------------------------------------------------------
 
@@ -323,8 +345,9 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         fresh: set = set()
         for _ in range(3):
             thread, ns, record, blobs, plans = self._prepare(config, checkpoint, metadata, new_versions, fresh)
+            newest = self._last.get((thread, ns))
             try:
-                self.store.transaction(lambda tx: self._put_tx(tx, thread, ns, record, blobs, plans))
+                self.store.transaction(lambda tx: self._put_tx(tx, thread, ns, record, blobs, plans, newest))
                 break
             except _LogReset as reset:
                 fresh.add(reset.key)  # rebuilt by another process (prune): write it anew
@@ -334,9 +357,11 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             if p.ref is not None:
                 pairs = [(p.items[pos], p.start + j) for j, pos in enumerate(p.missing)]
                 self._learn(p.where, p.gen, pairs, p.start + len(p.missing), p.version, p.ref)
+        self._newest((thread, ns), checkpoint["id"])
         return {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
 
-    def _put_tx(self, tx: Any, thread: str, ns: str, record: dict, blobs: dict, plans: list) -> None:
+    def _put_tx(self, tx: Any, thread: str, ns: str, record: dict, blobs: dict, plans: list,
+                newest: Optional[str]) -> None:
         u = self.user_id
         for p in plans:
             if p.reused:
@@ -359,8 +384,9 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             tx.save(u, thread, key, row)
         ix = layout.index_key(ns)
         cid, parent = record["id"], record["parent"]
-        tail = tx.get_list(u, thread, ix, offset=-1)
-        if not tail or tail[-1][0] < cid:
+        if newest is not None and cid > newest:  # newer than all this process indexed: append
+            tx.append_list(u, thread, ix, [[cid, parent]])
+        elif not (tail := tx.get_list(u, thread, ix, offset=-1)) or tail[-1][0] < cid:
             tx.append_list(u, thread, ix, [[cid, parent]])
         elif tail[-1][0] != cid:  # an older id than the newest: keep the index sorted
             entries = [e for e in tx.get_list(u, thread, ix) if e[0] != cid]
@@ -376,7 +402,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Append a task's writes to the checkpoint's list of pending writes (one statement).
+        """Store a task's writes beside the checkpoint: one row per call (one upsert).
 
         Write indexes are LangGraph's: the position in ``writes``, or ``WRITES_IDX_MAP``'s
         negative index for the special channels (error, interrupt, resume, scheduled). Read
@@ -385,12 +411,10 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         """
         thread, ns = self._where(config)
         cid = config["configurable"]["checkpoint_id"]
-        rows = [
-            {"task": task_id, "i": WRITES_IDX_MAP.get(ch, i), "ch": ch, "path": task_path, "v": to_row(self.serde, v)}
-            for i, (ch, v) in enumerate(writes)
-        ]
+        rows = [{"i": WRITES_IDX_MAP.get(ch, i), "ch": ch, "v": to_row(self.serde, v)} for i, (ch, v) in enumerate(writes)]
         if rows:
-            self.store.append_list(self.user_id, thread, layout.writes_key(ns, cid), rows)
+            key = layout.writes_key(ns, cid, str(task_id), self._next_seq())
+            self.store.save(self.user_id, thread, key, {"cp": cid, "task": task_id, "path": task_path, "w": rows})
 
     # ---- reading checkpoints -------------------------------------------------------------------
 
@@ -403,10 +427,11 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         cid = get_checkpoint_id(config)
         u = self.user_id
         if not cid:
-            tail = self.store.get_list(u, thread, layout.index_key(ns), offset=-1)
+            tail = self.store.get_list(u, thread, layout.index_key(ns), offset=-4)
             if not tail:
                 return None
-            cid = tail[-1][0]
+            cid = max(e[0] for e in tail)
+            self._newest((thread, ns), cid)
         key = layout.checkpoint_key(ns, cid)
         record = self.store.get(u, thread, key)
         if record is None:
@@ -418,9 +443,8 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         statement, each list log in one more (the window the rows refer to)."""
         u = self.user_id
         blob_keys = sorted({layout.blob_key(r["ns"], ch, v) for r in records for ch, v in r.get("blobs", {}).items()})
-        write_keys = [layout.writes_key(r["ns"], r["id"]) for r in records]
-        found = self.store.get_many(u, thread, values=blob_keys, lists=sorted(set(write_keys))) if (
-            blob_keys or write_keys) else {}
+        found = self.store.get_many(u, thread, values=blob_keys) if blob_keys else {}
+        writes = self._writes(thread, [(r["ns"], r["id"]) for r in records])
         spans: dict[str, list[int]] = {}
         for r in records:
             for ch, ref in r.get("lists", {}).items():
@@ -441,7 +465,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                     values[ch] = self._decode(thread, bk, found[bk])
             for ch, ref in r.get("lists", {}).items():
                 values[ch] = self._list_value(thread, r["ns"], ch, ref, logs, learn)
-            out.append(self._tuple(thread, r, values, found.get(layout.writes_key(r["ns"], r["id"]), [])))
+            out.append(self._tuple(thread, r, values, writes[(r["ns"], r["id"])]))
         return out
 
     def _list_value(self, thread: str, ns: str, ch: str, ref: dict, logs: dict, learn: bool) -> Any:
@@ -474,7 +498,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             checkpoint=checkpoint,
             metadata=metadata,
             parent_config={"configurable": {**conf, "checkpoint_id": parent}} if parent else None,
-            pending_writes=self._pending(thread, layout.writes_key(r["ns"], r["id"]), writes),
+            pending_writes=self._pending(thread, layout.writes_prefix(r["ns"], r["id"]), writes),
         )
 
     def _pending(self, thread: str, key: str, rows: Sequence[dict]) -> list:
@@ -486,6 +510,24 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 chosen[k] = w
         ordered = sorted(chosen.values(), key=lambda w: writes_sort_key(w.get("path", ""), w["task"], w["i"]))
         return [(w["task"], w["ch"], self._decode(thread, key, w["v"])) for w in ordered]
+
+    def _writes(self, thread: str, wanted: Sequence[tuple[str, str]]) -> dict[tuple, list]:
+        """The stored writes of checkpoints ``(ns, id)``, each call's in key (arrival) order: a
+        key-range read per checkpoint for a few, of the whole namespace for more."""
+        out: dict[tuple, list] = {w: [] for w in wanted}
+        by_ns: dict[str, list] = {}
+        for ns, cid in out:
+            by_ns.setdefault(ns, []).append(cid)
+        for ns, ids in by_ns.items():
+            prefixes = [layout.writes_prefix(ns, c) for c in ids] if len(ids) <= 4 else [layout.writes_prefix(ns)]
+            for prefix in prefixes:
+                for key, row in self.store.get_prefix(self.user_id, thread, prefix).items():
+                    if not isinstance(row, dict) or not isinstance(row.get("w"), list):
+                        raise self._corrupt(thread, key, ValueError("not a row of pending writes"))
+                    found = out.get((ns, row.get("cp")))
+                    if found is not None:
+                        found.extend({"task": row["task"], "path": row.get("path") or "", **w} for w in row["w"])
+        return out
 
     def _index(self, thread: str, ns: str) -> list:
         return self.store.get_list(self.user_id, thread, layout.index_key(ns))
@@ -563,7 +605,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         thread, ns = self._where(config)
         entries = self._index(thread, ns)
         parent_of = {e[0]: e[1] for e in entries}
-        target = get_checkpoint_id(config) or (entries[-1][0] if entries else None)
+        target = get_checkpoint_id(config) or max(parent_of, default=None)
         chain: list[str] = []
         current = parent_of.get(target) if target in parent_of else None
         while current is not None and current in parent_of and len(chain) <= len(parent_of):
@@ -585,13 +627,12 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                         remaining.discard(ch)
         seeds = list({id(r): r for r in seed_at.values()}.values())
         loaded = {r["id"]: t for r, t in zip(seeds, self._load(thread, seeds))} if seeds else {}
-        write_keys = [layout.writes_key(ns, r["id"]) for r in records]
-        found = self.store.get_many(self.user_id, thread, lists=write_keys) if write_keys else {}
+        found = self._writes(thread, [(ns, r["id"]) for r in records])
         collected: dict[str, list] = {ch: [] for ch in channels}
         open_ = set(channels)
         for r in records:
-            wk = layout.writes_key(ns, r["id"])
-            for w in reversed(self._pending(thread, wk, found.get(wk, []))):
+            wk = layout.writes_prefix(ns, r["id"])
+            for w in reversed(self._pending(thread, wk, found[(ns, r["id"])])):
                 if w[1] in open_:
                     collected[w[1]].append(w)
             for ch in [c for c in open_ if seed_at.get(c) is r]:
@@ -638,9 +679,11 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             doomed = [r for k, r in rows.items()
                       if self._decode(thread, k, self._record(thread, k, r)["metadata"]).get("run_id") in runs]
             if doomed:
-                self.store.transaction(lambda tx: self._drop_tx(tx, thread, doomed))
+                prefixes = tuple(layout.writes_prefix(r["ns"], r["id"]) for r in doomed)
+                writes = [k for k in self.store.get_prefix(self.user_id, thread, "wr/") if k.startswith(prefixes)]
+                self.store.transaction(lambda tx: self._drop_tx(tx, thread, doomed, writes))
 
-    def _drop_tx(self, tx: Any, thread: str, doomed: Sequence[dict]) -> None:
+    def _drop_tx(self, tx: Any, thread: str, doomed: Sequence[dict], writes: Sequence[str]) -> None:
         u = self.user_id
         by_ns: dict[str, set] = {}
         for r in doomed:
@@ -656,7 +699,8 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                     tx.delete(u, thread, ix)
             for cid in ids:
                 tx.delete(u, thread, layout.checkpoint_key(ns, cid))
-                tx.delete(u, thread, layout.writes_key(ns, cid))
+        for key in writes:
+            tx.delete(u, thread, key)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune threads. ``"delete"`` removes them whole, in one transaction.
@@ -707,9 +751,10 @@ class MysqlSaver(BaseCheckpointSaver[str]):
 
     def _kept(self, thread: str, records: dict[str, dict], entries: list) -> list[dict]:
         """The newest checkpoint of a namespace and the ancestors its delta channels need."""
-        if not entries or entries[-1][0] not in records:
+        newest = max((e[0] for e in entries), default=None)
+        if newest not in records:
             return []
-        latest = records[entries[-1][0]]
+        latest = records[newest]
         metadata = self._decode(thread, layout.checkpoint_key(latest["ns"], latest["id"]), latest["metadata"])
         stored = lambda r, ch: ch in r.get("values", {}) or ch in r.get("lists", {}) or ch in r.get("blobs", {})  # noqa: E731
         need = {ch for ch in (metadata.get("counters_since_delta_snapshot") or {}) if not stored(latest, ch)}
@@ -766,7 +811,8 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                     else:
                         keep_keys.add(old)
                 ck = layout.checkpoint_key(ns, r["id"])
-                keep_keys |= {ck, layout.writes_key(ns, r["id"])}
+                keep_keys.add(ck)
+                keep_keys |= {k for k in rows if k.startswith(layout.writes_prefix(ns, r["id"]))}
                 keep_keys |= {layout.blob_key(ns, ch, v) for ch, v in r.get("blobs", {}).items()}
                 if r != rows.get(ck):
                     tx.save(u, thread, ck, r)
@@ -779,8 +825,6 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             tx.save_list(u, thread, new_key, items)
         # everything else the thread holds: checkpoints, writes, values and logs no longer used
         doomed = set(rows) - keep_keys
-        doomed |= {layout.writes_key(r["ns"], r["id"]) for k, r in rows.items()
-                   if k.startswith(layout.RECORDS) and isinstance(r, dict)} - keep_keys
         doomed |= {layout.log_key(r["ns"], ch, ref["g"]) for k, r in rows.items()
                    if k.startswith(layout.RECORDS) and isinstance(r, dict)
                    for ch, ref in r.get("lists", {}).items()} - keep_keys

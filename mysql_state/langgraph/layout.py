@@ -10,7 +10,7 @@ key                             kind     holds
                                          sorted by id (the newest last)
 ``cp/<ns>/<checkpoint_id>``     value    the checkpoint (without its values), its metadata,
                                          its parent, small values inline, list references
-``wr/<ns>/<checkpoint_id>``     list     the checkpoint's pending writes, in arrival order
+``wr/<ns>/<id>/<task>/<seq>``   value    one ``put_writes`` call: a task's writes
 ``bl/<ns>/<channel>/<version>`` value    a channel's value at one version (not a list)
 ``log/<ns>/<channel>/<gen>``    list     the items of a list channel (messages), append-only;
                                          a version is a list of ranges into it
@@ -19,10 +19,11 @@ key                             kind     holds
 Each part is percent-encoded: every character but ``A-Z a-z 0-9 . _ -`` becomes ``%XX`` of its
 UTF-8 bytes, so a part never holds ``/`` or ``:`` (no key can end in ``:_hash``), any
 LangGraph string fits, and keys are ASCII. The root namespace ``""`` is written ``~`` (a
-``~`` of a name is always ``%7E``). A key that would pass the store's limit of 255 characters
-(249 for a list, whose hash row adds 6) has its longest parts replaced by ``#`` and a
-BLAKE2b digest of the part (a ``#`` of a name is always ``%23``); the real names are in the
-checkpoint rows, which is where the saver reads them.
+``~`` of a name is always ``%7E``). So that every key fits the store's limit of 255
+characters (249 for a list, whose hash row adds 6), a part longer than its budget
+(namespace 120, checkpoint or task id 54, channel or version 60) is written ``#`` and a
+BLAKE2b digest of it (a ``#`` of a name is always ``%23``); the real names are in the rows,
+which is where the saver reads them.
 
 >>> checkpoint_key("", "1ef4")
 'cp/~/1ef4'
@@ -43,6 +44,7 @@ __all__ = [
     "checkpoint_key",
     "checkpoint_prefix",
     "writes_key",
+    "writes_prefix",
     "blob_key",
     "log_key",
     "ranges_of",
@@ -54,12 +56,15 @@ __all__ = [
 
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
 _ROOT = "~"
-_VALUE_MAX = keys.MAX_ID_CHARS
-_LIST_MAX = keys.MAX_ID_CHARS - len(keys.HASH_SUFFIX)
+# Budgets per part, so that every key fits the store's 255 characters (249 for a list key):
+# wr/<ns 120>/<id 54>/<task 54>/<seq 20> is the longest, 254.
+_NS_CHARS, _ID_CHARS, _NAME_CHARS = 120, 54, 60
+assert 3 + _NS_CHARS + 1 + 2 * (_ID_CHARS + 1) + 20 <= keys.MAX_ID_CHARS
+assert 4 + _NS_CHARS + 1 + _NAME_CHARS + 1 + 16 <= keys.MAX_ID_CHARS - len(keys.HASH_SUFFIX)
 #: The prefix of every checkpoint row of a thread (all namespaces).
 RECORDS = "cp/"
 #: The prefixes of the single values the saver writes (the rest of a session is not its own).
-OWN_VALUES = ("cp/", "bl/")
+OWN_VALUES = ("cp/", "bl/", "wr/")
 
 
 def part(name: str) -> str:
@@ -84,46 +89,52 @@ def _digest(encoded: str) -> str:
     return "#" + hashlib.blake2b(encoded.encode("ascii"), digest_size=12).hexdigest()
 
 
-def _join(head: str, names: Sequence[str], limit: int) -> str:
-    parts = [part(n) for n in names]
-    key = "/".join([head, *parts])
-    while len(key) > limit:
-        i = max(range(len(parts)), key=lambda j: len(parts[j]))
-        if parts[i].startswith("#"):
-            raise ValueError(f"a LangGraph key cannot be made to fit {limit} characters: {key[:80]}...")
-        parts[i] = _digest(parts[i])
-        key = "/".join([head, *parts])
-    return key
+def _fit(name: str, limit: int) -> str:
+    """A part of at most ``limit`` characters: encoded, or ``#`` and a digest when longer.
+    Each part is fitted on its own, so a prefix (namespace, checkpoint) is the same in every
+    key that starts with it."""
+    p = part(name)
+    return p if len(p) <= limit else _digest(p)
+
+
+def _ns(ns: str) -> str:
+    return _fit(ns, _NS_CHARS)
 
 
 def index_key(ns: str) -> str:
     """The list of a namespace's checkpoints: ``[id, parent]`` items in id order."""
-    return _join("ix", [ns], _LIST_MAX)
-
-
-def checkpoint_key(ns: str, checkpoint_id: str) -> str:
-    """The row of one checkpoint."""
-    return _join("cp", [ns, checkpoint_id], _VALUE_MAX)
+    return f"ix/{_ns(ns)}"
 
 
 def checkpoint_prefix(ns: Optional[str] = None) -> str:
     """The key prefix of a namespace's checkpoint rows (None: of every namespace)."""
-    return RECORDS if ns is None else _join("cp", [ns], _VALUE_MAX) + "/"
+    return RECORDS if ns is None else f"cp/{_ns(ns)}/"
 
 
-def writes_key(ns: str, checkpoint_id: str) -> str:
-    """The list of one checkpoint's pending writes."""
-    return _join("wr", [ns, checkpoint_id], _LIST_MAX)
+def checkpoint_key(ns: str, checkpoint_id: str) -> str:
+    """The row of one checkpoint."""
+    return checkpoint_prefix(ns) + _fit(checkpoint_id, _ID_CHARS)
+
+
+def writes_prefix(ns: str, checkpoint_id: Optional[str] = None) -> str:
+    """The key prefix of one checkpoint's pending writes (None: of a namespace's)."""
+    head = f"wr/{_ns(ns)}/"
+    return head if checkpoint_id is None else head + _fit(checkpoint_id, _ID_CHARS) + "/"
+
+
+def writes_key(ns: str, checkpoint_id: str, task_id: str, seq: int) -> str:
+    """The row of one ``put_writes`` call: a task's writes; ``seq`` orders a task's calls."""
+    return writes_prefix(ns, checkpoint_id) + f"{_fit(task_id, _ID_CHARS)}/{seq:020d}"
 
 
 def blob_key(ns: str, channel: str, version: str) -> str:
     """The row of one channel's value at one version."""
-    return _join("bl", [ns, channel, str(version)], _VALUE_MAX)
+    return f"bl/{_ns(ns)}/{_fit(channel, _NAME_CHARS)}/{_fit(str(version), _NAME_CHARS)}"
 
 
 def log_key(ns: str, channel: str, gen: str) -> str:
     """The append-only item log of a list channel (``gen`` tells logs of one channel apart)."""
-    return _join("log", [ns, channel, gen], _LIST_MAX)
+    return f"log/{_ns(ns)}/{_fit(channel, _NAME_CHARS)}/{_fit(gen, 16)}"
 
 
 # ---- a list version as ranges of its log -------------------------------------------------------
