@@ -28,8 +28,9 @@ import ormsgpack
 __all__ = ["to_row", "from_row", "msgpack_to_json", "json_to_msgpack", "RowError"]
 
 #: Keys that mark an escaped msgpack form in a tree. A dict of the serializer's data whose
-#: keys start with "~" is itself escaped (as ``"~m"``), so a marker is never data.
-_MAP, _BIN, _FLOAT, _EXT = "~m", "~b", "~f", "~x"
+#: keys start with "~" is itself escaped (as ``"~m"``), so a marker is never data. ``"~p"``
+#: wraps a whole tree with no escape, ``"p"`` an extension's: a reader packs it in one call.
+_MAP, _BIN, _FLOAT, _EXT, _PLAIN = "~m", "~b", "~f", "~x", "~p"
 _NON_STR = ormsgpack.OPT_NON_STR_KEYS
 
 
@@ -58,34 +59,37 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def _tree(obj: Any, depth: int = 0) -> Any:
-    """An unpacked msgpack object as JSON types, escaping what JSON has not."""
+def _tree(obj: Any, depth: int = 0) -> tuple[Any, bool]:
+    """An unpacked msgpack object as JSON types, escaping what JSON has not; and whether the
+    tree is plain (holds no escape), which lets a reader pack it back in one call."""
     if depth > 200:
         raise _NotJson
     if obj is None or isinstance(obj, (bool, str)):
-        return obj
+        return obj, True
     if isinstance(obj, int):
         if -(1 << 63) <= obj < (1 << 64):
-            return obj
+            return obj, True
         raise _NotJson
     if isinstance(obj, float):
-        return obj if math.isfinite(obj) else {_FLOAT: repr(obj)}
+        return (obj, True) if math.isfinite(obj) else ({_FLOAT: repr(obj)}, False)
     if isinstance(obj, bytes):
-        return {_BIN: _b64(obj)}
+        return {_BIN: _b64(obj)}, False
     if isinstance(obj, list):
-        return [_tree(v, depth + 1) for v in obj]
+        parts = [_tree(v, depth + 1) for v in obj]
+        return [t for t, _ in parts], all(p for _, p in parts)
     if isinstance(obj, _Ext):
         try:
-            inner = _unpack(obj.data)
-            if _pack(_plain(_tree(inner, depth + 1))) == obj.data:
-                return {_EXT: obj.tag, "v": _tree(inner, depth + 1)}
+            inner, plain = _tree(_unpack(obj.data), depth + 1)
+            if _pack(_plain(inner)) == obj.data:
+                return ({_EXT: obj.tag, "v": inner, "p": 1} if plain else {_EXT: obj.tag, "v": inner}), False
         except (_NotJson, ormsgpack.MsgpackDecodeError, ormsgpack.MsgpackEncodeError, TypeError, ValueError):
             pass
-        return {_EXT: obj.tag, "b": _b64(obj.data)}
+        return {_EXT: obj.tag, "b": _b64(obj.data)}, False
     if isinstance(obj, dict):
         if all(isinstance(k, str) and not k.startswith("~") for k in obj):
-            return {k: _tree(v, depth + 1) for k, v in obj.items()}
-        return {_MAP: [[_tree(k, depth + 1), _tree(v, depth + 1)] for k, v in obj.items()]}
+            parts = {k: _tree(v, depth + 1) for k, v in obj.items()}
+            return {k: t for k, (t, _) in parts.items()}, all(p for _, p in parts.values())
+        return {_MAP: [[_tree(k, depth + 1)[0], _tree(v, depth + 1)[0]] for k, v in obj.items()]}, False
     raise _NotJson
 
 
@@ -101,7 +105,10 @@ def _plain(tree: Any) -> Any:
         if _FLOAT in tree:
             return float(tree[_FLOAT])
         if _EXT in tree:
-            data = _pack(_plain(tree["v"])) if "v" in tree else base64.b64decode(tree["b"])
+            if "b" in tree:
+                data = base64.b64decode(tree["b"])
+            else:  # a plain inner tree ("p") is packed as it is, in one call
+                data = _pack(tree["v"] if "p" in tree else _plain(tree["v"]))
             return ormsgpack.Ext(int(tree[_EXT]), data)
         return {k: _plain(v) for k, v in tree.items()}
     return tree
@@ -114,11 +121,13 @@ def _key(k: Any) -> Any:
 def msgpack_to_json(data: bytes) -> Optional[Any]:
     """The JSON tree of msgpack ``data``, or None when no tree packs back to the same bytes.
 
-    >>> msgpack_to_json(ormsgpack.packb({"a": [1, 2.5, None]}))
-    {'a': [1, 2.5, None]}
+    >>> msgpack_to_json(ormsgpack.packb({"a": [1, 2.5, None]}))  # plain: marked, packed in one call
+    {'~p': {'a': [1, 2.5, None]}}
     """
     try:
-        tree = _tree(_unpack(data))
+        tree, plain = _tree(_unpack(data))
+        if plain:
+            tree = {_PLAIN: tree}
         if json_to_msgpack(tree) == data:
             return tree
     except (_NotJson, ormsgpack.MsgpackDecodeError, ormsgpack.MsgpackEncodeError, TypeError, ValueError):
@@ -128,6 +137,8 @@ def msgpack_to_json(data: bytes) -> Optional[Any]:
 
 def json_to_msgpack(tree: Any) -> bytes:
     """The msgpack bytes a tree of :func:`msgpack_to_json` stands for."""
+    if isinstance(tree, dict) and _PLAIN in tree:
+        return _pack(tree[_PLAIN])
     return _pack(_plain(tree))
 
 
