@@ -378,3 +378,17 @@ def test_the_demo_runs(url):
                           env=dict(os.environ, MYSQL_URL=url), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "resumed with 'yes'" in done.stdout and "Cancelled" in done.stdout and "SESSION" in done.stdout
+
+
+def test_the_docs_examples_run(url, database):
+    """Every python block of docs/langgraph.md, run as a script against the test server."""
+    import re
+
+    with open(os.path.join(ROOT, "docs", "langgraph.md")) as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    assert len(blocks) >= 2
+    for code in blocks:
+        code = code.replace('database_name="agentscope"', f'database_name="{database}"')
+        done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, MYSQL_URL=url), cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, code + done.stdout + done.stderr

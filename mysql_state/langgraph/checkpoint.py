@@ -130,13 +130,15 @@ class MysqlSaver(BaseCheckpointSaver[str]):
     >>> graph = builder.compile(checkpointer=saver)  # doctest: +SKIP
     """
 
+    #: Items (messages) this saver remembers by identity, over all threads (0: none).
+    cache_items: int = DEFAULT_CACHE_ITEMS
+
     def __init__(
         self,
         store: Any,
         *,
         user_id: Optional[str] = None,
         serde: Optional[SerializerProtocol] = None,
-        _cache_items: int = DEFAULT_CACHE_ITEMS,
     ) -> None:
         super().__init__(serde=serde)
         if isinstance(store, AsyncMysqlAgentStateStore):
@@ -153,7 +155,6 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                                             thread_name_prefix="mysql-saver")
         self._lock = threading.Lock()
         self._views: "OrderedDict[tuple, _View]" = OrderedDict()
-        self._cache_items = _cache_items
         self._cached = 0
         self._last: "OrderedDict[tuple, str]" = OrderedDict()  # (thread, ns) -> newest id indexed
         self._seq = 0
@@ -220,7 +221,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
     def _learn(self, where: tuple, gen: str, pairs: Sequence[tuple[Any, int]], length: int,
                version: Any = None, ref: Optional[dict] = None) -> None:
         """Remember items of a log by identity (and a version's reference), within the budget."""
-        if self._cache_items <= 0:
+        if self.cache_items <= 0:
             return
         with self._lock:
             view = self._views.get(where)
@@ -242,7 +243,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 view.refs[version] = ref
                 while len(view.refs) > 8:
                     view.refs.popitem(last=False)
-            while self._cached > self._cache_items and len(self._views) > 1:
+            while self._cached > self.cache_items and len(self._views) > 1:
                 _, old = self._views.popitem(last=False)
                 self._cached -= len(old.known)
 
