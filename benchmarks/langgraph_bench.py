@@ -140,8 +140,14 @@ class Subject:
         spent = self.timed.take()
         return {"wall": wall, "step": spent.get("step", 0.0) / 3, "load": spent.get("load", 0.0)}
 
-    def stored(self) -> int:
+    #: Statements summing the payload bytes of the thread's rows (``%s``: the thread id).
+    stored_sql: tuple[str, ...] = ()
+
+    def scalar(self, sql: str, params: tuple) -> int:
         raise NotImplementedError
+
+    def stored(self) -> int:
+        return sum(self.scalar(sql, (self.thread,)) for sql in self.stored_sql)
 
     def close(self) -> None:
         pass
@@ -176,6 +182,9 @@ class Ours(Subject):
                         (keys.pack(None, self.thread),))
             return int(cur.fetchone()[0])
 
+    def scalar(self, sql: str, params: tuple) -> int:  # pragma: no cover - stored() is its own
+        raise NotImplementedError
+
     def list_save(self, i: int) -> float:
         """The store alone on the same turn: the two messages, as the saver's item rows,
         saved with ``save_list`` of the whole list (a warm append: only the new rows go)."""
@@ -205,13 +214,13 @@ class Sqlite(Subject):
         saver.setup()
         self.start(saver)
 
-    def stored(self) -> int:
-        cur = self.conn.execute(
-            "SELECT COALESCE(SUM(LENGTH(checkpoint) + LENGTH(metadata)), 0) FROM checkpoints WHERE thread_id = ?",
-            (self.thread,))
-        n = cur.fetchone()[0]
-        cur = self.conn.execute("SELECT COALESCE(SUM(LENGTH(value)), 0) FROM writes WHERE thread_id = ?", (self.thread,))
-        return int(n + cur.fetchone()[0])
+    stored_sql = (
+        "SELECT COALESCE(SUM(LENGTH(checkpoint) + LENGTH(metadata)), 0) FROM checkpoints WHERE thread_id = %s",
+        "SELECT COALESCE(SUM(LENGTH(value)), 0) FROM writes WHERE thread_id = %s",
+    )
+
+    def scalar(self, sql: str, params: tuple) -> int:
+        return int(self.conn.execute(sql.replace("%s", "?"), params).fetchone()[0])
 
     def close(self) -> None:
         self.conn.close()
@@ -232,18 +241,17 @@ class Postgres(Subject):
         saver.setup()
         self.start(saver)
 
-    def stored(self) -> int:
+    stored_sql = (
+        "SELECT COALESCE(SUM(pg_column_size(checkpoint) + pg_column_size(metadata)), 0) AS n FROM checkpoints"
+        " WHERE thread_id = %s",
+        "SELECT COALESCE(SUM(octet_length(blob)), 0) AS n FROM checkpoint_blobs WHERE thread_id = %s",
+        "SELECT COALESCE(SUM(octet_length(blob)), 0) AS n FROM checkpoint_writes WHERE thread_id = %s",
+    )
+
+    def scalar(self, sql: str, params: tuple) -> int:
         with self.conn.cursor() as cur:
-            total = 0
-            for sql in (
-                "SELECT COALESCE(SUM(pg_column_size(checkpoint) + pg_column_size(metadata)), 0) AS n FROM checkpoints"
-                " WHERE thread_id = %s",
-                "SELECT COALESCE(SUM(octet_length(blob)), 0) AS n FROM checkpoint_blobs WHERE thread_id = %s",
-                "SELECT COALESCE(SUM(octet_length(blob)), 0) AS n FROM checkpoint_writes WHERE thread_id = %s",
-            ):
-                cur.execute(sql, (self.thread,))
-                total += int(cur.fetchone()["n"])
-            return total
+            cur.execute(sql, params)
+            return int(cur.fetchone()["n"])
 
     def close(self) -> None:
         self.conn.close()
@@ -271,17 +279,16 @@ class CommunityMysql(Subject):
         saver.setup()
         self.start(saver)
 
-    def stored(self) -> int:
+    stored_sql = (
+        "SELECT COALESCE(SUM(LENGTH(checkpoint) + LENGTH(metadata)), 0) FROM checkpoints WHERE thread_id = %s",
+        "SELECT COALESCE(SUM(LENGTH(`blob`)), 0) FROM checkpoint_blobs WHERE thread_id = %s",
+        "SELECT COALESCE(SUM(LENGTH(`blob`)), 0) FROM checkpoint_writes WHERE thread_id = %s",
+    )
+
+    def scalar(self, sql: str, params: tuple) -> int:
         with self.conn.cursor() as cur:
-            total = 0
-            for sql in (
-                "SELECT COALESCE(SUM(LENGTH(checkpoint) + LENGTH(metadata)), 0) FROM checkpoints WHERE thread_id = %s",
-                "SELECT COALESCE(SUM(LENGTH(`blob`)), 0) FROM checkpoint_blobs WHERE thread_id = %s",
-                "SELECT COALESCE(SUM(LENGTH(`blob`)), 0) FROM checkpoint_writes WHERE thread_id = %s",
-            ):
-                cur.execute(sql, (self.thread,))
-                total += int(cur.fetchone()[0])
-            return total
+            cur.execute(sql, params)
+            return int(cur.fetchone()[0])
 
     def close(self) -> None:
         self.conn.close()
