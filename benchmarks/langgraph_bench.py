@@ -9,8 +9,8 @@ order) so that load on this shared machine falls on all of them alike:
 * LangGraph's ``SqliteSaver`` on a file;
 * ``PostgresSaver`` on a private PostgreSQL cluster this script starts (``initdb`` and
   ``pg_ctl`` of Debian's ``postgresql``, as the ``postgres`` user when run as root);
-* ``PyMySQLSaver`` of ``langgraph-checkpoint-mysql`` on the same MariaDB, with the
-  workarounds it needs there (a ``utf8mb4_general_ci`` database, a large
+* ``PyMySQLSaver`` of ``langgraph-checkpoint-mysql`` on a MariaDB of its own (same binary and
+  settings), with the workarounds it needs there (a ``utf8mb4_general_ci`` database, a large
   ``group_concat_max_len``).
 
 Measured inside the saver (a timing wrapper around each saver call, ``durability="sync"``):
@@ -389,8 +389,17 @@ def run(sizes: list[int], seed: int = 7) -> dict:
         subjects.append(Postgres(pg.dsn))
     except Exception as exc:
         skipped["PostgresSaver"] = f"{type(exc).__name__}: {exc}"[:300]
+    other = None
     try:
-        subjects.append(CommunityMysql(kwargs, "lgbench_community"))
+        # a server of its own: its O(T²) bytes would otherwise fill the buffer pool and the redo
+        # log that MysqlSaver's commits share (a MYSQL_URL run shares the given server)
+        other_url = url
+        if not os.environ.get("MYSQL_URL"):
+            from mysql_state.server import LocalServer
+
+            other = LocalServer()
+            other_url = other.url
+        subjects.append(CommunityMysql(parse_url(other_url)[0], "lgbench_community"))
     except Exception as exc:
         skipped["PyMySQLSaver"] = f"{type(exc).__name__}: {exc}"[:300]
     rng = random.Random(seed)
@@ -451,6 +460,8 @@ def run(sizes: list[int], seed: int = 7) -> dict:
         s.close()
     if pg is not None:
         pg.stop()
+    if other is not None:
+        other.stop()
     shutil.rmtree(tmp, ignore_errors=True)
     return {
         "date": dt.date.today().isoformat(),
