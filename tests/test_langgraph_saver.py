@@ -236,7 +236,8 @@ def test_prune_compacts_logs_and_a_saver_that_cached_them_writes_safely(store, r
 
 
 def test_ainvoke_several_threads_at_once_from_several_event_loops(store):
-    saver = MysqlSaver(AsyncMysqlAgentStateStore(store, close_store=False))
+    astore = AsyncMysqlAgentStateStore(store, close_store=False)
+    saver = MysqlSaver(astore)
     graph = chat_graph(saver)
 
     async def one(thread: str, turns: int) -> list:
@@ -261,6 +262,7 @@ def test_ainvoke_several_threads_at_once_from_several_event_loops(store):
             assert len(msgs) == 8
     assert {f"{p}-{k}" for p in "ab" for k in range(5)} <= store.list_session_ids(None)
     saver.close()
+    asyncio.run(astore.aclose())
 
 
 # ---- storage ---------------------------------------------------------------------------------
