@@ -102,7 +102,7 @@ def test_interrupted_in_one_process_resumed_in_another(url, database, raw):
     assert [n for _, n in logs] == [4], logs
 
 
-def test_time_travel_and_forks_read_back_as_langgraph_own_saver(saver):
+def test_time_travel_and_forks_read_back_as_langgraph_own_saver(saver, raw):
     oracle = InMemorySaver()
     for checkpointer, thread in ((saver, "tt"), (oracle, "tt")):
         graph = chat_graph(checkpointer)
@@ -122,6 +122,11 @@ def test_time_travel_and_forks_read_back_as_langgraph_own_saver(saver):
     assert mine == theirs
     latest = chat_graph(saver).get_state({"configurable": {"thread_id": "tt"}}).values["messages"]
     assert [m.content for m in latest][-2:] == ["after removal", latest[-1].content]
+    # only what changed was written: 4 turns (8 items), the edited message (1), two more turns
+    # on the forks (4); the removal wrote no item, every fork refers to the items it shares
+    items = raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = %s AND state_key LIKE 'log/%%'"
+                      " AND state_key NOT LIKE '%%:_hash'", (keys.pack(None, "tt"),))[0][0]
+    assert items == 13
 
 
 def test_trimmed_conversations_and_delta_channels_match_the_oracle(saver):

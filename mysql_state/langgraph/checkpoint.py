@@ -68,6 +68,9 @@ INLINE_STR_CHARS = 512
 PAGE = 64
 #: Items (messages) the per-process identity cache may hold, over all threads.
 DEFAULT_CACHE_ITEMS = 200_000
+#: Objects remembered per log item: each read of a checkpoint decodes new ones, and LangGraph
+#: may go on with those of an earlier read (``update_state`` reads the checkpoint twice).
+OBJECTS_PER_ITEM = 4
 
 
 class _LogReset(Exception):
@@ -83,7 +86,7 @@ class _View:
 
     gen: str
     known: dict = field(default_factory=dict)  # id(obj) -> (obj, log index)
-    by_index: dict = field(default_factory=dict)  # log index -> id(obj): one object per item
+    by_index: dict = field(default_factory=dict)  # log index -> ids of its objects, oldest first
     length: int = 0  # the log has at least this many items
     refs: "OrderedDict[Any, dict]" = field(default_factory=OrderedDict)  # version -> reference
 
@@ -232,11 +235,13 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             self._views.move_to_end(where)
             before = len(view.known)
             for obj, index in pairs:
-                old = view.by_index.get(index)
-                if old is not None and old != id(obj):
-                    view.known.pop(old, None)  # a newer object for the same item (read again)
+                ids = view.by_index.setdefault(index, [])
+                if id(obj) in ids:
+                    continue
+                ids.append(id(obj))
                 view.known[id(obj)] = (obj, index)
-                view.by_index[index] = id(obj)
+                if len(ids) > OBJECTS_PER_ITEM:  # the oldest copy read of this item goes
+                    view.known.pop(ids.pop(0), None)
             self._cached += len(view.known) - before
             view.length = max(view.length, length)
             if version is not None and ref is not None:
