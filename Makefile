@@ -5,7 +5,7 @@ PYTHON ?= python3
 comma  := ,
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
-EXTRAS ?= test,agentscope,encryption,metrics
+EXTRAS ?= test,agentscope,encryption,metrics,langgraph
 
 .PHONY: test demo demo-openai demo-adk bench server-bin cluster-bin cluster venv clean
 
