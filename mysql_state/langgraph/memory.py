@@ -63,8 +63,9 @@ from .. import keys
 from ..aio import AsyncMysqlAgentStateStore
 from ..errors import CorruptStateError, StaleStateError
 from ..store import MysqlAgentStateStore
-from . import _memory_layout as layout
-from . import _memory_query as query
+from ._memory_layout import ITEMS, SESSION, TTLS, VECTORS, check_fits, fits, item_key, marker_key, parse, prefix_of
+from ._memory_query import check_filter, literal_prefix, matches, rank
+from ._memory_query import list_namespaces as listing
 
 __all__ = ["MysqlStore"]
 
@@ -147,11 +148,11 @@ class _Reads:
         self.ranges: dict[str, dict] = {}
 
     def prefix(self, region: str, ns: tuple[str, ...]) -> dict:
-        p = layout.prefix_of(region, ns)
+        p = prefix_of(region, ns)
         for have, rows in self.ranges.items():  # a wider range read already holds this one
             if p.startswith(have):
                 return {k: v for k, v in rows.items() if k.startswith(p)}
-        rows = self.store.get_prefix(self.user, layout.SESSION, p, versioned=True)
+        rows = self.store.get_prefix(self.user, SESSION, p, versioned=True)
         self.ranges[p] = rows
         return rows
 
@@ -184,7 +185,7 @@ class MysqlStore(BaseStore):
             store = store.sync
         if not isinstance(store, MysqlAgentStateStore):
             raise TypeError(f"MysqlStore needs a MysqlAgentStateStore or an AsyncMysqlAgentStateStore, got {type(store).__name__}")
-        keys.pack(user_id, layout.SESSION)  # validates user_id before anything else
+        keys.pack(user_id, SESSION)  # validates user_id before anything else
         if not store.exact_keys:
             raise ValueError(
                 f"MysqlStore needs a table whose session_id/state_key compare exactly: table "
@@ -266,7 +267,7 @@ class MysqlStore(BaseStore):
         """Run LangGraph store operations (what ``get``/``put``/``search``/... call): reads
         first, on the state before the batch, then every put and delete in one transaction."""
         plan = self._plan(ops)
-        texts = dict(zip(plan.texts, self.embeddings.embed_documents(plan.texts))) if plan.texts else {}
+        texts = self._embedded(plan.texts, self.embeddings.embed_documents(plan.texts)) if plan.texts else {}
         queries = {q: self.embeddings.embed_query(q) for q in plan.queries}
         return self._execute(plan, texts, queries)
 
@@ -276,9 +277,17 @@ class MysqlStore(BaseStore):
         plan = self._plan(ops)
         texts: dict = {}
         if plan.texts:
-            texts = dict(zip(plan.texts, await self.embeddings.aembed_documents(plan.texts)))
+            texts = self._embedded(plan.texts, await self.embeddings.aembed_documents(plan.texts))
         vectors = await asyncio.gather(*(self.embeddings.aembed_query(q) for q in plan.queries))
         return await asyncio.to_thread(self._execute, plan, texts, dict(zip(plan.queries, vectors)))
+
+    @staticmethod
+    def _embedded(texts: list, vectors: Any) -> dict:
+        """text -> its vector (floats), checked: one vector per text, before anything is written."""
+        vectors = list(vectors)
+        if len(vectors) != len(texts):
+            raise ValueError(f"the embeddings returned {len(vectors)} vectors for {len(texts)} texts; nothing was written")
+        return {t: [float(x) for x in v] for t, v in zip(texts, vectors)}
 
     def _plan(self, ops: Iterable[Op]) -> _Plan:
         """Validate every op (the errors InMemoryStore and BaseStore raise) before any SQL."""
@@ -291,7 +300,7 @@ class MysqlStore(BaseStore):
                 validate_op_namespace(op)
                 _check_window("limit", op.limit)
                 _check_window("offset", op.offset)
-                query.check_filter(op.filter)
+                check_filter(op.filter)
                 plan.searches.append((i, op))
                 if op.query and self.embeddings is not None and op.query not in plan.queries:
                     plan.queries.append(op.query)
@@ -340,7 +349,7 @@ class MysqlStore(BaseStore):
         if op.index is not None and op.index is not False and (
                 not isinstance(op.index, (list, tuple)) or not all(isinstance(p, str) for p in op.index)):
             raise TypeError(f"index must be None, False or a list of field paths, got {op.index!r}")
-        layout.check_fits(op.namespace, op.key)
+        check_fits(op.namespace, op.key)
 
     def _texts(self, op: PutOp) -> list[tuple[str, str]]:
         """(path, text) pairs to embed for a put, as InMemoryStore extracts them."""
@@ -371,7 +380,7 @@ class MysqlStore(BaseStore):
         if refresh:
             self._refresh(refresh, now)
         if plan.puts:
-            vectors = {nk: {path: [float(x) for x in texts[t]] for path, t in pairs} for nk, pairs in plan.paths.items()}
+            vectors = {nk: {path: texts[t] for path, t in pairs} for nk, pairs in plan.paths.items()}
             self._write(plan.puts, vectors, now)
         return results
 
@@ -380,11 +389,11 @@ class MysqlStore(BaseStore):
     def _gets(self, gets: list, now: datetime, results: list, refresh: dict) -> None:
         wanted = {}
         for i, op in gets:
-            if layout.fits(op.namespace, op.key) and op.namespace:
-                wanted[i] = (layout.item_key(layout.ITEMS, op.namespace, op.key),
-                             layout.item_key(layout.TTLS, op.namespace, op.key))
+            if fits(op.namespace, op.key) and op.namespace:
+                wanted[i] = (item_key(ITEMS, op.namespace, op.key),
+                             item_key(TTLS, op.namespace, op.key))
         names = sorted({k for pair in wanted.values() for k in pair})
-        rows = self.store.get_many(self.user_id, layout.SESSION, values=names, versioned=True) if names else {}
+        rows = self.store.get_many(self.user_id, SESSION, values=names, versioned=True) if names else {}
         for i, op in gets:
             if i not in wanted:
                 continue
@@ -399,12 +408,12 @@ class MysqlStore(BaseStore):
     def _live(self, reads: _Reads, prefix: tuple[str, ...], now: datetime) -> tuple[list, dict]:
         """Unexpired items under ``prefix`` in listing order: [(namespace, key, row)], and
         their TTL rows (key -> VersionedState)."""
-        rows = reads.prefix(layout.ITEMS, prefix)
-        ttls = reads.prefix(layout.TTLS, prefix)
+        rows = reads.prefix(ITEMS, prefix)
+        ttls = reads.prefix(TTLS, prefix)
         ns_seq: dict[tuple[str, ...], int] = {}  # from the markers
         items = []
         for k, vs in rows.items():
-            where = layout.parse(k)
+            where = parse(k)
             if where is None:
                 raise self._corrupt(k, "its key is not one MysqlStore writes")
             _, ns, key = where
@@ -413,7 +422,7 @@ class MysqlStore(BaseStore):
             if key is None:
                 ns_seq[ns] = vs.value["seq"]
                 continue
-            tk = layout.item_key(layout.TTLS, ns, key)
+            tk = item_key(TTLS, ns, key)
             if self._expired(ttls[tk].value if tk in ttls else None, tk, now):
                 continue
             items.append((ns, key, vs.value))
@@ -430,24 +439,24 @@ class MysqlStore(BaseStore):
         for ns, key, row in items:
             value = row.get("value")
             if not isinstance(value, dict):
-                raise self._corrupt(layout.item_key(layout.ITEMS, ns, key), "its 'value' is not a dict")
-            if query.matches(value, op.filter):
+                raise self._corrupt(item_key(ITEMS, ns, key), "its 'value' is not a dict")
+            if matches(value, op.filter):
                 found.append((ns, key, row))
         if qv is not None and found:
-            vrows = reads.prefix(layout.VECTORS, op.namespace_prefix)
+            vrows = reads.prefix(VECTORS, op.namespace_prefix)
             candidates = []
             for ns, key, row in found:
-                vs = vrows.get(layout.item_key(layout.VECTORS, ns, key))
+                vs = vrows.get(item_key(VECTORS, ns, key))
                 candidates.append(((ns, key, row), list(vs.value["vectors"].values()) if vs is not None else []))
-            kept = query.rank(qv, candidates, op.limit, op.offset, ident=lambda it: (it[0], it[1]))
+            kept = rank(qv, candidates, op.limit, op.offset, ident=lambda it: (it[0], it[1]))
         else:
             kept = [(None, it) for it in found[op.offset : op.offset + op.limit]]
         out = []
         for score, (ns, key, row) in kept:
-            item = self._item(SearchItem, row, layout.item_key(layout.ITEMS, ns, key), ns, key)
+            item = self._item(SearchItem, row, item_key(ITEMS, ns, key), ns, key)
             item.score = score
             out.append(item)
-            tk = layout.item_key(layout.TTLS, ns, key)
+            tk = item_key(TTLS, ns, key)
             if op.refresh_ttl and tk in ttls:
                 refresh[tk] = (ttls[tk].version, float(ttls[tk].value["ttl_minutes"]))
         return out
@@ -456,11 +465,11 @@ class MysqlStore(BaseStore):
         conditions = [(c.match_type, tuple(c.path)) for c in op.match_conditions or ()]
         prefix: tuple[str, ...] = ()
         for t, p in conditions:
-            if t == "prefix" and len(query.literal_prefix(p)) > len(prefix):
-                prefix = query.literal_prefix(p)
+            if t == "prefix" and len(literal_prefix(p)) > len(prefix):
+                prefix = literal_prefix(p)
         items, _ = self._live(reads, prefix, now)
         namespaces = list(dict.fromkeys(ns for ns, _, _ in items))
-        return query.list_namespaces(namespaces, conditions, op.max_depth, op.limit, op.offset)
+        return listing(namespaces, conditions, op.max_depth, op.limit, op.offset)
 
     def _item(self, cls: type, row: dict, k: str, ns: tuple[str, ...], key: str) -> Any:
         try:
@@ -474,12 +483,13 @@ class MysqlStore(BaseStore):
         if expiry is None:
             return False
         try:
+            float(expiry["ttl_minutes"])
             return datetime.fromisoformat(expiry["expires_at"]) <= now
         except (KeyError, TypeError, ValueError) as exc:
             raise self._corrupt(k, f"its expiry is unreadable ({exc})") from exc
 
     def _corrupt(self, k: str, why: str) -> CorruptStateError:
-        sid = keys.pack(self.user_id, layout.SESSION)
+        sid = keys.pack(self.user_id, SESSION)
         return CorruptStateError(f"MysqlStore row {k!r} of session {sid!r} cannot be read: {why}", sid, k, 0)
 
     def _refresh(self, refresh: dict, now: datetime) -> None:
@@ -488,10 +498,10 @@ class MysqlStore(BaseStore):
         values = {tk: self._ttl_row(now, minutes) for tk, (_, minutes) in refresh.items()}
         expected = {tk: version for tk, (version, _) in refresh.items()}
         try:
-            self.store.save_many(self.user_id, layout.SESSION, values=values, expected_versions=expected)
+            self.store.save_many(self.user_id, SESSION, values=values, expected_versions=expected)
         except StaleStateError:
             for tk, value in values.items():
-                self.store.save_if_version(self.user_id, layout.SESSION, tk, value, expected[tk])
+                self.store.save_if_version(self.user_id, SESSION, tk, value, expected[tk])
 
     @staticmethod
     def _ttl_row(now: datetime, minutes: float) -> dict:
@@ -504,14 +514,14 @@ class MysqlStore(BaseStore):
         each namespace's marker counts its item rows (created with the first, deleted with the last)."""
         stamps = {nk: _CLOCK.stamp() for nk in puts}  # in the order InMemoryStore applies them
         ns_stamps = {ns: stamps[(ns, k)] for (ns, k) in reversed(list(stamps))}  # a namespace's first
-        user, session, iso = self.user_id, layout.SESSION, _iso(now)
+        user, session, iso = self.user_id, SESSION, _iso(now)
 
         def tx_fn(tx: Any) -> None:
             delta: dict[tuple[str, ...], int] = {}
             for (ns, key), op in puts.items():
-                if not layout.fits(ns, key) or not ns:
+                if not fits(ns, key) or not ns:
                     continue  # a delete of what cannot be stored
-                ik, tk, vk = (layout.item_key(r, ns, key) for r in (layout.ITEMS, layout.TTLS, layout.VECTORS))
+                ik, tk, vk = (item_key(r, ns, key) for r in (ITEMS, TTLS, VECTORS))
                 old, old_ttl = tx.get(user, session, ik), tx.get(user, session, tk)
                 if op.value is None:
                     if old is None:
@@ -545,7 +555,7 @@ class MysqlStore(BaseStore):
             for ns, d in sorted(delta.items()):
                 if d == 0:
                     continue
-                mk = layout.marker_key(ns)
+                mk = marker_key(ns)
                 marker = tx.get(user, session, mk)
                 n = (marker["items"] if marker else 0) + d
                 if n > 0:
@@ -572,10 +582,10 @@ class MysqlStore(BaseStore):
         if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
             raise ValueError(f"batch must be an int >= 1, got {batch!r}")
         now = datetime.now(timezone.utc)
-        ttls = self.store.get_prefix(self.user_id, layout.SESSION, layout.TTLS)
+        ttls = self.store.get_prefix(self.user_id, SESSION, TTLS)
         due = []
         for tk, row in ttls.items():
-            where = layout.parse(tk)
+            where = parse(tk)
             if where is None or where[2] is None:
                 raise self._corrupt(tk, "its key is not one MysqlStore writes")
             if self._expired(row, tk, now):
@@ -591,7 +601,7 @@ class MysqlStore(BaseStore):
         return self._sweeper is not None and threading.current_thread() is self._sweeper
 
     def _sweep_tx(self, tx: Any, chunk: list) -> int:
-        user, session = self.user_id, layout.SESSION
+        user, session = self.user_id, SESSION
         now = datetime.now(timezone.utc)
         delta: dict[tuple[str, ...], int] = {}
         removed = 0
@@ -599,18 +609,18 @@ class MysqlStore(BaseStore):
             expiry = tx.get(user, session, tk)
             if expiry is None or not self._expired(expiry, tk, now):
                 continue  # refreshed, put again or deleted since it was read
-            ik = layout.item_key(layout.ITEMS, ns, key)
+            ik = item_key(ITEMS, ns, key)
             item = tx.get(user, session, ik)
             tx.delete(user, session, tk)
             if item is None:
                 continue
             tx.delete(user, session, ik)
             if item.get("indexed"):
-                tx.delete(user, session, layout.item_key(layout.VECTORS, ns, key))
+                tx.delete(user, session, item_key(VECTORS, ns, key))
             delta[ns] = delta.get(ns, 0) + 1
             removed += 1
         for ns, d in sorted(delta.items()):
-            mk = layout.marker_key(ns)
+            mk = marker_key(ns)
             marker = tx.get(user, session, mk)
             if marker is None:
                 continue
