@@ -277,12 +277,12 @@ def test_vectors_live_beside_the_item_and_go_with_it(store, raw):
 
 
 def test_expired_items_are_never_returned_and_sweep_removes_them(memory, raw):
-    memory.put(("t",), "short", {"v": 1}, ttl=0.5 / 60)  # half a second
+    memory.put(("t",), "short", {"v": 1}, ttl=1.5 / 60)  # a second and a half
     memory.put(("t",), "long", {"v": 2}, ttl=60)
-    memory.put(("u",), "gone", {"v": 3}, ttl=0.5 / 60)
+    memory.put(("u",), "gone", {"v": 3}, ttl=1.5 / 60)
     memory.put(("t",), "none", {"v": 4})
-    assert memory.get(("t",), "short").value == {"v": 1}
-    time.sleep(0.8)
+    assert memory.get(("t",), "short", refresh_ttl=False).value == {"v": 1}
+    time.sleep(2.0)
     assert memory.get(("t",), "short") is None
     assert [i.key for i in memory.search(("t",))] == ["long", "none"]
     assert [i.key for i in memory.search(())] == ["long", "none"]
@@ -327,11 +327,11 @@ def test_refresh_on_read_extends_get_and_search_not_listing(store, raw):
 
 
 def test_a_read_refreshes_an_item_for_real(memory):
-    memory.put(("f",), "k", {"v": 1}, ttl=1.5 / 60)  # 1.5 s
+    memory.put(("f",), "k", {"v": 1}, ttl=2 / 60)  # 2 s
     for _ in range(3):
-        time.sleep(0.8)
-        assert memory.get(("f",), "k") is not None  # each read gives it 1.5 s more
-    time.sleep(2.0)
+        time.sleep(1.0)
+        assert memory.get(("f",), "k") is not None  # each read gives it 2 s more
+    time.sleep(3.0)
     assert memory.get(("f",), "k") is None
 
 
@@ -495,3 +495,58 @@ def test_from_url_owns_its_store_and_an_async_store_is_accepted(url, database):
         assert m.get(("o",), "k").value == {"v": 1}  # the caller's store stays open
     with pytest.raises(TypeError, match="MysqlAgentStateStore"):
         MysqlStore("mysql://nope")
+
+
+def test_rows_it_cannot_read_are_a_typed_error_never_an_empty_answer(store, memory):
+    from mysql_state import CorruptStateError
+
+    memory.put(("ok",), "k", {"v": 1})
+    store.save("alice", "langgraph-store", "iok..broken.", {"value": {"v": 2}})  # no seq, no times
+    with pytest.raises(CorruptStateError, match="iok..broken."):
+        memory.search(("ok",))
+    with pytest.raises(CorruptStateError, match="iok..broken."):
+        memory.get(("ok",), "broken")
+    store.delete("alice", "langgraph-store", "iok..broken.")
+    store.save("alice", "langgraph-store", "inot-a-namespace", {"seq": 1})
+    with pytest.raises(CorruptStateError, match="not one MysqlStore writes"):
+        memory.list_namespaces()
+    assert memory.get(("ok",), "k").value == {"v": 1}
+
+
+def test_a_graph_remembers_across_invocations_and_threads(url, database):
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.store.base import BaseStore
+
+    class State(TypedDict):
+        user: str
+        fact: str
+        recalled: list
+
+    def node(state: State, *, store: BaseStore) -> dict:
+        ns = ("facts", state["user"])
+        if state["fact"]:
+            store.put(ns, f"f{len(store.search(ns, limit=100))}", {"text": state["fact"]})
+        return {"recalled": [i.value["text"] for i in store.search(ns, limit=100)]}
+
+    def build(memory):
+        g = StateGraph(State)
+        g.add_node("remember", node)
+        g.add_edge(START, "remember")
+        g.add_edge("remember", END)
+        return g.compile(store=memory)
+
+    with MysqlStore.from_url(url, database_name=database, create_if_not_exist=True, user_id="alice") as memory:
+        graph = build(memory)
+        graph.invoke({"user": "alice", "fact": "likes tea", "recalled": []})
+        threads = [threading.Thread(target=graph.invoke, args=({"user": f"u{i}", "fact": f"fact {i}", "recalled": []},))
+                   for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    with MysqlStore.from_url(url, database_name=database, user_id="alice") as again:  # a new store object
+        out = asyncio.run(build(again).ainvoke({"user": "alice", "fact": "", "recalled": []}))
+        assert out["recalled"] == ["likes tea"]
+        assert again.list_namespaces(prefix=("facts",)) == [("facts", "alice")] + [("facts", f"u{i}") for i in range(4)]
