@@ -488,6 +488,12 @@ class MysqlStore(BaseStore):
         except (KeyError, TypeError, ValueError) as exc:
             raise self._corrupt(k, f"its expiry is unreadable ({exc})") from exc
 
+    def _row(self, row: Any, k: str, field: str = "created_at") -> Optional[dict]:
+        """An item (or marker) row read for a write, checked: a typed error, never a guess."""
+        if row is not None and not (isinstance(row, dict) and isinstance(row.get("seq"), int) and field in row):
+            raise self._corrupt(k, f"it holds no 'seq' or no {field!r}")
+        return row
+
     def _corrupt(self, k: str, why: str) -> CorruptStateError:
         sid = keys.pack(self.user_id, SESSION)
         return CorruptStateError(f"MysqlStore row {k!r} of session {sid!r} cannot be read: {why}", sid, k, 0)
@@ -522,7 +528,7 @@ class MysqlStore(BaseStore):
                 if not fits(ns, key) or not ns:
                     continue  # a delete of what cannot be stored
                 ik, tk, vk = (item_key(r, ns, key) for r in (ITEMS, TTLS, VECTORS))
-                old, old_ttl = tx.get(user, session, ik), tx.get(user, session, tk)
+                old, old_ttl = self._row(tx.get(user, session, ik), ik), tx.get(user, session, tk)
                 if op.value is None:
                     if old is None:
                         continue
@@ -556,7 +562,7 @@ class MysqlStore(BaseStore):
                 if d == 0:
                     continue
                 mk = marker_key(ns)
-                marker = tx.get(user, session, mk)
+                marker = self._row(tx.get(user, session, mk), mk, "items")
                 n = (marker["items"] if marker else 0) + d
                 if n > 0:
                     seq = marker["seq"] if marker else ns_stamps.get(ns, _CLOCK.stamp())
@@ -610,7 +616,7 @@ class MysqlStore(BaseStore):
             if expiry is None or not self._expired(expiry, tk, now):
                 continue  # refreshed, put again or deleted since it was read
             ik = item_key(ITEMS, ns, key)
-            item = tx.get(user, session, ik)
+            item = self._row(tx.get(user, session, ik), ik)
             tx.delete(user, session, tk)
             if item is None:
                 continue
@@ -621,7 +627,7 @@ class MysqlStore(BaseStore):
             removed += 1
         for ns, d in sorted(delta.items()):
             mk = marker_key(ns)
-            marker = tx.get(user, session, mk)
+            marker = self._row(tx.get(user, session, mk), mk, "items")
             if marker is None:
                 continue
             if marker["items"] - d > 0:
