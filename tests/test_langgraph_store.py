@@ -98,9 +98,10 @@ def memory(store):
 
 # ---- the same answers as InMemoryStore ---------------------------------------------------------
 
-NAMESPACES = [("a",), ("a", "b"), ("a", "bc"), ("a", "b", "c"), ("x",), ("x", "y"), ("x", "y", "z"), ("b",)]
+NAMESPACES = [("a",), ("a", "b"), ("a", "bc"), ("a", "b", "c"), ("x",), ("x", "y"), ("x", "y", "z"), ("b",),
+              ("a", "b/c"), ("ü ber", "A")]
 PREFIXES = [(), ("a",), ("a", "b"), ("a", "bc"), ("x",), ("x", "y"), ("nope",), ("a", "b", "c")]
-KEYS = ["k1", "k2", "k.3", "k/4", "", "K1", "ключ"]
+KEYS = ["k1", "k2", "k.3", "k/4", "", "K1", "ключ", "x:_hash", "nul\x00 tab\t ", ".."]
 FILTERS = [None, {"tag": "red"}, {"n": {"$gt": 3}}, {"n": {"$gte": 2, "$lt": 7}}, {"n": {"$ne": 4}},
            {"n": {"$lte": 1}}, {"nested": {"k": 1}}, {"tag": {"$eq": "blue"}}, {"lst": [1, 2]},
            {"tag": "red", "n": {"$gt": 0}}]
@@ -215,6 +216,10 @@ def test_bad_puts_are_refused_before_any_sql(memory, raw):
     memory.put(("ns",), "k" * 249, {"v": 1})  # 1 + 3 + 1 + 249 + 1 = 255: fits
     assert memory.get(("ns",), "k" * 249).value == {"v": 1}
     assert memory.get(("ns",), "k" * 300) is None  # cannot be stored, so is not there
+    assert memory.search(("n",) * 200) == [] and memory.list_namespaces(prefix=("n",) * 200) == []
+    assert memory.get(("ns",), "\ud800") is None
+    with pytest.raises(ValueError, match="lone surrogate"):
+        memory.put(("ns",), "\ud800", {"v": 1})
     with pytest.raises(ValueError, match="ttl"):
         memory.put(("ns",), "t", {"v": 1}, ttl=-1)
     with pytest.raises(TypeError, match="mapping"):

@@ -60,13 +60,27 @@ def key_length(namespace: tuple[str, ...], key: str) -> int:
     return len(item_key(ITEMS, namespace, key))
 
 
+def _text(namespace: tuple[str, ...], key: str) -> bool:
+    try:
+        item_key(ITEMS, namespace, key).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def fits(namespace: tuple[str, ...], key: str) -> bool:
-    """Whether an item's rows can be stored (state_key at most 255 characters)."""
-    return key_length(namespace, key) <= MAX_KEY_CHARS
+    """Whether an item's rows can be stored: a state_key of at most 255 characters, all of
+    them Unicode text (no lone surrogate). A read of one that cannot finds nothing."""
+    return key_length(namespace, key) <= MAX_KEY_CHARS and _text(namespace, key)
 
 
 def check_fits(namespace: tuple[str, ...], key: str) -> None:
     """Refuse, before any SQL, an item whose namespace and key do not fit one state_key."""
+    if not _text(namespace, key):
+        raise ValueError(
+            f"namespace {namespace!r} with key {key[:60]!r} is not valid Unicode text (a lone surrogate), "
+            "so MysqlStore cannot store it in utf8mb4"
+        )
     n = key_length(namespace, key)
     if n > MAX_KEY_CHARS:
         raise ValueError(

@@ -63,7 +63,7 @@ from .. import keys
 from ..aio import AsyncMysqlAgentStateStore
 from ..errors import CorruptStateError, StaleStateError
 from ..store import MysqlAgentStateStore
-from ._memory_layout import ITEMS, SESSION, TTLS, VECTORS, check_fits, fits, item_key, marker_key, parse, prefix_of
+from ._memory_layout import ITEMS, MAX_KEY_CHARS, SESSION, TTLS, VECTORS, check_fits, fits, item_key, marker_key, parse, prefix_of
 from ._memory_query import check_filter, literal_prefix, matches, rank
 from ._memory_query import list_namespaces as listing
 
@@ -149,6 +149,8 @@ class _Reads:
 
     def prefix(self, region: str, ns: tuple[str, ...]) -> dict:
         p = prefix_of(region, ns)
+        if len(p) > MAX_KEY_CHARS or not fits(ns, ""):
+            return {}  # no row can lie under a prefix that long (or that is not Unicode text)
         for have, rows in self.ranges.items():  # a wider range read already holds this one
             if p.startswith(have):
                 return {k: v for k, v in rows.items() if k.startswith(p)}
