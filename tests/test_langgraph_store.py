@@ -23,8 +23,8 @@ from langgraph.store.memory import InMemoryStore  # noqa: E402
 
 from mysql_state import AsyncMysqlAgentStateStore, Keyring, MysqlAgentStateStore, MysqlStateWarning  # noqa: E402
 from mysql_state.langgraph import MysqlStore  # noqa: E402
-from tests.conftest import make_java_table  # noqa: E402
-from tests.rows_read import RowsRead  # noqa: E402
+from .conftest import make_java_table  # noqa: E402
+from .rows_read import RowsRead  # noqa: E402
 
 SESSION = "alice:langgraph-store"
 DIMS = 12

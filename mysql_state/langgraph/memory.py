@@ -715,7 +715,8 @@ class MysqlStore(BaseStore):
         return self._task
 
     async def astop_ttl_sweeper(self, timeout: Optional[float] = None) -> bool:
-        """Cancel the sweeper task; True when it has ended within ``timeout`` seconds."""
+        """Cancel the sweeper task; True when it has ended within ``timeout`` seconds (a sweep
+        under way in its worker thread still finishes its current transaction)."""
         task = self._task
         if task is None or task.done():
             self._task = None
