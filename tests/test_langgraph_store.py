@@ -465,7 +465,7 @@ def test_forget_user_export_import_and_sessions_cover_the_memory(store, raw):
     assert [i.key for i in bob.search(())] == ["theme", "m1"]
     store.import_rows(lines)
     assert [(i.namespace, i.key, i.value, i.created_at) for i in alice.search(())] == before
-    assert store.doctor() == [] or all(p.kind != "corrupt" for p in store.doctor())
+    assert store.doctor() == []  # nothing for the doctor to find in the memory's rows
 
 
 def test_encryption_at_rest_leaves_no_value_text_in_the_table(url, database, raw):
