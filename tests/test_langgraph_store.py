@@ -555,3 +555,33 @@ def test_a_graph_remembers_across_invocations_and_threads(url, database):
         out = asyncio.run(build(again).ainvoke({"user": "alice", "fact": "", "recalled": []}))
         assert out["recalled"] == ["likes tea"]
         assert again.list_namespaces(prefix=("facts",)) == [("facts", "alice")] + [("facts", f"u{i}") for i in range(4)]
+
+
+def _writer_process(url: str, database: str, tag: str, barrier) -> None:
+    """A child process: its own MysqlStore puts 20 items into one namespace and deletes 5."""
+    with MysqlStore.from_url(url, database_name=database, user_id="alice") as m:
+        barrier.wait(60)
+        for i in range(20):
+            m.put(("shared",), f"{tag}-{i}", {"by": tag, "i": i})
+        for i in range(0, 20, 4):
+            m.delete(("shared",), f"{tag}-{i}")
+
+
+def test_two_processes_share_one_namespace(url, database, memory, raw):
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(2)
+    procs = [ctx.Process(target=_writer_process, args=(url, database, tag, barrier)) for tag in ("p", "q")]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0]
+    found = memory.search(("shared",), limit=100)
+    assert sorted(i.key for i in found) == sorted(f"{t}-{i}" for t in "pq" for i in range(20) if i % 4)
+    for tag in "pq":  # each writer's items in the order it created them
+        assert [i.value["i"] for i in found if i.value["by"] == tag] == [i for i in range(20) if i % 4]
+    marker = json.loads(raw.query("SELECT state_data FROM {t} WHERE session_id = %s AND state_key = 'ishared..'",
+                                  (SESSION,))[0][0])
+    assert marker["items"] == 30
