@@ -328,6 +328,26 @@ def test_bad_input_is_refused_before_any_sql(saver, raw):
     assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id LIKE '%%:%%'")[0][0] == 0
 
 
+def test_the_memory_stores_session_is_no_thread(store, raw):
+    """A saver and a MysqlStore of one user share the store: the memory's session is refused as
+    a thread id, and listing or deleting the saver's threads never reaches the memory."""
+    from mysql_state.langgraph import MysqlStore
+
+    memory = MysqlStore(store)
+    memory.put(("prefs",), "lang", {"v": "fr"})
+    saver = MysqlSaver(store)
+    graph = chat_graph(saver)
+    turn(graph, "t1", 0)
+    before = raw.rows("__anon__:langgraph-store")
+    with pytest.raises(ValueError, match="'langgraph-store' is reserved"):
+        turn(graph, "langgraph-store", 0)
+    with pytest.raises(ValueError, match="reserved"):
+        saver.delete_thread("langgraph-store")
+    assert {c.config["configurable"]["thread_id"] for c in saver.list(None)} == {"t1"}
+    saver.delete_for_runs(["no-such-run"])
+    assert raw.rows("__anon__:langgraph-store") == before and memory.get(("prefs",), "lang").value == {"v": "fr"}
+
+
 # ---- the operator's tools over LangGraph threads --------------------------------------------
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-SESSION = "langgraph-store"  #: the store session holding one MysqlStore's memory
+from .layout import MEMORY_SESSION as SESSION  # the store session holding one MysqlStore's memory
 ITEMS, TTLS, VECTORS = "i", "t", "v"
 END = "."  #: ends each label, the namespace (a second one) and the key
 MAX_KEY_CHARS = 255  # the store's state_key limit (keys.MAX_ID_CHARS)

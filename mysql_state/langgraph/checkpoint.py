@@ -194,9 +194,8 @@ class MysqlSaver(BaseCheckpointSaver[str]):
     @staticmethod
     def _where(config: RunnableConfig) -> tuple[str, str]:
         conf = config["configurable"]
-        thread = conf["thread_id"]
         ns = conf.get("checkpoint_ns") or ""
-        return str(thread), ns
+        return layout.thread_of(conf["thread_id"]), ns
 
     def _corrupt(self, thread: str, key: str, exc: Exception) -> CorruptStateError:
         sid = keys.pack(self.user_id, thread)
@@ -562,11 +561,11 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         whose metadata has these values, ``before`` those with a smaller id than its
         checkpoint, ``limit`` the first ones. Rows are read a page at a time."""
         if config is None:
-            threads = sorted(self.store.list_session_ids(self.user_id))
+            threads = sorted(self.store.list_session_ids(self.user_id) - {layout.MEMORY_SESSION})
             conf: Mapping[str, Any] = {}
         else:
             conf = config["configurable"]
-            threads = [str(conf["thread_id"])]
+            threads = [layout.thread_of(conf["thread_id"])]
         want_ns = conf.get("checkpoint_ns")
         want_id = conf.get("checkpoint_id")
         before_id = get_checkpoint_id(before) if before else None
@@ -656,7 +655,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
 
     def delete_thread(self, thread_id: str) -> None:
         """Delete the thread: its session, every row of it (one statement)."""
-        thread = str(thread_id)
+        thread = layout.thread_of(thread_id)
         self.store.delete(self.user_id, thread)
         self._forget(thread)
 
@@ -666,7 +665,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         rebuild on the copy. A source with no rows copies nothing; an existing target raises
         :class:`SessionExistsError` and nothing is written."""
         try:
-            self.store.fork(self.user_id, str(source_thread_id), str(target_thread_id))
+            self.store.fork(self.user_id, layout.thread_of(source_thread_id), layout.thread_of(target_thread_id))
         except SessionNotFoundError:
             return
 
@@ -680,7 +679,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         runs = {str(r) for r in run_ids}
         if not runs:
             return
-        for thread in sorted(self.store.list_session_ids(self.user_id)):
+        for thread in sorted(self.store.list_session_ids(self.user_id) - {layout.MEMORY_SESSION}):
             rows = self.store.get_prefix(self.user_id, thread, layout.RECORDS)
             doomed = [r for k, r in rows.items()
                       if self._decode(thread, k, self._record(thread, k, r)["metadata"]).get("run_id") in runs]
@@ -724,7 +723,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             raise TypeError("thread_ids must be a sequence of thread ids, not one str")
         if strategy not in PRUNE_STRATEGIES:
             raise ValueError(f"unknown prune strategy {strategy!r}: use one of {', '.join(PRUNE_STRATEGIES)}")
-        threads = [str(t) for t in thread_ids]
+        threads = [layout.thread_of(t) for t in thread_ids]
         for t in threads:
             keys.pack(self.user_id, t)
         if not threads:

@@ -67,6 +67,24 @@ RECORDS = "cp/"
 OWN_VALUES = ("cp/", "bl/", "wr/")
 
 
+#: The store session of the saver's user that :class:`~mysql_state.langgraph.MysqlStore` keeps
+#: its long-term memory in: no thread may take it.
+MEMORY_SESSION = "langgraph-store"
+
+
+def thread_of(thread_id: object) -> str:
+    """The store session of a LangGraph thread: ``str(thread_id)``, refusing the memory's.
+
+    >>> thread_of(7)
+    '7'
+    """
+    thread = str(thread_id)
+    if thread == MEMORY_SESSION:
+        raise ValueError(f"thread_id {thread!r} is reserved: MysqlStore keeps the user's long-term memory "
+                         "in that session of the store; use another thread id")
+    return thread
+
+
 def part(name: str) -> str:
     """One key part: ``name`` percent-encoded (``~`` for ``""``).
 
