@@ -16,11 +16,12 @@ from __future__ import annotations
 import base64
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple, Optional, Sequence
+from typing import Any, NamedTuple, Optional, Sequence
 
 import orjson
 
 from . import keys, sql
+from .table import Table
 
 __all__ = ["ALL_USERS", "SessionInfo", "SessionPage", "row", "sessions", "user_range"]
 
@@ -113,17 +114,17 @@ def decode_cursor(cursor: str) -> tuple[dt.datetime, str]:
 
 
 def sessions(
-    run: Callable[[Callable[[Any], Any]], Any],
-    q: Callable[[str], str],
-    exact: bool,
+    db: Any,
+    t: Table,
     user_id: Any,
     updated_before: Optional[dt.datetime],
     updated_after: Optional[dt.datetime],
     limit: int,
     cursor: Optional[str],
 ) -> SessionPage:
-    """A page of the catalog (see the module doc); ``run(fn)`` runs ``fn(cur)`` as a read,
-    ``q`` renders a statement for the table. Datetimes are the server's (naive)."""
+    """A page of the catalog (see the module doc), read through the connector ``db`` on the
+    table ``t``. Datetimes are the server's (naive)."""
+    q, exact = t.q, t.exact_keys
     where, params = user_range(user_id, exact)
     for op, when in (("<", updated_before), (">", updated_after)):
         if when is not None:
@@ -148,7 +149,7 @@ def sessions(
             shape = list(cur.fetchall())
         return found, shape
 
-    found, shape = run(read)
+    found, shape = db.run(read, "sessions", write=False)
     page = found[:limit]
     history_of = {keys.history_session(r[0]): r[0] for r in page}
     counts: dict[str, list] = {r[0]: [0, 0, set()] for r in page}

@@ -1,6 +1,6 @@
 """Schema versions: ordered, idempotent migration steps, and a doctor that checks the table.
 
-Each :class:`Step` says whether it is needed by looking at the table itself (never only at a
+Each :class:`MigrationStep` says whether it is needed by looking at the table itself (never only at a
 record), so a step that crashed half way (MySQL commits DDL implicitly) is simply needed
 again; what was applied is recorded in ``mysql_state_migrations`` of the same database.
 ``doctor`` checks the schema, then reads every row once in key order (a session at a time):
@@ -18,6 +18,7 @@ step is checked again right before it runs, and a step another process finished 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
@@ -26,9 +27,10 @@ import orjson
 from . import keys, listsync, sql, transfer
 from .crypto import is_sealed, well_formed
 from .errors import ALREADY_DONE_ERRNOS, DecryptionError, MysqlStateError
-from .listsync import PLAIN, Digester, ListHash
+from .table import Table
+from .listsync import Digester, ListHash
 
-__all__ = ["Step", "Problem", "STEPS", "pending", "migrate", "doctor", "relist"]
+__all__ = ["MigrationStep", "DoctorFinding", "STEPS", "pending", "migrate", "doctor", "relist", "Step", "Problem", "Ctx"]
 
 RECORD_TABLE = (
     "CREATE TABLE IF NOT EXISTS `{db}`.`mysql_state_migrations` (table_name VARCHAR(64) NOT NULL,"
@@ -63,36 +65,29 @@ WANTED_COLUMNS = {"session_id", "state_key", "item_index", "state_data", "versio
 PRIMARY_KEY = "session_id,state_key,item_index"
 
 
-def _as_stored(sid: str, key: str, index: int, text: Any) -> bytes:
-    """A row's JSON as stored (a store without a keyring): a sealed row cannot be opened."""
-    if is_sealed(text):
-        raise DecryptionError(f"the row of session {sid!r}, key {key!r}, item_index {index} is encrypted "
-                              "and this store has no keyring (encryption=...)", sid, key, index, None)
-    return text.encode("utf-8") if isinstance(text, str) else text
-
-
-@dataclass
 class Ctx:
-    """What the steps need: the runner, the renderer, names, the collation chosen; for the
-    doctor's repairs and re-encryption: the packet size, and the store's encryption (opening and
-    sealing rows, the digesters of hash rows; without a keyring rows are taken as stored)."""
+    """What the steps need, from the connector ``db`` and the table context ``t``: ``run``
+    (writes of the whole table: they name no session), ``q`` the renderer, the names, the
+    collation chosen; for the doctor's repairs and re-encryption: the packet size and the
+    table's sealer (``plain`` opens a row, ``seal`` seals one, ``digester(kid)`` and
+    ``current`` the digesters of hash rows, ``keyring``: is there one); ``forget((sid, key))``
+    drops what the process remembers of a list rewritten."""
 
-    run: Callable[..., Any]
-    q: Callable[[str], str]
-    database: str
-    table: str
-    collation: str
-    packet: int = 1 << 24
-    plain: Callable[[str, str, int, Any], bytes] = _as_stored
-    seal: Callable[[str, str, int, bytes], bytes] = lambda sid, key, index, data: data
-    digester: Callable[[Optional[str]], Optional[Digester]] = lambda kid: PLAIN if kid is None else None
-    current: Digester = PLAIN
-    keyring: bool = False
-    forget: Callable[..., None] = lambda *args, **kwargs: None
+    def __init__(self, db: Any, t: Table, forget: Callable[..., None] = lambda *args, **kwargs: None) -> None:
+        sealer = t.sealer
+        self.run: Callable[..., Any] = functools.partial(db.run, session=None)
+        self.db, self.t, self.q = db, t, t.q
+        self.database, self.table, self.collation, self.packet = t.database, t.name, t.collation, t.max_allowed_packet
+        self.plain: Callable[[str, str, int, Any], bytes] = sealer.open
+        self.seal: Callable[[str, str, int, bytes], bytes] = sealer.seal
+        self.digester: Callable[[Optional[str]], Optional[Digester]] = sealer.digester_of
+        self.current: Digester = sealer.digester
+        self.keyring = sealer.encrypted
+        self.forget = forget
 
 
 @dataclass(frozen=True)
-class Step:
+class MigrationStep:
     """One migration step: ``name`` (ordered), the ``sql`` it runs (for ``--dry-run``)."""
 
     name: str
@@ -100,7 +95,7 @@ class Step:
 
 
 @dataclass
-class Problem:
+class DoctorFinding:
     """Something wrong with the table; ``fixed`` when ``doctor(fix=True)`` repaired it."""
 
     kind: str
@@ -108,6 +103,12 @@ class Problem:
     session_id: Optional[str] = None
     key: Optional[str] = None
     fixed: bool = False
+
+
+#: The names of ``migrate``'s and ``doctor``'s results before they said what they are (the
+#: README shows them); kept as aliases.
+Step = MigrationStep
+Problem = DoctorFinding
 
 
 def _columns(ctx: Ctx) -> dict[str, tuple[str, Optional[str]]]:
@@ -164,7 +165,7 @@ def _need_catalog(ctx: Ctx) -> bool:
 
 def _do_catalog(ctx: Ctx) -> None:
     for part in session_batches(ctx):
-        transfer.rebuild_catalog(ctx.run, ctx.q, part)
+        transfer.rebuild_catalog(ctx.db, ctx.t, part)
 
 
 def session_batches(ctx: Ctx, size: int = 500) -> Iterator[list[str]]:
@@ -190,12 +191,12 @@ _STEPS: list[tuple[str, str, Callable[[Ctx], bool], Callable[[Ctx], None]]] = [
 STEPS = [name for name, *_ in _STEPS]
 
 
-def pending(ctx: Ctx) -> list[Step]:
+def pending(ctx: Ctx) -> list[MigrationStep]:
     """The steps the table still needs, in order, with their SQL rendered for it."""
-    return [Step(name, ctx.q(text)) for name, text, need, _ in _STEPS if need(ctx)]
+    return [MigrationStep(name, ctx.q(text)) for name, text, need, _ in _STEPS if need(ctx)]
 
 
-def migrate(ctx: Ctx, dry_run: bool) -> list[Step]:
+def migrate(ctx: Ctx, dry_run: bool) -> list[MigrationStep]:
     """Apply (or with ``dry_run`` only list) the steps needed; each recorded once applied.
 
     Safe beside another process migrating the same table (see the module doc)."""
@@ -270,24 +271,24 @@ def scan(ctx: Ctx) -> Iterator[tuple[str, list]]:
         yield current, rows
 
 
-def _schema_problems(ctx: Ctx) -> list[Problem]:
+def _schema_problems(ctx: Ctx) -> list[DoctorFinding]:
     out = []
     cols = _columns(ctx)
     missing = WANTED_COLUMNS - set(cols)
     if missing:
-        out.append(Problem("columns", f"columns {sorted(missing)} are missing"))
+        out.append(DoctorFinding("columns", f"columns {sorted(missing)} are missing"))
     idx = _indexes(ctx)
     if idx.get("PRIMARY") != PRIMARY_KEY:
-        out.append(Problem("primary_key", f"the primary key is ({idx.get('PRIMARY')}), not ({PRIMARY_KEY})"))
+        out.append(DoctorFinding("primary_key", f"the primary key is ({idx.get('PRIMARY')}), not ({PRIMARY_KEY})"))
     if _need_exact(ctx):
-        out.append(Problem("collation", "session_id/state_key do not compare exactly (case, trailing spaces): "
+        out.append(DoctorFinding("collation", "session_id/state_key do not compare exactly (case, trailing spaces): "
                                         "migrate makes them exact"))
     if ACTIVITY_COLUMNS not in idx.values():
-        out.append(Problem("index", "the index by_activity (session_id, updated_at) is missing: migrate adds it"))
+        out.append(DoctorFinding("index", "the index by_activity (session_id, updated_at) is missing: migrate adds it"))
     return out
 
 
-def doctor(ctx: Ctx, fix: bool) -> list[Problem]:
+def doctor(ctx: Ctx, fix: bool) -> list[DoctorFinding]:
     """Check the table (see the module doc); with ``fix`` repair what is safe and say so."""
     problems = _schema_problems(ctx)
     if fix and problems:
@@ -332,7 +333,7 @@ def _open_item(ctx: Ctx, sid: str, key: str, index: int, position: int, text: An
         return ctx.plain(sid, key, position, text)
 
 
-def _open_rows(ctx: Ctx, sid: str, rows: list, problems: list[Problem]) -> dict[tuple[str, int], Optional[bytes]]:
+def _open_rows(ctx: Ctx, sid: str, rows: list, problems: list[DoctorFinding]) -> dict[tuple[str, int], Optional[bytes]]:
     """Each value or item row's JSON, ``None`` when it is unreadable (reported in ``problems``),
     ``_SEALED`` when it is sealed and this doctor has no keyring (its envelope's form checked)."""
     out: dict[tuple[str, int], Optional[bytes]] = {}
@@ -345,17 +346,17 @@ def _open_rows(ctx: Ctx, sid: str, rows: list, problems: list[Problem]) -> dict[
         if is_sealed(data) and not ctx.keyring:
             out[(key, index)] = _SEALED if well_formed(data) else None
             if out[(key, index)] is None:
-                problems.append(Problem("sealed", f"{where} is not a well-formed encrypted envelope", sid, key))
+                problems.append(DoctorFinding("sealed", f"{where} is not a well-formed encrypted envelope", sid, key))
             continue
         try:
             text = _open_item(ctx, sid, key, index, p, data)
         except DecryptionError as exc:
             out[(key, index)] = None
-            problems.append(Problem("sealed", f"{where} cannot be decrypted (key id {exc.key_id!r})", sid, key))
+            problems.append(DoctorFinding("sealed", f"{where} cannot be decrypted (key id {exc.key_id!r})", sid, key))
             continue
         out[(key, index)] = text if _is_json(text) else None
         if out[(key, index)] is None:
-            problems.append(Problem("json", f"{where} is not valid JSON", sid, key))
+            problems.append(DoctorFinding("json", f"{where} is not valid JSON", sid, key))
     return out
 
 
@@ -367,7 +368,7 @@ def _is_json(data: Any) -> bool:
         return False
 
 
-def _list_problems(ctx: Ctx, sid: str, rows: list, opened: dict, fix: bool) -> list[Problem]:
+def _list_problems(ctx: Ctx, sid: str, rows: list, opened: dict, fix: bool) -> list[DoctorFinding]:
     by_key: dict[str, list] = {}
     for key, index, data, _ in rows:
         by_key.setdefault(key, []).append((index, data))
@@ -377,18 +378,18 @@ def _list_problems(ctx: Ctx, sid: str, rows: list, opened: dict, fix: bool) -> l
             base = key[: -len(keys.HASH_SUFFIX)]
             stored = ListHash.parse(items[0][1])
             if base not in by_key and stored is not None and stored.n != 0:
-                out.append(_fixed(ctx, fix, Problem("list_rows", f"list {base!r} of {sid!r}: its hash row says "
+                out.append(_fixed(ctx, fix, DoctorFinding("list_rows", f"list {base!r} of {sid!r}: its hash row says "
                                                     f"{stored.n} items but it has none", sid, base)))
             continue
         head = by_key.get(keys.hash_key(key))
         indexes = [i for i, _ in items]
         if head is None:
             if indexes != [0]:
-                out.append(_fixed(ctx, fix, Problem("no_hash_row", f"list {key!r} of {sid!r} has item rows "
+                out.append(_fixed(ctx, fix, DoctorFinding("no_hash_row", f"list {key!r} of {sid!r} has item rows "
                                                     f"{indexes[:5]}... but no hash row", sid, key)))
             continue
         if indexes != list(range(len(items))):
-            out.append(_fixed(ctx, fix, Problem("list_rows", f"list {key!r} of {sid!r}: item rows are not "
+            out.append(_fixed(ctx, fix, DoctorFinding("list_rows", f"list {key!r} of {sid!r}: item rows are not "
                                                 f"0..{len(items) - 1}", sid, key)))
             continue
         stored = ListHash.parse(head[0][1])
@@ -400,7 +401,7 @@ def _list_problems(ctx: Ctx, sid: str, rows: list, opened: dict, fix: bool) -> l
         dig = ctx.digester(stored.dk)
         if stored.n != len(items) or (dig is not None and _SEALED not in datas
                                       and not listsync.verify(stored, datas, dig)):
-            out.append(_fixed(ctx, fix, Problem("hash_row", f"list {key!r} of {sid!r}: its hash row disagrees "
+            out.append(_fixed(ctx, fix, DoctorFinding("hash_row", f"list {key!r} of {sid!r}: its hash row disagrees "
                                                 f"with its {len(items)} items", sid, key)))
     return out
 
@@ -441,7 +442,7 @@ def relist(cur: Any, ctx: Ctx, sid: str, k: str, skip: Callable[[Optional[str]],
     return len(rows)
 
 
-def _fixed(ctx: Ctx, fix: bool, p: Problem) -> Problem:
+def _fixed(ctx: Ctx, fix: bool, p: DoctorFinding) -> DoctorFinding:
     """Repair a list (numbered 0..n-1 in order, its hash row recomputed) under its lock."""
     if not fix or p.key is None:
         return p
@@ -457,22 +458,22 @@ def _fixed(ctx: Ctx, fix: bool, p: Problem) -> Problem:
     return p
 
 
-def _catalog_problems(ctx: Ctx, catalog_rows: dict, last_write: dict, fix: bool) -> list[Problem]:
+def _catalog_problems(ctx: Ctx, catalog_rows: dict, last_write: dict, fix: bool) -> list[DoctorFinding]:
     out = []
     stale = []
     for sid, last in last_write.items():
         have = catalog_rows.get(sid)
         if have is None:
-            out.append(Problem("catalog", f"session {sid!r} has no catalog row (written behind the catalog's back)", sid))
+            out.append(DoctorFinding("catalog", f"session {sid!r} has no catalog row (written behind the catalog's back)", sid))
             stale.append(sid)
         elif last is not None and have is not None and have < last:
-            out.append(Problem("catalog", f"the catalog row of {sid!r} says {have}, its rows were written at {last}", sid))
+            out.append(DoctorFinding("catalog", f"the catalog row of {sid!r} says {have}, its rows were written at {last}", sid))
             stale.append(sid)
     orphans = [sid for sid in catalog_rows if sid not in last_write]
     for sid in orphans:
-        out.append(Problem("catalog", f"catalog row {sid!r} names a session with no rows", sid))
+        out.append(DoctorFinding("catalog", f"catalog row {sid!r} names a session with no rows", sid))
     if fix:
-        transfer.rebuild_catalog(ctx.run, ctx.q, stale)
+        transfer.rebuild_catalog(ctx.db, ctx.t, stale)
 
         def drop(cur: Any, sid: str) -> None:
             cur.execute(ctx.q(_SESSION_ROWS), (sid,))
@@ -487,7 +488,7 @@ def _catalog_problems(ctx: Ctx, catalog_rows: dict, last_write: dict, fix: bool)
     return out
 
 
-def _history_problems(ctx: Ctx, history: dict[str, int], last_write: dict, started: Any, fix: bool) -> list[Problem]:
+def _history_problems(ctx: Ctx, history: dict[str, int], last_write: dict, started: Any, fix: bool) -> list[DoctorFinding]:
     """History rows whose session has no data rows left (erased, or every key deleted): no read,
     ``sessions()`` or ``prune`` reaches them. ``fix`` deletes those archived before the doctor
     started, in batches."""
@@ -496,7 +497,7 @@ def _history_problems(ctx: Ctx, history: dict[str, int], last_write: dict, start
     for hsid, n in history.items():
         if hsid in reachable:
             continue
-        p = Problem("orphaned_history", f"{n} archived history rows under {hsid!r} belong to no session "
+        p = DoctorFinding("orphaned_history", f"{n} archived history rows under {hsid!r} belong to no session "
                                         "(it has no data rows): orphaned history", hsid)
         if fix:
             statement = ctx.q(_DELETE_HISTORY)

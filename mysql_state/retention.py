@@ -11,9 +11,11 @@ sessions only, and running it again ends where one uninterrupted run would.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from typing import Any, Callable, NamedTuple, Optional
 
 from . import catalog, keys
+from .table import Table
 
 __all__ = ["PruneReport", "prune", "cutoff"]
 
@@ -76,9 +78,10 @@ def to_server_time(run: Callable[..., Any], when: dt.datetime) -> dt.datetime:
     return when.astimezone(dt.timezone.utc).replace(tzinfo=None) + dt.timedelta(seconds=int(offset))
 
 
-def prune(run: Callable[..., Any], q: Callable[[str], str], exact: bool, user_id: Any, when: dt.datetime,
+def prune(db: Any, t: Table, user_id: Any, when: dt.datetime,
           dry_run: bool, batch: int, progress: Optional[Callable[[int, int], None]] = None) -> PruneReport:
     """Delete (or count) the sessions idle since ``when``; see the module doc."""
+    run, q, exact = functools.partial(db.run, session=None), t.q, t.exact_keys  # batches of many sessions
     user, uparams = catalog.user_range(user_id, exact)
     prefix = "" if user_id is catalog.ALL_USERS else keys.user_prefix(user_id)
     cat = keys.CATALOG_SESSION

@@ -162,6 +162,8 @@ SELECT_ITEMS = (
     " state_data) FROM {t} WHERE session_id = %s AND state_key = %s AND item_index = 0)"
 )
 HEAD_MARK = "\x1f"
+#: A LIMIT no list reaches (item_index is an INT), yet valid SQL: "no limit" in a window.
+NO_LIMIT = 1 << 62
 _HASH_PART = (
     " UNION ALL SELECT -1, state_data, GREATEST(version, 1) FROM {t}"
     " WHERE session_id = %s AND state_key = %s AND item_index = 0"

@@ -17,6 +17,7 @@ import orjson
 
 from . import catalog, keys, sql
 from .crypto import is_sealed
+from .table import Table
 from .errors import (
     PACKET_TOO_LARGE,
     ServerUnavailableError,
@@ -74,15 +75,13 @@ REBUILD_CATALOG = (
     " updated_at = COALESCE(GREATEST(updated_at, VALUES(updated_at)), updated_at)"
 )
 
-Run = Callable[..., Any]
 
-
-def fork(run: Run, q: Callable[[str], str], src: str, dst: str, lock_session: str, delete_session: str,
-         reseal: Optional[Callable[[Any, str, str, Optional[str], int, int], None]] = None) -> int:
+def fork(db: Any, t: Table, src: str, dst: str) -> int:
     """Copy every row of ``src`` (and its history) to ``dst`` in one statement; returns the rows
-    copied. Refuses an existing ``dst`` and an unknown ``src``. ``reseal`` (an encrypted store)
-    re-encrypts the copies for their new place in the same transaction."""
-    statement = q(FORK_ROWS)
+    copied. Refuses an existing ``dst`` and an unknown ``src``. An encrypted store seals the
+    copies again for their new place in the same transaction."""
+    statement = t.q(FORK_ROWS)
+    lock_session, delete_session = t.statements["LOCK_SESSION"], t.statements["DELETE_SESSION"]
     hsrc, hdst = keys.history_session(src), keys.history_session(dst)
 
     def tx(cur: Any) -> int:
@@ -94,12 +93,11 @@ def fork(run: Run, q: Callable[[str], str], src: str, dst: str, lock_session: st
             raise SessionExistsError(f"fork: session {dst!r} already exists; fork refuses to overwrite it")
         cur.execute(delete_session, (dst, hdst, dst))  # leftovers only: a stale catalog row, history
         copied = cur.execute(statement, (src, dst, hdst, src, hsrc, dst)) - 1
-        if reseal is not None:
-            reseal(cur, src, dst, None, 0, 0)
-            reseal(cur, hsrc, hdst, None, 0, 0)
+        t.sealer.reseal_copied(cur, t.statements, src, dst, None, 0, 0)
+        t.sealer.reseal_copied(cur, t.statements, hsrc, hdst, None, 0, 0)
         return copied
 
-    return run(tx, "fork", write=True)
+    return db.run(tx, "fork", write=True, session=dst)
 
 
 def scopes(user_id: Any, sids: Optional[Sequence[str]], exact: bool) -> list[tuple[str, tuple]]:
@@ -120,8 +118,14 @@ def scopes(user_id: Any, sids: Optional[Sequence[str]], exact: bool) -> list[tup
     return [("1 = 1" + rng, params), ("session_id = %s" + crng + _HAS_ROWS, (keys.CATALOG_SESSION, *cparams))]
 
 
-def export(hold: Callable[[str], ContextManager[Any]], q: Callable[[str], str],
-           where: list[tuple[str, tuple]]) -> Iterator[str]:
+def export(db: Any, t: Table, user_id: Any, sids: Optional[Sequence[str]]) -> Iterator[str]:
+    """The export of ``user_id``'s sessions ``sids`` (None: all of them; ``ALL_USERS``: every
+    user's): :func:`export_lines` of the :func:`scopes` they make, on one connection of ``db``."""
+    return export_lines(db.hold, t.q, scopes(user_id, sids, t.exact_keys))
+
+
+def export_lines(hold: Callable[[str], ContextManager[Any]], q: Callable[[str], str],
+                 where: list[tuple[str, tuple]]) -> Iterator[str]:
     """One JSON line per row of the ``where`` scopes (see :func:`scopes`), then the archived
     history of every session met, in key order, read ``CHUNK`` rows at a time (constant memory:
     a keyset cursor) and all of it from ONE consistent snapshot: one connection of ``hold``,
@@ -241,9 +245,9 @@ def _is_packed_id(sid: str) -> bool:
         return False
 
 
-def import_rows(run: Run, q: Callable[[str], str], lines: Iterable[Any], on_conflict: str, max_bytes: int,
+def import_rows(db: Any, t: Table, lines: Iterable[Any], on_conflict: str,
                 progress: Optional[Callable[[int], None]] = None) -> int:
-    """Write the rows of ``lines`` in multi-row INSERTs under ``max_bytes``, ALL IN ONE
+    """Write the rows of ``lines`` in multi-row INSERTs under half ``max_allowed_packet``, ALL IN ONE
     TRANSACTION (all or nothing: a bad line, a row over ``max_allowed_packet`` or a lost
     connection leaves the table as it was); returns the rows inserted or changed. Then, in the
     same transaction, the catalog of every session imported is made right.
@@ -255,6 +259,7 @@ def import_rows(run: Run, q: Callable[[str], str], lines: Iterable[Any], on_conf
     """
     if on_conflict not in ("skip", "replace"):
         raise ValueError(f"on_conflict must be 'skip' or 'replace', got {on_conflict!r}")
+    q, max_bytes = t.q, t.max_allowed_packet // 2
     state = {"started": False}
 
     def tx(cur: Any) -> int:
@@ -266,7 +271,7 @@ def import_rows(run: Run, q: Callable[[str], str], lines: Iterable[Any], on_conf
         state["started"] = True
         return _import(cur, q, lines, on_conflict, min(max_bytes, packet // 2), packet, progress)
 
-    return run(tx, "import_rows", write=True, lock_retry=False)
+    return db.run(tx, "import_rows", write=True, lock_retry=False, session=None)  # many sessions
 
 
 class _KeyRows:
@@ -401,6 +406,6 @@ def _rebuild(cur: Any, q: Callable[[str], str], sids: Sequence[str]) -> int:
     return changed
 
 
-def rebuild_catalog(run: Run, q: Callable[[str], str], sids: Sequence[str]) -> int:
+def rebuild_catalog(db: Any, t: Table, sids: Sequence[str]) -> int:
     """Create (or widen to the rows' times) the catalog rows of ``sids``; returns rows changed."""
-    return run(lambda cur: _rebuild(cur, q, sids), "catalog", write=True)
+    return db.run(lambda cur: _rebuild(cur, t.q, sids), "catalog", write=True, session=None)
