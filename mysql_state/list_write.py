@@ -299,8 +299,8 @@ def append_if_hash(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, 
     if len(statements) != 1:
         return 0  # more than one packet: the locked way
     statement, params = statements[0]
-    text = expected.to_json().decode()
-    affected = cur.execute(statement, params + (hk, text, hk, text))
+    h = values.digest(expected.to_json())
+    affected = cur.execute(statement, params + (hk, h, hk, h))
     # hash row updated (2, and LAST_INSERT_ID set) + 1 per new item + catalog row (1 or 2)
     if cur.lastrowid and affected - len(items) in (3, 4):
         return int(cur.lastrowid)
