@@ -159,31 +159,6 @@ class RowCipher:
 
         return open_row
 
-    def sealed_prefix(self) -> str:
-        """The envelope's start of a row sealed under the current key (``"\\x1eenc1:<kid>:"``)."""
-        return PREFIX + self.keyring.current + ":"
-
-    def raw_opener(self, session_id: str, key: str) -> Any:
-        """``open`` for the rows of one list read with their base64 decoded by the server:
-        ``open_row(index, raw, text)``, ``raw`` the nonce, ciphertext and tag of a row sealed
-        under the current key (None when the server could not decode it, or for any other row,
-        whose ``text`` is then given and opened as :meth:`open` does)."""
-        prefix = f"{self.table}\0{session_id}\0{key}\0".encode("utf-8")
-        kid = self.keyring.current
-        decrypt, nlen, opener = self.keyring.aead(kid).decrypt, NONCE_BYTES, self.opener(session_id, key)
-
-        def open_row(index: int, raw: Optional[bytes], text: Any) -> bytes:
-            if raw is not None:
-                try:
-                    return decrypt(raw[:nlen], raw[nlen:], prefix + str(index).encode())
-                except Exception:  # noqa: BLE001 - InvalidTag, short input: "cannot decrypt"
-                    raise _failed(session_id, key, index, kid, _CHANGED) from None
-            if text is None:  # sealed under the current key, but its base64 does not decode
-                raise _failed(session_id, key, index, kid, _CHANGED)
-            return opener(index, text)
-
-        return open_row
-
     def open(self, session_id: str, key: str, index: int, text: Any) -> bytes:
         """The plaintext JSON of a stored row (a row that is not sealed is returned as is)."""
         if isinstance(text, bytes):
@@ -198,7 +173,8 @@ class RowCipher:
             return self.keyring.aead(kid).decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:],
                                                   self._aad(session_id, key, index))
         except Exception:  # noqa: BLE001 - InvalidTag, bad base64, short input: all "cannot decrypt"
-            raise _failed(session_id, key, index, kid, _CHANGED) from None
+            raise _failed(session_id, key, index, kid,
+                          "it was changed, or moved from another table, session, key or index") from None
 
 
 def well_formed(text: Any) -> bool:
@@ -228,9 +204,6 @@ def key_id_of(text: Any) -> Optional[str]:
 def unreadable(session_id: str, key: str, index: int, text: Any) -> DecryptionError:
     """The error for a sealed row met by a store without a keyring."""
     return _failed(session_id, key, index, key_id_of(text), "this store has no keyring (encryption=...)")
-
-
-_CHANGED = "it was changed, or moved from another table, session, key or index"
 
 
 def _failed(session_id: str, key: str, index: int, kid: Optional[str], why: str) -> DecryptionError:

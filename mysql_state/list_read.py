@@ -23,10 +23,7 @@ Checked = tuple[list, int, Optional[ListHash]]
 
 def get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int], model: Any) -> Checked:
     """A list read (whole, a window or a tail) and checked: (items, version, hash row)."""
-    rows = read(cur, t, sid, k, offset, limit)
-    if offset == 0 and limit is None:
-        return _check_whole(t, rows, sid, k, model)
-    return check(t, rows, sid, k, offset, limit, model)
+    return check(t, read(cur, t, sid, k, offset, limit), sid, k, offset, limit, model)
 
 
 def many(cur: Any, t: Table, sid: str, value_keys: Sequence[str], list_keys: Sequence[str],
@@ -37,15 +34,10 @@ def many(cur: Any, t: Table, sid: str, value_keys: Sequence[str], list_keys: Seq
 
 
 def read(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int]) -> list:
-    """The rows of a list read (see :func:`check`): the whole list (``SELECT_ITEMS``, or
-    ``SELECT_ITEMS_SEALED`` for an encrypted store), a window, or a tail."""
+    """The rows of a list read (see :func:`check`): the whole list, a window, or a tail."""
     s, hk = t.statements, keys.hash_key(k)
     if offset < 0:
         cur.execute(s["SELECT_TAIL"], (sid, k, -offset, sid, hk))
-    elif offset == 0 and limit is None and t.sealer.encrypted:
-        sealed = t.sealer.sealed_prefix()
-        n = len(sealed)
-        cur.execute(s["SELECT_ITEMS_SEALED"], (k, k, n, sealed, n + 1, k, n, sealed, sid, k, hk))
     elif offset == 0 and limit is None:
         cur.execute(s["SELECT_ITEMS"], (k, sid, k, hk))
     else:
@@ -55,6 +47,8 @@ def read(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int]
 
 def check(t: Table, rows: Any, sid: str, k: str, offset: int, limit: Optional[int], model: Any) -> Checked:
     """Items decoded and checked against the hash row read with them; (items, version, hash)."""
+    if offset == 0 and limit is None and (not rows or len(rows[0]) == 2):
+        return _check_whole(t, rows, sid, k, model)
     rows = list(rows)
     head = None
     if rows and rows[-1][0] == -1:
@@ -84,22 +78,19 @@ def check(t: Table, rows: Any, sid: str, k: str, offset: int, limit: Optional[in
 
 def _check_whole(t: Table, rows: Any, sid: str, k: str, model: Any) -> Checked:
     """:func:`check` for a whole list read by ``SELECT_ITEMS``: rows ``(item_index, state_data)``
-    in index order, the hash row last with minus its version as index (``SELECT_ITEMS_SEALED``:
-    ``(item_index, raw, text)``). Item indexes are distinct (the primary key) and ordered, so
-    count, first and last prove them ``0..n-1``."""
+    in index order, the hash row last with minus its version as index. Item indexes are
+    distinct (the primary key) and ordered, so count, first and last prove them ``0..n-1``."""
     stored, version = None, 0
     if rows and rows[-1][0] < 0:
         head = rows[-1]
         rows = rows[:-1]
         version = -int(head[0])
-        stored = ListHash.parse(head[-1])
+        stored = ListHash.parse(head[1])
         got = len(rows)
         n = stored.n if stored is not None else got
         first, last = (rows[0][0], rows[-1][0]) if rows else (None, None)
         if got != n or (n and (first != 0 or last != n - 1)):
             raise damaged(sid, k, stored, 0, n, got, first, last)
-    if t.sealer.encrypted:
-        return t.sealer.decode_raw_items(sid, k, rows, model), version, stored
     return t.sealer.decode_items(sid, k, rows, 1, 0, model), version, stored
 
 

@@ -124,23 +124,6 @@ class KeyringSealer(Sealer):
             self.name_bad_row(sid, k, rows, col, first)
             raise
 
-    def sealed_prefix(self) -> str:
-        """The start of the text of a row sealed under the current key."""
-        return self.cipher.sealed_prefix()
-
-    def decode_raw_items(self, sid: str, k: str, rows: Sequence[Any], model: Any) -> list:
-        """The values of list rows ``(index, raw, text)`` read by ``SELECT_ITEMS_SEALED`` (the
-        server decoded the base64 of the rows sealed under the current key); a bad row raises
-        naming it."""
-        loads = serde.decode
-        opened = self.cipher.raw_opener(sid, k)
-        try:
-            return [loads(opened(r[0], r[1], r[2]), model) for r in rows]
-        except ValueError:
-            for r in rows:  # the first that does not decode, named
-                serde.decode_row(opened(r[0], r[1], r[2]), model, sid, k, r[0])
-            raise
-
     def stored_size(self, data: bytes) -> int:
         return (len(data) + 28) * 4 // 3 + 80  # nonce and tag, base64, the prefix and key id
 

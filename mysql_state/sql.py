@@ -173,18 +173,6 @@ SELECT_ITEMS = (
     "SELECT IF(state_key = %s, item_index, -GREATEST(version, 1)), state_data FROM {t}"
     " WHERE session_id = %s AND state_key IN (%s, %s) ORDER BY state_key, item_index"
 )
-# The same read for an encrypted store: rows (index, nonce + ciphertext + tag, text), the
-# server decoding the base64 of the rows sealed under the current key (given: its envelope's
-# prefix, compared byte for byte), the other rows (plain, other keys, the hash row) as text.
-# A quarter fewer bytes on the wire and no base64 in Python: on a 10 000-item list it was
-# most of what encryption added to a read (issue 21). FROM_BASE64 is in MySQL 8 and MariaDB.
-SELECT_ITEMS_SEALED = (
-    "SELECT IF(state_key = %s, item_index, -GREATEST(version, 1)),"
-    " IF(state_key = %s AND CAST(LEFT(state_data, %s) AS BINARY) = CAST(%s AS BINARY),"
-    " FROM_BASE64(SUBSTRING(state_data, %s)), NULL),"
-    " IF(state_key = %s AND CAST(LEFT(state_data, %s) AS BINARY) = CAST(%s AS BINARY), NULL, state_data)"
-    " FROM {t} WHERE session_id = %s AND state_key IN (%s, %s) ORDER BY state_key, item_index"
-)
 #: A LIMIT no list reaches (item_index is an INT), yet valid SQL: "no limit" in a window.
 NO_LIMIT = 1 << 62
 _HASH_PART = (
