@@ -173,6 +173,16 @@ SELECT_ITEMS = (
     "SELECT IF(state_key = %s, item_index, -GREATEST(version, 1)), state_data FROM {t}"
     " WHERE session_id = %s AND state_key IN (%s, %s) ORDER BY state_key, item_index"
 )
+# A long list (its hash row, last seen, says more than list_read.LONG_LIST items): one column, so the
+# driver parses one field a row, the hash row marked "\x1f<version>,<lowest>,<highest>\x1f"
+# (its MIN/MAX computed in its branch only, once): no UNION either.
+SELECT_ITEMS_LONG = (
+    "SELECT IF(state_key = %s, state_data, CONCAT(CHAR(31), GREATEST(version, 1), ',',"
+    " COALESCE((SELECT MIN(item_index) FROM {t} WHERE session_id = %s AND state_key = %s), ''), ',',"
+    " COALESCE((SELECT MAX(item_index) FROM {t} WHERE session_id = %s AND state_key = %s), ''), CHAR(31),"
+    " state_data)) FROM {t} WHERE session_id = %s AND state_key IN (%s, %s) ORDER BY state_key, item_index"
+)
+HEAD_MARK = "\x1f"
 #: A LIMIT no list reaches (item_index is an INT), yet valid SQL: "no limit" in a window.
 NO_LIMIT = 1 << 62
 _HASH_PART = (

@@ -366,7 +366,9 @@ class MysqlAgentStateStore:
         offset, limit = args.window(offset, limit)
         model = serde.check_type(model)
         with self._memory.noting_damage():  # decoded inside: its errors are counted
-            items, version, stored = self._db.run(lambda cur: list_read.get(cur, t, sid, k, offset, limit, model),
+            seen = self._memory.hints.get((sid, k))  # the length last seen picks the read's shape
+            n = seen.n if seen is not None else None
+            items, version, stored = self._db.run(lambda cur: list_read.get(cur, t, sid, k, offset, limit, model, n),
                                                   f"get_list {k!r}", write=False, consistency=consistency, session=sid)
         if stored is not None and consistency == "strong":  # a replica's may be behind
             self._memory.hints.put((sid, k), stored)

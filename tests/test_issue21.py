@@ -311,3 +311,23 @@ def test_a_damaged_sealed_row_in_a_whole_list_read_is_a_decryption_error(url, da
             fresh.close()
     finally:
         enc.close()
+
+
+# ---- whole-list reads in both shapes check the rows against the hash row -----------------------
+
+
+@pytest.mark.parametrize("n", [5, 300])
+def test_a_whole_read_of_a_short_or_long_list_finds_a_missing_row(store, raw, n):
+    """A list known to be long is read in the one-column shape (the hash row marked with the
+    lowest and highest index), a short one with the index column: either finds a row gone."""
+    from mysql_state import CorruptStateError
+
+    items = [msg(i) for i in range(n)]
+    store.save_list("u", "s", "m", items)
+    assert store.get_list("u", "s", "m") == items  # (the length is now known)
+    assert store.get_list_versioned("u", "s", "m").version == hash_row_version(raw)
+    raw.execute("DELETE FROM {t} WHERE state_key='m' AND item_index=%s", (n // 2,))
+    with pytest.raises(CorruptStateError):
+        store.get_list("u", "s", "m")
+    raw.execute("DELETE FROM {t} WHERE state_key='m:_hash'")  # no hash row: the rows as they are
+    assert store.get_list("u", "s", "m") == items[: n // 2] + items[n // 2 + 1:]
