@@ -18,20 +18,8 @@ from mysql_state import MysqlAgentStateStore, listsync
 from mysql_state.listsync import HASH_FORMAT, ListHash, digests
 
 from .conftest import Raw
+from .test_cold_saves import msg, statements
 from .test_faults import check_list_rows
-
-
-def msg(i: int, text: str = "") -> dict:
-    return {"role": "user" if i % 2 else "assistant", "content": f"message {i} {text}", "i": i}
-
-
-def statements(raw: Raw, fn) -> tuple[object, int]:
-    def q() -> int:
-        return int(raw.query("SHOW GLOBAL STATUS LIKE 'Questions'")[0][1])
-
-    before = q()
-    out = fn()
-    return out, q() - before - 1
 
 
 @pytest.fixture
