@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from mysql_state import MysqlAgentStateStore, listsync
-from mysql_state.listsync import HASH_FORMAT, ListHash, digests
+from mysql_state.listsync import HASH_FORMAT, digests
 
 from .conftest import Raw
 from .test_cold_saves import msg, statements
@@ -173,7 +173,8 @@ def _value_stale_by(kind: str, store, raw: Raw) -> None:
 @pytest.mark.parametrize("kind", ["java", "saved", "deleted", "empty list", "list"])
 def test_a_value_guided_by_a_stale_read_is_still_exact(store, other, raw, kind):
     store.save("u", "s", "state", {"n": 0})
-    seen = other.get_many("u", "s", values=["state"], versioned=True)["state"]
+    seen = other.get_many("u", "s", values=["state"], versioned=True)["state"]  # the guess: (1, its digest)
+    assert (seen.value, seen.version) == ({"n": 0}, 1)
     _value_stale_by(kind, store, raw)
     before = max([r[0] for r in raw.query(
         "SELECT GREATEST(version, 1) FROM {t} WHERE session_id='u:s' AND state_key IN ('state', 'state:_hash')"
