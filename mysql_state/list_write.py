@@ -4,9 +4,14 @@ Every list writer locks the list's hash row first (a new list: creates it, and o
 creators the second fails with a duplicate key and is retried), so writers of one list are
 serialised and the hash row always describes the rows. What to write is planned by
 :mod:`mysql_state.listsync` (pure): from the process's snapshot when it still matches the
-stored hash row (warm), else from the stored checkpoint (cold), else item by item. A warm
-save or append that only adds items is ONE statement, checked against the hash row this
-process last saw (:func:`append_if_hash`): the common turn costs 2 round trips with COMMIT.
+stored hash row (warm), else from the stored checkpoint (cold, checked from the hasher state
+this process kept when it saw the list), else item by item. A save or append that only adds
+items is ONE statement, checked against the hash row this process last read or wrote
+(:func:`append_if_hash`): the common turn costs 2 round trips with COMMIT, from any worker
+that read the list first. A list whose last such speculation missed (another worker writes
+it) goes the locked way at once: lock and read the hash row, write, COMMIT (3, never 5).
+A value of ``save_many`` is written in ONE statement while its row is what this process last
+read or wrote (:func:`mysql_state.values.write_if_seen`), else the locked way.
 
 Functions of ``(cursor, table, ...)`` on checked, encoded input; only the items a plan writes
 are checked here (:func:`mysql_state.args.check_upserts`), since only planning knows them.
