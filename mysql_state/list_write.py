@@ -133,7 +133,7 @@ def _opened(t: Table, sid: str, k: str, rows: Sequence[tuple]) -> list[bytes]:
 # ---- a whole list saved ----------------------------------------------------------------------
 
 
-def save(cur: Any, t: Table, w: ListWrite) -> Plan:
+def save(cur: Any, t: Table, w: ListWrite, speculate: bool = True) -> Plan:
     """Lock the hash row, plan (warm snapshot, else the checkpoint, else item by item), write.
 
     A save that only appends is ONE statement, conditioned on the stored hash row being the
@@ -144,10 +144,13 @@ def save(cur: Any, t: Table, w: ListWrite) -> Plan:
     speculation misses, the locked way: lock and read the hash row, plan, write (3 round trips
     with the COMMIT). Every plan against a row another worker wrote is checked from the hasher
     state this process kept (:func:`listsync.cold_start`'s ``seen``) when it fits.
+
+    ``speculate=False``: the locked way only. A missed speculation rolls back the whole
+    transaction, so only a transaction's first write may speculate (``save_many``'s first list).
     """
     encode = lambda vs, start: serde.encode_items(vs, w.key, start, check=False)  # noqa: E731
     snap = w.snapshot
-    if w.expected is None:
+    if w.expected is None and speculate:
         hint, hint_dig = t.sealer.usable(w.hint)
         if hint is not None and not w.damaged and (snap is None or hint != snap.hash):
             plan = _speculate(cur, t, w, listsync.plan_on_hint(w.blob, w.values, hint, encode, hint_dig, snap), hint)
@@ -358,7 +361,8 @@ def save_many(cur: Any, t: Table, writes: Sequence[ListWrite], prepared: Sequenc
     ``seen``: per value key, ``(version, digest)`` of row 0 as this process last read or wrote
     it; such a value is written in ONE statement if the row is still that
     (:func:`values.write_if_seen`), else the locked way."""
-    plans = {w.key: save(cur, t, w) for w in writes}
+    # Only the first list may speculate: a miss rolls back what the transaction wrote before it.
+    plans = {w.key: save(cur, t, w, speculate=i == 0) for i, w in enumerate(writes)}
     versions = {w.key: w.version for w in writes}
     seen = seen or {}
     for sid, k, text, _ in prepared:

@@ -320,3 +320,14 @@ def test_a_whole_read_of_a_short_or_long_list_finds_a_missing_row(store, raw, n)
         store.get_list("u", "s", "m")
     raw.execute("DELETE FROM {t} WHERE state_key='m:_hash'")  # no hash row: the rows as they are
     assert store.get_list("u", "s", "m") == items[: n // 2] + items[n // 2 + 1:]
+
+
+def test_save_many_of_two_lists_keeps_the_first_when_the_second_changed_behind_its_back(store, other, raw):
+    """A missed one-statement write rolls back its transaction: only the transaction's first
+    list may speculate, or the lists written before it would be lost (they were, before)."""
+    store.save_many("u", "s", lists={"a": [msg(0)], "b": [msg(0)]})
+    other.append_list("u", "s", "b", [msg(1)])  # b changed behind the store's back
+    saved = store.save_many("u", "s", lists={"a": [msg(0), msg(1)], "b": [msg(0), msg(1), msg(2)]})
+    assert check_list_rows(raw, "u:s", "a") == [msg(0), msg(1)]
+    assert check_list_rows(raw, "u:s", "b") == [msg(0), msg(1), msg(2)]
+    assert saved["a"].kind == "append" and store.get_list("u", "s", "a") == [msg(0), msg(1)]
