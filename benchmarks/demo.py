@@ -104,9 +104,15 @@ def show_reply(user: str, agent: Agent, n_before: int) -> None:
                 print(f"  tool  > {out}")
 
 
+#: How each kind of list save (mysql_state.listsync.Plan.kind) is told; a kind this table does
+#: not know yet is printed by its name, never a crash.
+SAVE_KINDS = {"rewrite": "full write", "append": "append", "suffix": "changed rows only",
+              "shrink": "shorter list", "unchanged": "nothing changed",
+              "clear": "cleared"}
+
+
 def show_save(report) -> None:
-    kind = {"rewrite": "full write (first save)", "append": "append", "suffix": "changed rows only",
-            "unchanged": "nothing changed", "clear": "cleared"}[report.context.kind]
+    kind = SAVE_KINDS.get(report.context.kind, report.context.kind)
     dropped = f", dropped rows >= {report.context.delete_from}" if report.context.delete_from is not None else ""
     print(f"  [saved: {kind}: {report.context.rows_written} of {report.messages} message rows{dropped}; "
           f"+1 row for the rest of the state]")

@@ -27,6 +27,7 @@ from .errors import (
     TlsError,
     TlsVerificationError,
     ValueTooLargeError,
+    WrongTypeError,
 )
 from .crypto import Keyring
 from .catalog import ALL_USERS, SessionInfo, SessionPage
@@ -60,6 +61,7 @@ __all__ = [
     "MysqlStateWarning",
     "SessionNotFoundError",
     "SessionExistsError",
+    "WrongTypeError",
     "ALL_USERS",
     "SessionInfo",
     "SessionPage",

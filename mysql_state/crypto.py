@@ -177,6 +177,21 @@ class RowCipher:
                           "it was changed, or moved from another table, session, key or index") from None
 
 
+def well_formed(text: Any) -> bool:
+    """Whether a sealed row's text has the envelope's form (key id, base64 of nonce, ciphertext
+    and tag): what can be checked without the key (the doctor of a store without a keyring)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if not isinstance(text, str) or not text.startswith(PREFIX):
+        return False
+    kid, sep, body = text[len(PREFIX):].partition(":")
+    try:
+        raw = base64.b64decode(body, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return bool(sep) and _KEY_ID.fullmatch(kid) is not None and len(raw) >= NONCE_BYTES + 16
+
+
 def key_id_of(text: Any) -> Optional[str]:
     """The key id of a sealed row's text (None for a plaintext row)."""
     if isinstance(text, bytes):

@@ -28,6 +28,7 @@ __all__ = [
     "StoreClosedError",
     "SessionNotFoundError",
     "SessionExistsError",
+    "WrongTypeError",
     "MysqlStateWarning",
     "errno_of",
     "tls_failure",
@@ -142,6 +143,21 @@ class SessionExistsError(MysqlStateError):
     """``fork`` was asked to create a session that already has rows; nothing was written."""
 
 
+class WrongTypeError(MysqlStateError, TypeError):
+    """A list operation (``pop_list``, ``append_list``) on a key that holds a single value, as
+    Redis answers WRONGTYPE: a key is a value or a list, never both. Nothing was written.
+
+    ``session_id`` (the packed id), ``key`` and ``operation`` name the refused call.
+    """
+
+    def __init__(self, session_id: str, key: str, operation: str) -> None:
+        super().__init__(
+            f"{operation} {key!r} of session {session_id!r}: the key holds a single value, not a list; "
+            "nothing was written (read it with get, or replace it by a list with save_list)"
+        )
+        self.session_id, self.key, self.operation = session_id, key, operation
+
+
 class MysqlStateWarning(UserWarning):
     """A configuration that works but weakens a guarantee (e.g. a case-insensitive table)."""
 
@@ -163,6 +179,10 @@ UNAVAILABLE_ERRNOS = frozenset({WSREP_NOT_READY})
 # Lock conflicts that a retry of the whole transaction resolves: deadlock, lock wait timeout.
 RETRYABLE_LOCK_ERRNOS = frozenset({1213, 1205})
 DUPLICATE_KEY = 1062
+#: DDL that another process already ran (concurrent migrations): duplicate column, duplicate
+#: key name, can't drop (already gone). A migration step that meets one is done.
+DUPLICATE_COLUMN = 1060
+ALREADY_DONE_ERRNOS = frozenset({DUPLICATE_COLUMN, 1061, 1091})
 UNKNOWN_DATABASE = 1049
 NO_SUCH_TABLE = 1146
 PACKET_TOO_LARGE = 1153

@@ -5,7 +5,9 @@ transaction and server-side, every stored item from the first changed index to t
 in item order, under the session's history id (:func:`keys.history_session`): ``state_key``
 is the list's key, ``item_index`` the archive order, ``state_data`` the item's JSON unchanged,
 ``created_at`` the time it was archived. A save that keeps or grows the length archives
-nothing. ``get_list`` never sees these rows; deleting or pruning the session removes them.
+nothing. ``get_list`` never sees these rows; deleting the key, deleting or pruning the session,
+and ``forget_user`` remove them. A list written without a hash row of ours (the Java store) is
+read before a shrinking save so that what it drops is archived as well.
 """
 
 from __future__ import annotations
@@ -16,13 +18,17 @@ from typing import Any, Callable, NamedTuple, Optional
 from . import keys, serde
 from .listsync import Plan
 
-__all__ = ["HistoryItem", "archive", "first_dropped", "read"]
+__all__ = ["HistoryItem", "archive", "drop", "first_dropped", "read"]
 
 #: Archived items of one key, oldest first (a window as get_list's).
 SELECT_HISTORY = (
     "SELECT item_index, state_data, created_at FROM {t} WHERE session_id = %s AND state_key = %s"
     " ORDER BY item_index LIMIT %s, %s"
 )
+
+
+DELETE_KEY_HISTORY = "DELETE FROM {t} WHERE session_id = %s AND state_key = %s"
+DELETE_HISTORY = "DELETE FROM {t} WHERE session_id = %s"
 
 
 class HistoryItem(NamedTuple):
@@ -61,6 +67,16 @@ def archive(cur: Any, statements: dict, sid: str, k: str, plan: Plan,
     cur.execute(statements["ARCHIVE_ITEMS"], (hsid, k, hsid, k, start, sid, k, start))
     if reseal is not None:
         reseal(cur, sid, hsid, k, base, start - base)
+
+
+def drop(cur: Any, q: Callable[[str], str], sid: str, k: Optional[str] = None) -> int:
+    """Delete the archived items of key ``k`` of session ``sid`` (every key's when ``k`` is
+    None), in the caller's transaction; returns the rows deleted. Deleting a key or a session
+    erases its history: nothing of it is left where no catalog row leads."""
+    hsid = keys.history_session(sid)
+    if k is None:
+        return cur.execute(q(DELETE_HISTORY), (hsid,))
+    return cur.execute(q(DELETE_KEY_HISTORY), (hsid, k))
 
 
 def read(run: Callable[[Callable[[Any], Any]], Any], q: Callable[[str], str], sid: str, k: str,

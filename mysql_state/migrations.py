@@ -5,7 +5,14 @@ record), so a step that crashed half way (MySQL commits DDL implicitly) is simpl
 again; what was applied is recorded in ``mysql_state_migrations`` of the same database.
 ``doctor`` checks the schema, then reads every row once in key order (a session at a time):
 lists whose items are not ``0..n-1``, without a hash row or whose hash row disagrees, rows
-that are not JSON, catalog rows that disagree with the data.
+that are not JSON (sealed rows are opened with the store's keyring, or checked for the
+envelope's form without one), catalog rows that disagree with the data, history rows of no
+session. Its repairs (like :func:`relist`, which re-encryption uses too) keep versions and
+activity times: maintenance never looks like a caller's write.
+
+Migrations are safe to run from several processes at once (workers starting together): each
+step is checked again right before it runs, and a step another process finished meanwhile
+(error 1060 duplicate column, 1061 duplicate key name, 1091 nothing to drop) counts as done.
 """
 
 from __future__ import annotations
@@ -17,9 +24,11 @@ from typing import Any, Callable, Iterator, Optional
 import orjson
 
 from . import keys, listsync, sql, transfer
-from .listsync import ListHash
+from .crypto import is_sealed, well_formed
+from .errors import ALREADY_DONE_ERRNOS, DecryptionError, MysqlStateError
+from .listsync import PLAIN, Digester, ListHash
 
-__all__ = ["Step", "Problem", "STEPS", "pending", "migrate", "doctor"]
+__all__ = ["Step", "Problem", "STEPS", "pending", "migrate", "doctor", "relist"]
 
 RECORD_TABLE = (
     "CREATE TABLE IF NOT EXISTS `{db}`.`mysql_state_migrations` (table_name VARCHAR(64) NOT NULL,"
@@ -54,15 +63,32 @@ WANTED_COLUMNS = {"session_id", "state_key", "item_index", "state_data", "versio
 PRIMARY_KEY = "session_id,state_key,item_index"
 
 
+def _as_stored(sid: str, key: str, index: int, text: Any) -> bytes:
+    """A row's JSON as stored (a store without a keyring): a sealed row cannot be opened."""
+    if is_sealed(text):
+        raise DecryptionError(f"the row of session {sid!r}, key {key!r}, item_index {index} is encrypted "
+                              "and this store has no keyring (encryption=...)", sid, key, index, None)
+    return text.encode("utf-8") if isinstance(text, str) else text
+
+
 @dataclass
 class Ctx:
-    """What the steps need: the runner, the renderer, names, the collation chosen."""
+    """What the steps need: the runner, the renderer, names, the collation chosen; for the
+    doctor's repairs and re-encryption: the packet size, and the store's encryption (opening and
+    sealing rows, the digesters of hash rows; without a keyring rows are taken as stored)."""
 
     run: Callable[..., Any]
     q: Callable[[str], str]
     database: str
     table: str
     collation: str
+    packet: int = 1 << 24
+    plain: Callable[[str, str, int, Any], bytes] = _as_stored
+    seal: Callable[[str, str, int, bytes], bytes] = lambda sid, key, index, data: data
+    digester: Callable[[Optional[str]], Optional[Digester]] = lambda kid: PLAIN if kid is None else None
+    current: Digester = PLAIN
+    keyring: bool = False
+    forget: Callable[..., None] = lambda *args, **kwargs: None
 
 
 @dataclass(frozen=True)
@@ -170,14 +196,22 @@ def pending(ctx: Ctx) -> list[Step]:
 
 
 def migrate(ctx: Ctx, dry_run: bool) -> list[Step]:
-    """Apply (or with ``dry_run`` only list) the steps needed; each recorded once applied."""
+    """Apply (or with ``dry_run`` only list) the steps needed; each recorded once applied.
+
+    Safe beside another process migrating the same table (see the module doc)."""
     todo = pending(ctx)
     if dry_run or not todo:
         return todo
     ctx.run(lambda cur: cur.execute(RECORD_TABLE.replace("{db}", ctx.database)), "migrate", write=True)
-    by_name = {name: do for name, _, _, do in _STEPS}
+    steps = {name: (need, do) for name, _, need, do in _STEPS}
     for step in todo:
-        by_name[step.name](ctx)
+        need, do = steps[step.name]
+        if need(ctx):  # another process may have done it since pending() looked
+            try:
+                do(ctx)
+            except MysqlStateError as exc:
+                if exc.errno not in ALREADY_DONE_ERRNOS:
+                    raise
         ctx.run(lambda cur: cur.execute(RECORD_STEP.replace("{db}", ctx.database), (ctx.table, step.name)),
                 "migrate", write=True)
     return todo
@@ -190,15 +224,29 @@ _SCAN = (
     " AND (session_id > %s OR (state_key > %s OR (state_key = %s AND item_index > %s)))"
     " ORDER BY session_id, state_key, item_index LIMIT %s"
 )
-_DELETE_ITEMS = "DELETE FROM {t} WHERE session_id = %s AND state_key = %s"
 _SESSION_ROWS = "SELECT COUNT(*) FROM {t} WHERE session_id = %s FOR UPDATE"
-_LOCK_LIST = "SELECT state_data FROM {t} WHERE session_id = %s AND state_key = %s AND item_index = 0 FOR UPDATE"
-_ITEMS = "SELECT item_index, state_data FROM {t} WHERE session_id = %s AND state_key = %s ORDER BY item_index FOR UPDATE"
-_WRITE_ROW = (
-    "INSERT INTO {t} (session_id, state_key, item_index, state_data, version) VALUES (%s, %s, %s, %s, 1)"
-    " ON DUPLICATE KEY UPDATE state_data = VALUES(state_data), version = version + 1"
+_NOW = "SELECT NOW()"
+# Orphaned history rows, archived before the doctor started (a session reborn since keeps its own).
+_DELETE_HISTORY = (
+    "DELETE FROM {t} WHERE session_id = %s AND (created_at IS NULL OR created_at <= %s) LIMIT %s"
 )
+# A list rewritten as maintenance (relist): under its hash row's lock, rows with their version
+# and activity time; the rewrite keeps both (``updated_at = updated_at``), deletes the rows
+# outside 0..n-1, and gives the rows it had to insert the list's last activity time.
+_LOCK_HEAD = (
+    "SELECT state_data, GREATEST(version, 1), updated_at FROM {t}"
+    " WHERE session_id = %s AND state_key = %s AND item_index = 0 FOR UPDATE"
+)
+_ITEMS = (
+    "SELECT item_index, state_data, GREATEST(version, 1), updated_at FROM {t}"
+    " WHERE session_id = %s AND state_key = %s ORDER BY item_index FOR UPDATE"
+)
+_KEEP_TAIL = " ON DUPLICATE KEY UPDATE state_data = VALUES(state_data), updated_at = updated_at"
+_DELETE_OUTSIDE = "DELETE FROM {t} WHERE session_id = %s AND state_key = %s AND (item_index < 0 OR item_index >= %s)"
+_SET_VERSION = "UPDATE {t} SET version = %s, updated_at = updated_at WHERE session_id = %s AND state_key = %s AND item_index = 0"
+_BACK_DATE = "UPDATE {t} SET updated_at = %s WHERE session_id = %s AND state_key IN (%s, %s) AND updated_at > %s"
 CHUNK = 2000
+BATCH = 500
 
 
 def scan(ctx: Ctx) -> Iterator[tuple[str, list]]:
@@ -251,24 +299,68 @@ def doctor(ctx: Ctx, fix: bool) -> list[Problem]:
                 p.message += " (fixed: migrated)"
     if any(p.kind in ("columns", "primary_key") for p in problems):
         return problems  # the rows cannot be read as this store's
+    started = _one(ctx, _NOW)[0]
     catalog_rows: dict[str, dt.datetime] = {}
     last_write: dict[str, dt.datetime] = {}
+    history: dict[str, int] = {}
     for sid, rows in scan(ctx):
         if sid == keys.CATALOG_SESSION:
             catalog_rows.update((key, updated) for key, _, _, updated in rows)
             continue
-        for key, index, data, _ in rows:
-            if not key.endswith(keys.HASH_SUFFIX) and not _is_json(data):  # the Java hash row is not JSON
-                problems.append(Problem("json", f"row ({sid!r}, {key!r}, {index}) is not valid JSON", sid, key))
+        opened = _open_rows(ctx, sid, rows, problems)
+        if sid.startswith(keys.HISTORY_PREFIX):
+            history[sid] = len(rows)
         if not keys.is_packed(sid):
             continue
         last_write[sid] = max((r[3] for r in rows if r[3] is not None), default=None)
-        problems += _list_problems(ctx, sid, rows, fix)
+        problems += _list_problems(ctx, sid, rows, opened, fix)
     problems += _catalog_problems(ctx, catalog_rows, last_write, fix)
+    problems += _history_problems(ctx, history, last_write, started, fix)
     return problems
 
 
-def _is_json(data: str) -> bool:
+_SEALED = b""  # an item sealed that this doctor cannot open (no keyring): checked by form only
+
+
+def _open_item(ctx: Ctx, sid: str, key: str, index: int, position: int, text: Any) -> bytes:
+    """A row's plaintext JSON; an item moved off its place (the list's ``position``-th row,
+    stored at another index) is opened where it was sealed. Raises DecryptionError."""
+    try:
+        return ctx.plain(sid, key, index, text)
+    except DecryptionError:
+        if position == index or not ctx.keyring:
+            raise
+        return ctx.plain(sid, key, position, text)
+
+
+def _open_rows(ctx: Ctx, sid: str, rows: list, problems: list[Problem]) -> dict[tuple[str, int], Optional[bytes]]:
+    """Each value or item row's JSON, ``None`` when it is unreadable (reported in ``problems``),
+    ``_SEALED`` when it is sealed and this doctor has no keyring (its envelope's form checked)."""
+    out: dict[tuple[str, int], Optional[bytes]] = {}
+    position: dict[str, int] = {}
+    for key, index, data, _ in rows:
+        if key.endswith(keys.HASH_SUFFIX):
+            continue  # the hash row (the Java store's is not JSON): checked with its list
+        p = position[key] = position.get(key, -1) + 1
+        where = f"row ({sid!r}, {key!r}, {index})"
+        if is_sealed(data) and not ctx.keyring:
+            out[(key, index)] = _SEALED if well_formed(data) else None
+            if out[(key, index)] is None:
+                problems.append(Problem("sealed", f"{where} is not a well-formed encrypted envelope", sid, key))
+            continue
+        try:
+            text = _open_item(ctx, sid, key, index, p, data)
+        except DecryptionError as exc:
+            out[(key, index)] = None
+            problems.append(Problem("sealed", f"{where} cannot be decrypted (key id {exc.key_id!r})", sid, key))
+            continue
+        out[(key, index)] = text if _is_json(text) else None
+        if out[(key, index)] is None:
+            problems.append(Problem("json", f"{where} is not valid JSON", sid, key))
+    return out
+
+
+def _is_json(data: Any) -> bool:
     try:
         orjson.loads(data)
         return True
@@ -276,7 +368,7 @@ def _is_json(data: str) -> bool:
         return False
 
 
-def _list_problems(ctx: Ctx, sid: str, rows: list, fix: bool) -> list[Problem]:
+def _list_problems(ctx: Ctx, sid: str, rows: list, opened: dict, fix: bool) -> list[Problem]:
     by_key: dict[str, list] = {}
     for key, index, data, _ in rows:
         by_key.setdefault(key, []).append((index, data))
@@ -303,34 +395,62 @@ def _list_problems(ctx: Ctx, sid: str, rows: list, fix: bool) -> list[Problem]:
         stored = ListHash.parse(head[0][1])
         if stored is None:
             continue  # a hash row of another format (the Java store's): the next save rewrites it
-        if not all(_is_json(d) for _, d in items):
-            continue  # reported as json; not repairable here
-        if not listsync.verify(stored, [d.encode() for _, d in items]):
+        datas = [opened.get((key, i)) for i in indexes]
+        if any(d is None for d in datas):
+            continue  # reported as json or sealed; not repairable here
+        dig = ctx.digester(stored.dk)
+        if stored.n != len(items) or (dig is not None and _SEALED not in datas
+                                      and not listsync.verify(stored, datas, dig)):
             out.append(_fixed(ctx, fix, Problem("hash_row", f"list {key!r} of {sid!r}: its hash row disagrees "
                                                 f"with its {len(items)} items", sid, key)))
     return out
+
+
+def relist(cur: Any, ctx: Ctx, sid: str, k: str, skip: Callable[[Optional[str]], bool] = lambda text: False,
+           require_json: bool = False) -> int:
+    """Write one list anew as maintenance, under its hash row's lock: the items in the order of
+    their rows, renumbered ``0..n-1`` and sealed for their place under the current key, the hash
+    row recomputed with the current digester. Versions and activity times stay (a row it must
+    insert takes the list's last activity time) and the catalog is not touched, so a repair or a
+    re-encryption never looks like a caller's write. Returns the rows written; 0 when
+    ``skip(the hash row's text)`` (None: it is missing) says so. Raises ``DecryptionError``
+    for an item that cannot be opened, ``ValueError`` (``require_json``) for one not JSON.
+    """
+    hk = keys.hash_key(k)
+    cur.execute(ctx.q(_LOCK_HEAD), (sid, hk))
+    head = cur.fetchone()
+    if skip(head[0] if head is not None else None):
+        return 0
+    cur.execute(ctx.q(_ITEMS), (sid, k))
+    have = cur.fetchall()
+    datas = [_open_item(ctx, sid, k, r[0], p, r[1]) for p, r in enumerate(have)]
+    if require_json and not all(_is_json(d) for d in datas):
+        raise ValueError(f"list {k!r} of {sid!r} has an item that is not JSON")
+    dig = ctx.current
+    new_hash, _ = listsync.full_snapshot(b"[" + b",".join(datas) + b"]", datas, dig.digests(datas), dig)
+    rows = [(k, i, ctx.seal(sid, k, i, d)) for i, d in enumerate(datas)] + [(hk, 0, new_hash.to_json())]
+    for statement, params in sql.upsert_rows((ctx.q(sql.UPSERT_ROWS_HEAD), ctx.q(_KEEP_TAIL)), sid, rows,
+                                              ctx.packet - 1024):
+        cur.execute(statement, params)
+    cur.execute(ctx.q(_DELETE_OUTSIDE), (sid, k, len(datas)))
+    if head is None:  # a new hash row: the key keeps the version its row 0 had
+        cur.execute(ctx.q(_SET_VERSION), (next((r[2] for r in have if r[0] == 0), 1), sid, hk))
+    last = max((r[-1] for r in (*have, *([head] if head else ())) if r[-1] is not None), default=None)
+    if last is not None:
+        cur.execute(ctx.q(_BACK_DATE), (last, sid, k, hk, last))
+    ctx.forget((sid, k))
+    return len(rows)
 
 
 def _fixed(ctx: Ctx, fix: bool, p: Problem) -> Problem:
     """Repair a list (numbered 0..n-1 in order, its hash row recomputed) under its lock."""
     if not fix or p.key is None:
         return p
-
-    def tx(cur: Any) -> None:
-        cur.execute(ctx.q(_LOCK_LIST), (p.session_id, keys.hash_key(p.key)))
-        cur.execute(ctx.q(_ITEMS), (p.session_id, p.key))
-        datas = [r[1].encode() for r in cur.fetchall()]
-        if [r for r in datas if not _is_json(r.decode())]:
-            raise ValueError("invalid JSON")
-        h, _ = listsync.full_snapshot(b"[" + b",".join(datas) + b"]", datas, listsync.digests(datas))
-        cur.execute(ctx.q(_DELETE_ITEMS), (p.session_id, p.key))
-        rows = [(p.key, i, d) for i, d in enumerate(datas)] + [(keys.hash_key(p.key), 0, h.to_json())]
-        for statement, params in sql.upsert_rows((ctx.q(sql.UPSERT_ROWS_HEAD), ctx.q(sql.UPSERT_ROWS_TAIL)),
-                                                  p.session_id, rows, 1 << 20):
-            cur.execute(statement, params)
-
     try:
-        ctx.run(tx, "doctor --fix", write=True)
+        ctx.run(lambda cur: relist(cur, ctx, p.session_id, p.key, require_json=True), "doctor --fix", write=True)
+    except DecryptionError:
+        p.message += " (not fixed: an item cannot be decrypted" + ("" if ctx.keyring else " without the keyring") + ")"
+        return p
     except ValueError:
         return p
     p.fixed = True
@@ -365,4 +485,25 @@ def _catalog_problems(ctx: Ctx, catalog_rows: dict, last_write: dict, fix: bool)
         for p in out:
             p.fixed = True
             p.message += " (fixed)"
+    return out
+
+
+def _history_problems(ctx: Ctx, history: dict[str, int], last_write: dict, started: Any, fix: bool) -> list[Problem]:
+    """History rows whose session has no data rows left (erased, or every key deleted): no read,
+    ``sessions()`` or ``prune`` reaches them. ``fix`` deletes those archived before the doctor
+    started, in batches."""
+    reachable = {keys.history_session(sid) for sid in last_write}
+    out = []
+    for hsid, n in history.items():
+        if hsid in reachable:
+            continue
+        p = Problem("orphaned_history", f"{n} archived history rows under {hsid!r} belong to no session "
+                                        "(it has no data rows): orphaned history", hsid)
+        if fix:
+            statement = ctx.q(_DELETE_HISTORY)
+            while ctx.run(lambda cur: cur.execute(statement, (hsid, started, BATCH)), "doctor --fix", write=True) == BATCH:
+                pass
+            p.fixed = True
+            p.message += " (fixed: deleted)"
+        out.append(p)
     return out

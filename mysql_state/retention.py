@@ -34,6 +34,7 @@ _DELETE_CATALOG = "DELETE FROM {t} WHERE session_id = %s AND state_key IN ({ids}
 # The server's clock, for a cutoff given as a duration, and its offset from UTC.
 SERVER_CUTOFF = "SELECT NOW() - INTERVAL %s SECOND"
 SERVER_UTC_OFFSET = "SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), NOW())"
+SERVER_NOW = "SELECT NOW(6)"
 
 
 class PruneReport(NamedTuple):
@@ -50,14 +51,20 @@ def _marks(n: int) -> str:
 
 def cutoff(run: Callable[..., Any], older_than: Any) -> dt.datetime:
     """The cutoff as the server's naive local time: now minus a timedelta, or a datetime
-    (an aware one is converted with the server's offset from UTC)."""
+    (an aware one is converted with the server's offset from UTC). A negative duration and a
+    datetime after the server's now are refused (ValueError naming older_than)."""
     if isinstance(older_than, dt.timedelta):
         if older_than < dt.timedelta(0):
             raise ValueError(f"older_than must not be negative, got {older_than}")
         secs = int(older_than.total_seconds())
         return run(lambda cur: (cur.execute(SERVER_CUTOFF, (secs,)), cur.fetchone()[0])[1], "prune", write=False)
     if isinstance(older_than, dt.datetime):
-        return to_server_time(run, older_than)
+        when = to_server_time(run, older_than)
+        now = run(lambda cur: (cur.execute(SERVER_NOW), cur.fetchone()[0])[1], "server clock", write=False)
+        if when > now:
+            raise ValueError(f"older_than {older_than} is in the future (the server's time is {now:%Y-%m-%d %H:%M:%S}):"
+                             " every session, live ones included, would be idle since then")
+        return when
     raise TypeError(f"older_than must be a timedelta or a datetime, got {type(older_than).__name__}: {older_than!r}")
 
 

@@ -13,6 +13,7 @@ from .history import HistoryItem
 from .metrics import Metrics, instrument
 from .retention import PruneReport
 from .errors import (
+    DUPLICATE_COLUMN,
     DUPLICATE_KEY,
     CorruptStateError,
     StaleStateError,
@@ -20,6 +21,7 @@ from .errors import (
     SchemaNotFoundError,
     SessionExistsError,
     ValueTooLargeError,
+    WrongTypeError,
     errno_of,
 )
 from .crypto import Keyring, RowCipher, is_sealed, unreadable
@@ -125,6 +127,13 @@ def _rows_are_whole(count: Any, lo: Any, hi: Any, stored: Optional[ListHash]) ->
     return int(count) == stored.n and lo == 0 and hi == stored.n - 1
 
 
+def _refuse_a_value(hash_row: Any, items: Sequence[tuple], sid: str, k: str, operation: str) -> None:
+    """Refuse a list operation on a key that holds a single value: no hash row (of any
+    format) and row 0 alone. (A key is a value or a list, never both: :class:`WrongTypeError`.)"""
+    if hash_row is None and len(items) == 1 and items[0][0] == 0:
+        raise WrongTypeError(sid, k, operation)
+
+
 def _host_list(pool: Any, read_pool: Any, hosts: Optional[Sequence[Any]]) -> Optional[HostPools]:
     """The store's host list from ``hosts=[...]`` (``pool``, if given, first), or None."""
     if hosts is None or isinstance(hosts, HostPools):
@@ -212,6 +221,7 @@ class MysqlAgentStateStore:
         self.pool_size: Optional[int] = _pool_size
         self._snapshots = SnapshotCache(snapshot_bytes)
         self._hints = HashHints()  # the hash row last seen per list: one-statement appends
+        self._damaged: set[tuple[str, str]] = set()  # lists a read found damaged: rewrite on save
         self.keep_history = bool(keep_history)
         self._metrics = Metrics()
         instrument(self._db, self._metrics)
@@ -327,7 +337,11 @@ class MysqlAgentStateStore:
             cur.execute(sql.TABLE_COLUMNS, (db, table))
             columns = dict(cur.fetchall())
             if "version" not in columns:
-                cur.execute(sql.render(sql.ADD_VERSION_COLUMN, self._table))
+                try:
+                    cur.execute(sql.render(sql.ADD_VERSION_COLUMN, self._table))
+                except Exception as exc:
+                    if errno_of(exc) != DUPLICATE_COLUMN:  # another worker added it meanwhile
+                        raise
             key_collations = {columns.get("session_id"), columns.get("state_key")}
             self.exact_keys = key_collations <= set(sql.EXACT_COLLATIONS)
             self.pads_spaces = not self.exact_keys  # conservative: refuse trailing spaces then
@@ -765,6 +779,8 @@ class MysqlAgentStateStore:
         if w.expected is not None and w.expected != UNVERSIONED and w.expected != before:
             raise StaleStateError(w.key, w.expected, before)
         stored, dig = self._usable(ListHash.parse(row[0] if row else None))
+        if (w.sid, w.key) in self._damaged:
+            stored = None  # a read found its rows damaged: the hash row cannot vouch for them
         planned: Optional[tuple[Plan, Snapshot]] = None
         if snap is not None and stored is not None and stored == snap.hash:
             planned = snap.diff(w.blob, w.values, encode)
@@ -809,11 +825,16 @@ class MysqlAgentStateStore:
         datas = serde.encode_items(values, k, check=False)
         item_digests = dig.digests(datas)
         new_hash, snap = listsync.full_snapshot(blob, datas, item_digests, dig)
-        plan = listsync.plan_cold(datas, item_digests, stored)
+        # Without a hash row of ours a rewrite would do, but it cannot tell what a shrink drops:
+        # with history kept, the stored items are read so the archive gets them.
+        keep = stored is None and self.keep_history
+        plan = None if keep else listsync.plan_cold(datas, item_digests, stored)
         if plan is None:
             cur.execute(self._sql["LOCK_ITEMS"], (sid, k))
             have = cur.fetchall()
-            if [r[0] for r in have] == list(range(len(have))):
+            if keep and not have:  # a new list, as plan_cold would have it
+                plan = listsync.plan_rewrite(datas)
+            elif [r[0] for r in have] == list(range(len(have))):
                 plan = listsync.plan_against_stored(datas, [self._plain(sid, k, r[0], r[1]) for r in have])
             else:  # gaps in item_index: rewrite it whole
                 plan = listsync.plan_rewrite(datas)
@@ -893,6 +914,7 @@ class MysqlAgentStateStore:
         if stored is None:  # no hash row of ours: derive it from the items
             cur.execute(self._sql["LOCK_ITEMS"], (sid, k))
             have = cur.fetchall()
+            _refuse_a_value(row, have, sid, k, "append_list")
             existing = [self._plain(sid, k, r[0], r[1]) for r in have]
             if [r[0] for r in have] != list(range(len(have))):  # gaps: renumber 0..n-1
                 cur.execute(self._sql["DELETE_ITEMS_FROM"], (sid, k, 0))
@@ -1068,7 +1090,20 @@ class MysqlAgentStateStore:
 
     def _check_list(self, rows: Any, sid: str, k: str, offset: int, limit: Optional[int], type
                     ) -> tuple[list, int, Optional[ListHash]]:
-        """Items decoded and checked against the hash row read with them; (items, version, hash)."""
+        """Items decoded and checked against the hash row read with them; (items, version, hash).
+
+        Rows found damaged make this process forget the list (snapshot, hint) and mark it, so
+        that its next save rewrites the rows instead of trusting the hash row (which a row
+        damaged by hand still matches)."""
+        try:
+            return self._checked_list(rows, sid, k, offset, limit, type)
+        except CorruptStateError:
+            self._forget((sid, k))
+            self._damaged.add((sid, k))
+            raise
+
+    def _checked_list(self, rows: Any, sid: str, k: str, offset: int, limit: Optional[int], type
+                      ) -> tuple[list, int, Optional[ListHash]]:
         if offset == 0 and limit is None and (not rows or len(rows[0]) == 1):
             return self._check_whole(rows, sid, k, type)
         rows = list(rows)
@@ -1188,6 +1223,7 @@ class MysqlAgentStateStore:
             have = cur.fetchall()
             if not have:
                 return None
+            _refuse_a_value(row, have, sid, k, "pop_list")
             rest = [self._plain(sid, k, r[0], r[1]) for r in have[:-1]]
             plan = listsync.plan_rewrite(rest)
             plan.new_hash = dig.of(dig.digests(rest))
@@ -1302,11 +1338,13 @@ class MysqlAgentStateStore:
         hk = keys.hash_key(k)
         cur.execute(self._sql["LOCK_HASH_ROW"], (sid, hk))  # waits for a list writer
         cur.execute(self._sql["DELETE_KEY"], (sid, k, hk))
+        history.drop(cur, self._q, sid, k)  # the key's archived items go with it
         cur.execute(self._sql["SESSION_EXISTS"], (sid,))  # the catalog follows: touched or gone
         if cur.fetchone():
             self._touch(cur, sid)
-        else:
+        else:  # the last key: the session goes whole (history of keys no longer there too)
             cur.execute(self._sql["CATALOG_DELETE"], (sid,))
+            history.drop(cur, self._q, sid)
 
     def list_session_ids(self, user_id: Optional[str], *, consistency: str = "strong") -> set[str]:
         """The session ids of one user (None: anonymous sessions).
@@ -1336,7 +1374,7 @@ class MysqlAgentStateStore:
         1234
         """
         prefix = keys.user_prefix(user_id)
-        check_int("batch", batch, 1)
+        catalog.check_count("batch", batch)
         end = prefix[:-1] + ";"
         # the user's sessions, for their history rows: from the catalog and from the data rows
         sids = {r[0] for r in self._db.run(
@@ -1376,7 +1414,7 @@ class MysqlAgentStateStore:
         check_int("batch", batch, 1)
         from .reencrypt import reencrypt
 
-        return reencrypt(self, batch)
+        return reencrypt(self._migration_ctx(), batch)
 
     def truncate_all_sessions(self) -> int:
         """Remove every row (``TRUNCATE TABLE``); returns how many rows there were.
@@ -1399,6 +1437,7 @@ class MysqlAgentStateStore:
         """Keep what a list save wrote: its snapshot, and its hash row as a hint for appends."""
         self._snapshots.put(key, snap)
         self._hints.put(key, snap.hash if snap is not None else None)
+        self._damaged.discard(key)
 
     def _forget(self, key: Optional[tuple[str, str]] = None, session: Optional[str] = None) -> None:
         self._snapshots.drop(key, session)
@@ -1431,7 +1470,7 @@ class MysqlAgentStateStore:
         >>> [(s.session_id, s.rows) for s in page.items], page.next_cursor  # doctest: +SKIP
         ([('chat-2', 3), ('chat-1', 14)], None)
         """
-        check_int("limit", limit, 1)
+        catalog.check_count("limit", limit)
         if user_id is not ALL_USERS:
             keys.user_prefix(user_id)  # validates
         if cursor is not None and not isinstance(cursor, str):
@@ -1476,8 +1515,9 @@ class MysqlAgentStateStore:
 
     def export(self, user_id: Any = ALL_USERS, sessions: Optional[Sequence[str]] = None):
         """One JSON line per row (keys: the column names, timestamps included), streamed a
-        chunk at a time; ``sessions`` are session ids of ``user_id``. Internal rows (catalog,
-        history) come with their sessions.
+        chunk at a time from ONE consistent snapshot (one connection, as ``mysqldump
+        --single-transaction``); ``sessions`` are session ids of ``user_id`` (which they need:
+        ``None`` for the anonymous user). Internal rows (catalog, history) come with their sessions.
 
         >>> with open("rows.jsonl", "w") as f:  # doctest: +SKIP
         ...     f.writelines(line + "\n" for line in store.export("alice"))
@@ -1485,19 +1525,22 @@ class MysqlAgentStateStore:
         if sessions is not None:
             if isinstance(sessions, str):
                 raise TypeError("sessions must be a list of session ids, not one str")
-            sids = [self._ids(None if user_id is ALL_USERS else user_id, s)[0] for s in sessions]
-            return transfer.export(self._db.run, self._q, transfer.scopes(user_id, sids, self.exact_keys))
+            if user_id is ALL_USERS:
+                raise ValueError("export(sessions=...) needs user_id: session ids belong to one user "
+                                 "(pass user_id=None for the anonymous user's sessions)")
+            sids = list(dict.fromkeys(self._ids(user_id, s)[0] for s in sessions))
+            return transfer.export(self._db.hold, self._q, transfer.scopes(user_id, sids, self.exact_keys))
         if user_id is not ALL_USERS:
             keys.user_prefix(user_id)
-            return transfer.export(self._db.run, self._q, transfer.scopes(user_id, None, self.exact_keys),
-                                   history_of=list)
-        return transfer.export(self._db.run, self._q, transfer.scopes(user_id, None, self.exact_keys))
+        return transfer.export(self._db.hold, self._q, transfer.scopes(user_id, None, self.exact_keys))
 
     def import_rows(self, lines: Any, *, on_conflict: str = "skip", progress: Optional[Callable[[int], None]] = None) -> int:
         """Write rows of an :meth:`export` back, as they were (timestamps included), in batches
-        under ``max_allowed_packet``; ``on_conflict`` "skip" keeps a row that exists, "replace"
-        overwrites it. Returns the rows inserted or changed (importing twice: 0). The catalog
-        of every session imported is made right.
+        under ``max_allowed_packet``, all in ONE transaction (a bad line, a row too large or a
+        lost connection imports nothing); ``on_conflict`` "skip" keeps a key that exists as it
+        is, "replace" replaces every row of each key the import holds. Returns the rows
+        inserted or changed (importing twice: 0). The catalog of every session imported is
+        made right.
 
         >>> with open("rows.jsonl") as f:  # doctest: +SKIP
         ...     store.import_rows(f)
@@ -1515,7 +1558,7 @@ class MysqlAgentStateStore:
         >>> store.prune(timedelta(days=30))  # doctest: +SKIP
         PruneReport(sessions=1200, rows=48000)
         """
-        check_int("batch", batch, 1)
+        catalog.check_count("batch", batch)
         if user_id is not ALL_USERS:
             keys.user_prefix(user_id)
         when = retention.cutoff(self._db.run, older_than)
@@ -1525,7 +1568,9 @@ class MysqlAgentStateStore:
         return report
 
     def _migration_ctx(self) -> migrations.Ctx:
-        return migrations.Ctx(self._db.run, self._q, self.database_name, self.table_name, self.collation)
+        return migrations.Ctx(self._db.run, self._q, self.database_name, self.table_name, self.collation,
+                              self.max_allowed_packet, self._plain, self._seal, self._digester_of, self._dig,
+                              self._cipher is not None, self._forget)
 
     def migrate(self, dry_run: bool = False) -> list:
         """Apply the schema steps this table still needs (each idempotent, recorded); returns

@@ -10,12 +10,22 @@ they belong to.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Callable, Iterable, Iterator, Optional, Sequence
+import re
+from typing import Any, Callable, ContextManager, Iterable, Iterator, Optional, Sequence
 
 import orjson
 
 from . import catalog, keys, sql
-from .errors import SessionExistsError, SessionNotFoundError
+from .crypto import is_sealed
+from .errors import (
+    PACKET_TOO_LARGE,
+    ServerUnavailableError,
+    SessionExistsError,
+    SessionNotFoundError,
+    ValueTooLargeError,
+    errno_of,
+    translate,
+)
 
 __all__ = ["COLUMNS", "fork", "export", "import_rows", "rebuild_catalog"]
 
@@ -31,7 +41,19 @@ FORK_ROWS = (
     " WHERE session_id IN (%s, %s)"
     f" UNION ALL SELECT '{keys.CATALOG_SESSION}', %s, 0, '{{}}', 1"
 )
-_SELECT = "SELECT " + ", ".join(COLUMNS) + " FROM {t} WHERE {where}"
+MAX_INT = 2**31 - 1  # item_index is an INT
+MAX_BIGINT = 2**63 - 1  # version is a BIGINT
+_HISTORY_ID = re.compile(re.escape(keys.HISTORY_PREFIX) + "[0-9a-f]{40}")
+# An export reads one snapshot: the next transaction REPEATABLE READ, opened at once.
+REPEATABLE_READ_NEXT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
+CONSISTENT_SNAPSHOT = "START TRANSACTION WITH CONSISTENT SNAPSHOT"
+_SELECT = "SELECT " + ", ".join(COLUMNS) + " FROM {t} o WHERE {where}"
+# A catalog row is exported only with a session that has rows.
+_HAS_ROWS = " AND EXISTS (SELECT 1 FROM {t} d WHERE d.session_id = o.state_key)"
+# "replace": the rows of keys the import does not hold (conditions by key, OR-ed).
+_DELETE_WHERE = "DELETE FROM {t} WHERE "
+# "skip": which of the keys met (with their hash rows, as (session_id, state_key) pairs) exist.
+_EXISTING_KEYS = "SELECT DISTINCT session_id, state_key FROM {t} WHERE (session_id, state_key) IN ({pairs})"
 _AFTER = (
     " AND (session_id > %s OR (session_id = %s AND (state_key > %s OR (state_key = %s AND item_index > %s))))"
 )
@@ -83,51 +105,77 @@ def fork(run: Run, q: Callable[[str], str], src: str, dst: str, lock_session: st
 
 
 def scopes(user_id: Any, sids: Optional[Sequence[str]], exact: bool) -> list[tuple[str, tuple]]:
-    """WHERE clauses (with params) covering what an export of ``user_id``/``sids`` holds."""
+    """WHERE clauses (with params) covering the callers' rows and catalog rows an export of
+    ``user_id``/``sids`` holds; :func:`export` adds the history of the sessions it met. A
+    catalog row comes only with a session that has rows (so an export always imports)."""
     if sids is not None:
         out = []
         for part in catalog.chunks(sids, IDS_PER_STATEMENT):
             marks = ", ".join(["%s"] * len(part))
             out.append((f"session_id IN ({marks})", tuple(part)))
-            out.append((f"session_id = %s AND state_key IN ({marks})", (keys.CATALOG_SESSION, *part)))
-            hist = [keys.history_session(s) for s in part]
-            out.append((f"session_id IN ({marks})", tuple(hist)))
+            out.append((f"session_id = %s AND state_key IN ({marks})" + _HAS_ROWS, (keys.CATALOG_SESSION, *part)))
         return out
     if user_id is catalog.ALL_USERS:
-        return [("1 = 1", ())]
+        return [("LOCATE(':', session_id) > 0", ()), ("session_id = %s" + _HAS_ROWS, (keys.CATALOG_SESSION,))]
     rng, params = catalog.user_range(user_id, exact, "session_id")
     crng, cparams = catalog.user_range(user_id, exact, "state_key")
-    return [("1 = 1" + rng, params), ("session_id = %s" + crng, (keys.CATALOG_SESSION, *cparams))]
+    return [("1 = 1" + rng, params), ("session_id = %s" + crng + _HAS_ROWS, (keys.CATALOG_SESSION, *cparams))]
 
 
-def export(run: Run, q: Callable[[str], str], where: list[tuple[str, tuple]],
-           history_of: Optional[Callable[[], list[str]]] = None) -> Iterator[str]:
-    """One JSON line per row of the ``where`` scopes (see :func:`scopes`), in key order, read
-    ``CHUNK`` rows at a time. ``history_of()`` gives more session ids whose history to add."""
-    todo = list(where)
-    done_sessions: set = set()
-    i = 0
-    while i < len(todo):
-        clause, params = todo[i]
-        i += 1
-        last: Optional[tuple] = None
-        while True:
-            statement = q(_SELECT.replace("{where}", clause) + (_AFTER if last else "") + _ORDER)
-            args = params + ((last[0], last[0], last[1], last[1], last[2]) if last else ()) + (CHUNK,)
-            rows = run(lambda cur: (cur.execute(statement, args), cur.fetchall())[1], "export", write=False)
-            for r in rows:
-                if history_of is not None and keys.is_packed(r[0]):
-                    done_sessions.add(r[0])
-                yield line(r)
-            if len(rows) < CHUNK:
-                break
-            last = rows[-1]
-        if i == len(todo) and history_of is not None and done_sessions:
-            hist = sorted(keys.history_session(s) for s in done_sessions)
-            done_sessions = set()
-            history_of = None
+def export(hold: Callable[[str], ContextManager[Any]], q: Callable[[str], str],
+           where: list[tuple[str, tuple]]) -> Iterator[str]:
+    """One JSON line per row of the ``where`` scopes (see :func:`scopes`), then the archived
+    history of every session met, in key order, read ``CHUNK`` rows at a time (constant memory:
+    a keyset cursor) and all of it from ONE consistent snapshot: one connection of ``hold``,
+    ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` under REPEATABLE READ (as ``mysqldump
+    --single-transaction``), so a list written while the export streams comes out as it was
+    when the export began, never as old items under a new hash row. The snapshot starts at the
+    first line read and ends (ROLLBACK) with the last, or when the iterator is closed."""
+    with hold("export") as raw:
+        cur = raw.cursor()
+        try:
+            _execute(cur, REPEATABLE_READ_NEXT)
+            _execute(cur, CONSISTENT_SNAPSHOT)
+            seen: list[str] = []
+            for clause, params in where:
+                for r in _scan(cur, q, clause, params):
+                    if keys.is_packed(r[0]) and (not seen or seen[-1] != r[0]):
+                        seen.append(r[0])
+                    yield line(r)
+            hist = sorted({keys.history_session(s) for s in seen})
+            del seen
             for part in catalog.chunks(hist, IDS_PER_STATEMENT):
-                todo.append((f"session_id IN ({', '.join(['%s'] * len(part))})", tuple(part)))
+                for r in _scan(cur, q, f"session_id IN ({', '.join(['%s'] * len(part))})", tuple(part)):
+                    yield line(r)
+        finally:
+            try:
+                raw.rollback()
+            except Exception:  # noqa: BLE001 - a dead connection: hold() drops it
+                pass
+
+
+def _scan(cur: Any, q: Callable[[str], str], clause: str, params: tuple) -> Iterator[tuple]:
+    """The rows of one scope in key order, ``CHUNK`` at a time (keyset: after the last row)."""
+    last: Optional[tuple] = None
+    while True:
+        statement = q(_SELECT.replace("{where}", clause) + (_AFTER if last else "") + _ORDER)
+        args = params + ((last[0], last[0], last[1], last[1], last[2]) if last else ()) + (CHUNK,)
+        rows = _execute(cur, statement, args)
+        yield from rows
+        if len(rows) < CHUNK:
+            return
+        last = rows[-1]
+
+
+def _execute(cur: Any, statement: str, args: Any = None) -> list:
+    """Run one statement of an export on its held connection; driver errors translated."""
+    try:
+        cur.execute(statement, args)
+        return list(cur.fetchall())
+    except Exception as exc:
+        if errno_of(exc) is None:
+            raise
+        raise translate(exc, "export") from exc
 
 
 def line(r: Sequence[Any]) -> str:
@@ -136,7 +184,11 @@ def line(r: Sequence[Any]) -> str:
 
 
 def parse(text: str, number: int) -> tuple:
-    """A line of an export as the row's 7 values; ValueError naming the line when it is not one."""
+    """A line of an export as the row's 7 values; ValueError naming the line when it is not one
+    that this store could have written: column types and ranges (``item_index`` an INT >= 0,
+    ids at most 255 characters, ``state_data`` JSON unless sealed or a hash row), and the
+    store's reserved ids well formed (a catalog row names a valid packed id at index 0; a
+    history id is ``__history__`` and a digest; no other id without ':')."""
     try:
         obj = orjson.loads(text)
         if not isinstance(obj, dict) or set(obj) != set(COLUMNS):
@@ -147,38 +199,118 @@ def parse(text: str, number: int) -> tuple:
             raise ValueError("session_id, state_key and state_data must be strings")
         if type(index) is not int or type(version) is not int:
             raise ValueError("item_index and version must be integers")
+        check_row(sid, key, index, data, version)
         return (sid, key, index, data, version, *when)
     except (ValueError, TypeError) as exc:
         raise ValueError(f"import: line {number} is not a row of an export: {exc}") from None
 
 
+def check_row(sid: str, key: str, index: int, data: str, version: int) -> None:
+    """ValueError unless the row fits the table's columns and the store's rules (see :func:`parse`)."""
+    for name, text in (("session_id", sid), ("state_key", key)):
+        if not text.strip():
+            raise ValueError(f"{name} {text!r} is blank")
+        if len(text) > keys.MAX_ID_CHARS:
+            raise ValueError(f"{name} of {len(text)} characters is longer than the column ({keys.MAX_ID_CHARS})")
+    if not 0 <= index <= MAX_INT:
+        raise ValueError(f"item_index {index} is outside 0..{MAX_INT} (the column is an INT; no item is negative)")
+    if not 0 <= version <= MAX_BIGINT:
+        raise ValueError(f"version {version} is outside 0..{MAX_BIGINT}")
+    if sid == keys.CATALOG_SESSION:
+        if index != 0 or data != "{}" or not _is_packed_id(key):
+            raise ValueError(f"a catalog row must be ({keys.CATALOG_SESSION!r}, <a valid '<user>:<session>' id>, 0,"
+                             f" '{{}}'), got state_key {key[:60]!r}, item_index {index}, state_data {data[:20]!r}")
+        return
+    if not keys.is_packed(sid):
+        if _HISTORY_ID.fullmatch(sid) is None:
+            raise ValueError(f"session_id {sid[:60]!r} has no ':': such ids are reserved for the store's own rows"
+                             f" ({keys.CATALOG_SESSION!r}, {keys.HISTORY_PREFIX!r}<digest>)")
+    elif not _is_packed_id(sid):
+        raise ValueError(f"session_id {sid[:60]!r} is not a valid '<user>:<session>' id")
+    if key.endswith(keys.HASH_SUFFIX) or is_sealed(data):
+        return  # a hash row's format is the writer's (a foreign one reads as missing); sealed rows are opaque
+    try:
+        orjson.loads(data)
+    except orjson.JSONDecodeError:
+        raise ValueError(f"state_data {data[:40]!r} is not JSON") from None
+
+
+def _is_packed_id(sid: str) -> bool:
+    """Whether ``sid`` is exactly what :func:`keys.pack` makes of some (user, session)."""
+    try:
+        return keys.pack(*keys.unpack(sid)) == sid
+    except (ValueError, TypeError):
+        return False
+
+
 def import_rows(run: Run, q: Callable[[str], str], lines: Iterable[Any], on_conflict: str, max_bytes: int,
                 progress: Optional[Callable[[int], None]] = None) -> int:
-    """Write the rows of ``lines`` in multi-row INSERTs under ``max_bytes``; returns the rows
-    inserted or changed. Then the catalog of every session imported is made right."""
+    """Write the rows of ``lines`` in multi-row INSERTs under ``max_bytes``, ALL IN ONE
+    TRANSACTION (all or nothing: a bad line, a row over ``max_allowed_packet`` or a lost
+    connection leaves the table as it was); returns the rows inserted or changed. Then, in the
+    same transaction, the catalog of every session imported is made right.
+
+    A caller's key is imported whole: ``"replace"`` first deletes every row of each key the
+    import holds (items and hash row), ``"skip"`` leaves a key that has any row as it is and
+    imports none of its rows (so neither mixes old and new rows of one list). Catalog and
+    history rows go row by row; each must belong to a session with rows in the import.
+    """
     if on_conflict not in ("skip", "replace"):
         raise ValueError(f"on_conflict must be 'skip' or 'replace', got {on_conflict!r}")
-    skip_sql, replace_sql = q(_INSERT_HEAD), q(_INSERT_HEAD)
-    written = 0
-    seen = 0
-    sessions: set = set()
+    state = {"started": False}
+
+    def tx(cur: Any) -> int:
+        if state["started"]:  # the transaction was lost with the connection: the lines are spent
+            raise ServerUnavailableError("import_rows: the connection was lost during the import; its transaction "
+                                         "rolled back, nothing was imported: run the import again")
+        cur.execute(sql.MAX_ALLOWED_PACKET)
+        packet = int(cur.fetchone()[0])
+        state["started"] = True
+        return _import(cur, q, lines, on_conflict, min(max_bytes, packet // 2), packet, progress)
+
+    return run(tx, "import_rows", write=True, lock_retry=False)
+
+
+class _KeyRows:
+    """What an import holds of one caller's key: rows ``0..next-1`` of the key itself (and any
+    other indexes, kept only when rows came out of order), and whether its hash row."""
+
+    __slots__ = ("next", "extra", "hash")
+
+    def __init__(self) -> None:
+        self.next, self.extra, self.hash = 0, None, False
+
+    def add(self, state_key: str, index: int) -> None:
+        if state_key.endswith(keys.HASH_SUFFIX):
+            self.hash = True
+        elif self.extra is None and index == self.next:
+            self.next += 1
+        elif index >= self.next:
+            self.extra = (self.extra or set()) | {index}
+
+
+def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict: str, max_bytes: int,
+            packet: int, progress: Optional[Callable[[int], None]]) -> int:
+    head = q(_INSERT_HEAD)
+    fixed = len(head) + len(_ON_REPLACE) + 64
+    written = seen = 0
+    sessions: set = set()  # packed ids with rows in the import
+    reserved: dict[str, tuple[str, int]] = {}  # catalog/history id -> (its id, first line)
+    held: dict[tuple[str, str], _KeyRows] = {}  # "replace": what the import holds of each key
+    decided: set = set()  # "skip": keys looked up
+    kept: set = set()  # "skip": keys that exist, whose rows are not imported
     batch: list[tuple] = []
     size = 0
 
     def flush() -> None:
         nonlocal written, batch, size
-        if not batch:
-            return
-        values = ",".join([_ROW] * len(batch))
-        params = tuple(v for row in batch for v in row)
-
-        def tx(cur: Any) -> int:
-            n = cur.execute(skip_sql + values + _ON_SKIP, params)  # 1 per row inserted
-            if on_conflict == "replace":
-                n += cur.execute(replace_sql + values + _ON_REPLACE, params) // 2  # 2 per row changed
-            return n
-
-        written += run(tx, "import_rows", write=True)
+        rows = batch if on_conflict == "replace" else _unclaimed(cur, q, batch, decided, kept)
+        values = ",".join([_ROW] * len(rows))
+        params = tuple(v for r in rows for v in r)
+        if rows:
+            written += cur.execute(head + values + _ON_SKIP, params)  # 1 per row inserted
+        if rows and on_conflict == "replace":
+            written += cur.execute(head + values + _ON_REPLACE, params) // 2  # 2 per row changed
         batch, size = [], 0
         if progress is not None:
             progress(seen)
@@ -190,22 +322,87 @@ def import_rows(run: Run, q: Callable[[str], str], lines: Iterable[Any], on_conf
             continue
         row = parse(text, number)
         cost = sum(sql.escaped_size(str(v).encode("utf-8")) for v in row) + sql.ROW_OVERHEAD
+        if cost + fixed > packet:
+            raise ValueTooLargeError(f"import: line {number}: the row ({row[0][:40]!r}, {row[1][:40]!r}, {row[2]}) "
+                                     f"takes {cost} bytes in a statement, more than the server's max_allowed_packet"
+                                     f" of {packet} bytes; nothing was imported", PACKET_TOO_LARGE)
         if batch and (size + cost > max_bytes or len(batch) >= CHUNK):
             flush()
         batch.append(row)
         size += cost
         seen += 1
-        if keys.is_packed(row[0]):
-            sessions.add(row[0])
-    flush()
-    rebuild_catalog(run, q, sorted(sessions))
+        sid = row[0]
+        if keys.is_packed(sid):
+            sessions.add(sid)
+            if on_conflict == "replace":
+                held.setdefault((sid, _base_key(row[1])), _KeyRows()).add(row[1], row[2])
+        elif sid == keys.CATALOG_SESSION:
+            reserved.setdefault("c" + row[1], (row[1], number))
+        else:
+            reserved.setdefault("h" + sid, (sid, number))
+    if batch:
+        flush()
+    history_of = {keys.history_session(s) for s in sessions}
+    for tag, (ident, number) in reserved.items():
+        if not (ident in sessions if tag[0] == "c" else ident in history_of):
+            what = "the catalog row of" if tag[0] == "c" else "an archived item of"
+            raise ValueError(f"import: line {number} is {what} a session that has no rows in this import "
+                             f"({ident[:60]!r}): the store's own rows come only with their session; nothing was imported")
+    written += _drop_the_rest(cur, q, held)
+    _rebuild(cur, q, sorted(sessions))
     return written
+
+
+def _drop_the_rest(cur: Any, q: Callable[[str], str], held: dict) -> int:
+    """"replace": delete each key's rows that the import does not hold (the items past its end,
+    a hash row it has not), so the key is what the export held, whole; returns rows deleted."""
+    deleted = 0
+    for part in catalog.chunks(list(held.items()), IDS_PER_STATEMENT):
+        where, params = [], []
+        for (sid, k), got in part:
+            extra = sorted(got.extra or ())
+            where.append("(session_id = %s AND state_key = %s AND item_index >= %s"
+                         + (f" AND item_index NOT IN ({', '.join(['%s'] * len(extra))})" if extra else "") + ")")
+            params += [sid, k, got.next, *extra]
+            if not got.hash:
+                where.append("(session_id = %s AND state_key = %s)")
+                params += [sid, keys.hash_key(k)]
+        deleted += cur.execute(q(_DELETE_WHERE) + " OR ".join(where), tuple(params))
+    return deleted
+
+
+def _unclaimed(cur: Any, q: Callable[[str], str], batch: list[tuple], decided: set, kept: set) -> list[tuple]:
+    """"skip": the rows of ``batch`` to write. A caller's key met for the first time is kept
+    whole, none of its rows imported, if the table has any row of it. Internal rows pass."""
+    new = []
+    for row in batch:
+        if keys.is_packed(row[0]):
+            k = (row[0], _base_key(row[1]))
+            if k not in decided:
+                decided.add(k)
+                new.append(k)
+    for part in catalog.chunks(new, IDS_PER_STATEMENT):
+        pairs = tuple(v for sid, k in part for v in (sid, k, sid, keys.hash_key(k)))
+        cur.execute(q(_EXISTING_KEYS.replace("{pairs}", ", ".join(["(%s, %s)"] * (2 * len(part))))), pairs)
+        kept.update((sid, _base_key(k)) for sid, k in cur.fetchall())
+    if not kept:
+        return batch
+    return [r for r in batch if not keys.is_packed(r[0]) or (r[0], _base_key(r[1])) not in kept]
+
+
+def _base_key(state_key: str) -> str:
+    """The caller's key a row belongs to (a hash row's key without its suffix)."""
+    return state_key[: -len(keys.HASH_SUFFIX)] if state_key.endswith(keys.HASH_SUFFIX) else state_key
+
+
+def _rebuild(cur: Any, q: Callable[[str], str], sids: Sequence[str]) -> int:
+    """:func:`rebuild_catalog` in the caller's transaction."""
+    changed = 0
+    for part in catalog.chunks(list(sids), IDS_PER_STATEMENT):
+        changed += cur.execute(q(REBUILD_CATALOG.replace("{ids}", ", ".join(["%s"] * len(part)))), tuple(part))
+    return changed
 
 
 def rebuild_catalog(run: Run, q: Callable[[str], str], sids: Sequence[str]) -> int:
     """Create (or widen to the rows' times) the catalog rows of ``sids``; returns rows changed."""
-    changed = 0
-    for part in catalog.chunks(list(sids), IDS_PER_STATEMENT):
-        statement = q(REBUILD_CATALOG.replace("{ids}", ", ".join(["%s"] * len(part))))
-        changed += run(lambda cur: cur.execute(statement, tuple(part)), "catalog", write=True)
-    return changed
+    return run(lambda cur: _rebuild(cur, q, sids), "catalog", write=True)

@@ -70,3 +70,18 @@ def pop_or_append(url: str, database: str, role: str, count: int, results) -> No
                 got.append(item)
     store.close()
     results.put((role, got))
+
+
+def open_and_migrate(url: str, database: str, barrier, results) -> None:
+    """A worker's start-up: open the store and migrate, at the same moment as the others."""
+    from mysql_state import MysqlAgentStateStore
+
+    barrier.wait(60)
+    try:
+        store = MysqlAgentStateStore.from_url(url, database_name=database, pool_size=2)
+        try:
+            results.put(("ok", [s.name for s in store.migrate()]))
+        finally:
+            store.close()
+    except Exception as exc:  # noqa: BLE001 - reported to the test
+        results.put(("error", f"{type(exc).__name__}: {exc}"))

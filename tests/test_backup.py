@@ -1,0 +1,216 @@
+"""Backups that restore (issue 18, items 2-5 and 17): an export is one consistent snapshot, an
+import restores keys whole, is all or nothing, and refuses hostile lines naming them. Plain SQL
+on the table is the truth."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import orjson
+import pytest
+
+from mysql_state import MysqlAgentStateStore, ValueTooLargeError, keys
+from mysql_state.errors import ServerUnavailableError
+from mysql_state.pool import DEFAULT_POOL_SIZE
+from tests.conftest import Raw, connect, private_server
+
+USER = "alice"
+
+
+def fresh_store(url: str):
+    """A store (and Raw) on a database of its own, to import into."""
+    name = "imp_" + uuid.uuid4().hex[:10]
+    return MysqlAgentStateStore.from_url(url, database_name=name, create_if_not_exist=True), Raw(url, name)
+
+
+@pytest.fixture
+def target(url: str):
+    s, r = fresh_store(url)
+    yield s, r
+    s.close()
+    r.close()
+    con = connect(url)
+    with con.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS `{r.database}`")
+    con.close()
+
+
+def key_rows(raw, user: str, session: str, key: str) -> list[tuple]:
+    sid = keys.pack(user, session)
+    return raw.query("SELECT state_key, item_index FROM {t} WHERE session_id = %s AND state_key IN (%s, %s)"
+                     " ORDER BY state_key, item_index", (sid, key, keys.hash_key(key)))
+
+
+# ---- 2: one snapshot ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("scope", ["user", "all users", "sessions"])
+def test_an_export_is_one_snapshot_while_another_store_compacts_the_list(url, database, store, target, scope):
+    items = [{"i": i, "text": f"message {i}"} for i in range(2500)]
+    store.save_list(USER, "s1", "memory", items)
+    store.save(USER, "s1", "state", {"turn": 1})
+    args = {"user": (USER,), "all users": (), "sessions": (USER, ["s1"])}[scope]
+    lines = store.export(*args)
+    got = [next(lines) for _ in range(1200)]  # past the first chunk, inside the second
+    other = MysqlAgentStateStore.from_url(url, database_name=database)  # another pool, other connections
+    try:
+        other.save_list(USER, "s1", "memory", [{"summary": "all of it"}] + items[-3:])  # a compaction
+        other.save(USER, "s1", "state", {"turn": 2})
+        other.save(USER, "s2", "late", 1)  # a session born during the export
+    finally:
+        other.close()
+    got += list(lines)
+    assert all(json.loads(x)["session_id"] != keys.pack(USER, "s2") for x in got)
+    imported, raw = target
+    imported.import_rows(got)
+    assert imported.get_list(USER, "s1", "memory") == items  # the list as it was when the export began
+    assert imported.get(USER, "s1", "state") == {"turn": 1}
+    assert [s.session_id for s in imported.sessions(USER).items] == ["s1"]
+
+
+def test_an_export_abandoned_half_way_gives_its_connection_back(store) -> None:
+    store.save_list(USER, "s1", "memory", list(range(2500)))
+    for _ in range(DEFAULT_POOL_SIZE + 2):  # more than the pool holds: each went back
+        lines = store.export(USER)
+        next(lines)
+        lines.close()
+    assert len(list(store.export(USER))) == 2500 + 2
+
+
+# ---- 3: replace restores keys whole -------------------------------------------------------------
+
+def test_replace_of_an_older_export_restores_each_key_whole(store, raw) -> None:
+    store.save_list(USER, "s1", "memory", ["a", "b", "c"])
+    store.save(USER, "s1", "was_value", {"v": 1})
+    store.save_list(USER, "s1", "was_list", [1, 2, 3, 4])
+    old = list(store.export(USER))
+    store.save_list(USER, "s1", "memory", ["a", "x", "c", "d", "e"])  # 5 items now
+    store.save_list(USER, "s1", "was_value", [1, 2, 3])  # a value became a list
+    store.save(USER, "s1", "was_list", "now a value")  # a list became a value
+    store.save(USER, "s1", "newer", 7)  # a key the export does not hold stays
+    assert store.import_rows(old, on_conflict="replace") > 0
+    assert store.get_list(USER, "s1", "memory") == ["a", "b", "c"]
+    assert key_rows(raw, USER, "s1", "memory") == [("memory", 0), ("memory", 1), ("memory", 2), ("memory:_hash", 0)]
+    assert store.get(USER, "s1", "was_value") == {"v": 1}
+    assert key_rows(raw, USER, "s1", "was_value") == [("was_value", 0)]
+    assert store.get_list(USER, "s1", "was_list") == [1, 2, 3, 4]
+    assert len(key_rows(raw, USER, "s1", "was_list")) == 5
+    assert store.get(USER, "s1", "newer") == 7
+    assert store.import_rows(old, on_conflict="replace") == 0  # twice changes nothing
+
+
+def test_skip_keeps_a_key_that_exists_whole(store, raw) -> None:
+    store.save_list(USER, "s1", "memory", ["a", "b", "c", "d", "e"])
+    old = list(store.export(USER))
+    store.save_list(USER, "s1", "memory", ["a", "b", "c"])
+    store.delete(USER, "s1", "gone")
+    assert store.import_rows(old) == 0  # every key exists: nothing of them is mixed in
+    assert store.get_list(USER, "s1", "memory") == ["a", "b", "c"]
+    assert len(key_rows(raw, USER, "s1", "memory")) == 4
+
+
+# ---- 4: all or nothing ---------------------------------------------------------------------
+
+def export_of(store, n: int, pad: str = "") -> list[str]:
+    store.save_list(USER, "s1", "memory", [{"i": i, "pad": pad} if pad else {"i": i} for i in range(n)])
+    store.save(USER, "s2", "v", "x")
+    return list(store.export(USER))
+
+
+def test_a_bad_line_after_the_first_batch_imports_nothing(store, target) -> None:
+    lines = export_of(store, 2500)
+    bad = len(lines) + 1
+    imported, raw = target
+    with pytest.raises(ValueError, match=f"line {bad}\\b"):
+        imported.import_rows(lines + ["{not a row"] + lines[:5])
+    assert raw.all_rows() == []
+    assert imported.sessions().items == []
+    assert imported.import_rows(lines) == len(lines)  # the good lines alone import whole
+    assert imported.get_list(USER, "s1", "memory") == [{"i": i} for i in range(2500)]
+
+
+@pytest.fixture(scope="module")
+def small_packet_url():
+    server = private_server("--max-allowed-packet=65536")
+    yield server.url
+    server.stop()
+
+
+def test_a_row_over_max_allowed_packet_is_value_too_large_naming_its_line(small_packet_url) -> None:
+    src = MysqlAgentStateStore.from_url(small_packet_url, database_name="src", create_if_not_exist=True)
+    dst = MysqlAgentStateStore.from_url(small_packet_url, database_name="dst", create_if_not_exist=True)
+    raw = Raw(small_packet_url, "dst")
+    try:
+        lines = export_of(src, 300, pad="p" * 300)  # several batches under a 64 KiB packet
+        assert sum(len(x) for x in lines) > 3 * 32768
+        big = orjson.loads(next(x for x in lines if orjson.loads(x)["state_key"] == "v"))
+        big.update(state_key="huge", state_data=json.dumps("x" * 70000))
+        at = len(lines) + 1
+        with pytest.raises(ValueTooLargeError, match=f"line {at}\\b") as caught:
+            dst.import_rows(lines + [orjson.dumps(big).decode()] + lines[:3])
+        assert not isinstance(caught.value, ServerUnavailableError)
+        assert raw.all_rows() == []
+        assert dst.sessions().items == []
+        assert dst.import_rows(lines) == len(lines)  # the store is still usable: nothing was lost
+        assert dst.get_list(USER, "s1", "memory") == [{"i": i, "pad": "p" * 300} for i in range(300)]
+    finally:
+        raw.close()
+        src.close()
+        dst.close()
+
+
+# ---- 5: hostile lines ------------------------------------------------------------------------
+
+def _hostile(good: dict) -> dict:
+    sid = good["session_id"]
+    return {
+        "negative item_index": dict(good, item_index=-1),
+        "item_index past INT": dict(good, item_index=2 ** 31),
+        "huge item_index": dict(good, item_index=2 ** 70),
+        "session id longer than the column": dict(good, session_id=USER + ":" + "s" * 250),
+        "state key longer than the column": dict(good, state_key="k" * 256),
+        "state_data not JSON": dict(good, state_data="{not json"),
+        "forged catalog row with an empty session": dict(good, session_id=keys.CATALOG_SESSION, state_key=USER + ":",
+                                                         state_data="{}"),
+        "forged catalog row without ':'": dict(good, session_id=keys.CATALOG_SESSION, state_key="phantom",
+                                               state_data="{}"),
+        "catalog row of a session not imported": dict(good, session_id=keys.CATALOG_SESSION,
+                                                      state_key="mallory:phantom", state_data="{}"),
+        "malformed history id": dict(good, session_id=keys.HISTORY_PREFIX + "abc"),
+        "history of a session not imported": dict(good, session_id=keys.history_session("mallory:x")),
+        "id without ':' that is not the store's": dict(good, session_id="plain"),
+        "blank session of a packed id": dict(good, session_id=sid.split(":")[0] + ":  "),
+    }
+
+
+@pytest.mark.parametrize("case", list(_hostile({"session_id": "u:s", "state_key": "k"})))
+def test_hostile_import_lines_are_refused_naming_the_line_and_nothing_is_written(store, target, case) -> None:
+    lines = export_of(store, 20)
+    good = orjson.loads(next(x for x in lines if orjson.loads(x)["state_key"] == "v"))
+    bad = json.dumps(_hostile(good)[case])  # (json: orjson does not write integers past 64 bits)
+    imported, raw = target
+    with pytest.raises(ValueError, match=f"line {len(lines) + 1}\\b"):
+        imported.import_rows(lines + [bad])
+    assert raw.all_rows() == []
+    assert imported.sessions().items == []
+
+
+def test_foreign_hash_rows_and_sealed_rows_are_not_taken_for_hostile(store, target) -> None:
+    lines = export_of(store, 3)
+    good = orjson.loads(next(x for x in lines if orjson.loads(x)["state_key"] == "v"))
+    java_hash = dict(good, state_key="jlist:_hash", state_data="3f2a9c")  # the Java store's format
+    imported, raw = target
+    assert imported.import_rows(lines + [orjson.dumps(java_hash).decode()]) == len(lines) + 1
+    assert raw.query("SELECT state_data FROM {t} WHERE state_key = 'jlist:_hash'") == [("3f2a9c",)]
+
+
+# ---- 17: session ids need their user ---------------------------------------------------------
+
+def test_export_of_sessions_without_a_user_is_refused(store) -> None:
+    store.save(None, "s1", "k", "anonymous")
+    store.save(USER, "s1", "k", "alice's")
+    with pytest.raises(ValueError, match="user_id"):
+        store.export(sessions=["s1"])
+    anon = [orjson.loads(x) for x in store.export(None, sessions=["s1"])]
+    assert {(r["session_id"], r["state_key"]) for r in anon} == {  # its row and its catalog row
+        (keys.pack(None, "s1"), "k"), (keys.CATALOG_SESSION, keys.pack(None, "s1"))}

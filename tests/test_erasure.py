@@ -1,0 +1,153 @@
+"""Erasure erases (issue 18, items 8, 9, 10, 15, 16): a deleted key or session takes its archived
+history along, ``forget_user`` leaves no row of the user anywhere, a compaction of a list written
+without our hash row (the Java store) archives what it drops, and numbers or cutoffs that would
+be an SQL error or delete live sessions are refused before any SQL. Plain SQL is the truth."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from mysql_state import MysqlAgentStateStore, keys
+
+USER = "alice"
+
+
+@pytest.fixture
+def hstore(url: str, database: str, store):
+    """A store that keeps history (``keep_history=True``) on the test's database."""
+    s = MysqlAgentStateStore.from_url(url, database_name=database, keep_history=True)
+    yield s
+    s.close()
+
+
+def history_rows(raw, user: str, session: str) -> list[tuple]:
+    hsid = keys.history_session(keys.pack(user, session))
+    return raw.query("SELECT state_key, item_index, state_data FROM {t} WHERE session_id = %s"
+                     " ORDER BY state_key, item_index", (hsid,))
+
+
+def rows_of_user(raw, user: str, sessions: list[str]) -> list[tuple]:
+    """Every row of the table that belongs to ``user``: data, catalog and history rows."""
+    packed = [keys.pack(user, s) for s in sessions]
+    hist = [keys.history_session(p) for p in packed]
+    prefix = keys.user_prefix(user)
+    return [r for r in raw.all_rows()
+            if r[0].startswith(prefix) or r[0] in hist or (r[0] == keys.CATALOG_SESSION and r[1] in packed)]
+
+
+# ---- 8: delete(user, session, key) takes the key's history along ----------------------------
+
+def test_deleting_a_key_deletes_its_archived_history(hstore, raw) -> None:
+    hstore.save_list(USER, "s1", "memory", [1, 2, 3, 4, 5])
+    hstore.save_list(USER, "s1", "memory", [1, 2])  # archives 3, 4, 5
+    hstore.save_list(USER, "s1", "notes", ["a", "b"])
+    hstore.save_list(USER, "s1", "notes", [])  # archives a, b
+    assert [h.value for h in hstore.get_history(USER, "s1", "memory")] == [3, 4, 5]
+    hstore.delete(USER, "s1", "memory")
+    assert hstore.get_history(USER, "s1", "memory") == []
+    assert [r[0] for r in history_rows(raw, USER, "s1")] == ["notes", "notes"]  # the other key's stays
+    assert [h.value for h in hstore.get_history(USER, "s1", "notes")] == ["a", "b"]
+
+
+# ---- 9: the last key, whole sessions, forget_user ----------------------------------------------
+
+def test_deleting_the_last_key_leaves_no_row_of_the_session(hstore, raw) -> None:
+    hstore.save_list(USER, "s1", "memory", [1, 2, 3])
+    hstore.save_list(USER, "s1", "memory", [1])
+    hsid = keys.history_session(keys.pack(USER, "s1"))
+    # history of a key that has no rows any more (left by an older version, or by hand)
+    raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+                " VALUES (%s, 'gone', 0, '7', 1)", (hsid,))
+    hstore.delete(USER, "s1", "memory")
+    assert rows_of_user(raw, USER, ["s1"]) == []
+    assert hstore.sessions(USER).items == []
+
+
+def test_deleting_a_session_deletes_its_history(hstore, raw) -> None:
+    hstore.save_list(USER, "s1", "memory", [1, 2, 3])
+    hstore.save_list(USER, "s1", "memory", [1])
+    assert history_rows(raw, USER, "s1")
+    hstore.delete(USER, "s1")
+    assert rows_of_user(raw, USER, ["s1"]) == []
+
+
+def test_forget_user_leaves_no_row_of_the_user_even_after_its_catalog_row_went(hstore, raw) -> None:
+    hstore.save_list(USER, "s1", "memory", [1, 2, 3])
+    hstore.save_list(USER, "s1", "memory", [1])  # history of s1
+    hstore.save(USER, "s1", "extra", {"x": 1})
+    hstore.delete(USER, "s1", "extra")
+    hstore.save_list(USER, "s2", "memory", ["a", "b"])
+    hstore.save_list(USER, "s2", "memory", [])  # history of s2
+    raw.execute("DELETE FROM {t} WHERE session_id = %s AND state_key = %s",
+                (keys.CATALOG_SESSION, keys.pack(USER, "s2")))  # s2's catalog row is gone
+    hstore.save_list("bob", "s1", "memory", [1, 2])
+    hstore.save_list("bob", "s1", "memory", [1])
+    hstore.delete(USER, "s1", "memory")  # s1's last key: its catalog row goes
+    assert hstore.forget_user(USER) > 0
+    assert rows_of_user(raw, USER, ["s1", "s2"]) == []
+    assert [h.value for h in hstore.get_history("bob", "s1", "memory")] == [2]  # others untouched
+    assert hstore.get_list("bob", "s1", "memory") == [1]
+
+
+# ---- 10: a compaction of a list written without our hash row archives what it drops ----------
+
+@pytest.mark.parametrize("hash_row", [None, "java-hash-3f2a"], ids=["no hash row", "foreign hash row"])
+def test_compacting_a_list_without_our_hash_row_archives_what_it_drops(hstore, raw, hash_row) -> None:
+    sid = keys.pack(USER, "s1")
+    items = ['{"n":0}', '{"n":1}', '{"n":2}', '{"n":3}', '{"n":4}']
+    for i, text in enumerate(items):  # rows as the Java store writes them
+        raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+                    " VALUES (%s, 'memory', %s, %s, 0)", (sid, i, text))
+    if hash_row is not None:
+        raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+                    " VALUES (%s, 'memory:_hash', 0, %s, 0)", (sid, hash_row))
+    hstore.save_list(USER, "s1", "memory", [{"n": 0}, {"n": 1}])
+    assert hstore.get_list(USER, "s1", "memory") == [{"n": 0}, {"n": 1}]
+    assert [h.value for h in hstore.get_history(USER, "s1", "memory")] == [{"n": 2}, {"n": 3}, {"n": 4}]
+    assert [r[2] for r in history_rows(raw, USER, "s1")] == items[2:]
+
+
+def test_a_new_list_with_history_kept_is_still_one_full_write(hstore, raw) -> None:
+    report = hstore.save_list_report(USER, "s1", "memory", [1, 2])
+    assert report.kind == "rewrite"
+    assert history_rows(raw, USER, "s1") == []
+
+
+# ---- 15: counts that SQL cannot take are refused, naming the parameter, before any SQL --------
+
+def test_huge_limit_and_batch_are_refused_naming_the_parameter(store, raw) -> None:
+    store.save(USER, "s1", "k", 1)
+    before = raw.all_rows()
+    with pytest.raises(ValueError, match="limit"):
+        store.sessions(limit=2 ** 64)
+    with pytest.raises(ValueError, match="limit"):
+        store.sessions(USER, limit=2 ** 63)
+    with pytest.raises(ValueError, match="batch"):
+        store.prune(dt.timedelta(0), batch=2 ** 64)
+    with pytest.raises(ValueError, match="batch"):
+        store.forget_user(USER, batch=2 ** 64)
+    with pytest.raises(ValueError, match="limit"):
+        store.sessions(limit=0)
+    assert raw.all_rows() == before
+    assert [s.session_id for s in store.sessions(limit=2 ** 62).items] == ["s1"]  # the largest allowed works
+
+
+# ---- 16: a cutoff in the future is refused like a negative duration --------------------------
+
+def test_prune_refuses_a_cutoff_in_the_future(store, raw) -> None:
+    store.save(USER, "live", "k", 1)
+    before = raw.all_rows()
+    server_now = raw.query("SELECT NOW()")[0][0]
+    for future in (server_now + dt.timedelta(days=1), server_now + dt.timedelta(minutes=5),
+                   dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=2)):
+        with pytest.raises(ValueError, match="older_than"):
+            store.prune(older_than=future)
+        with pytest.raises(ValueError, match="older_than"):
+            store.prune(older_than=future, dry_run=True)
+    with pytest.raises(ValueError, match="older_than"):
+        store.prune(older_than=dt.timedelta(seconds=-1))
+    assert raw.all_rows() == before
+    assert store.get(USER, "live", "k") == 1
+    assert store.prune(older_than=server_now - dt.timedelta(days=1)).sessions == 0  # a past cutoff still works

@@ -1,0 +1,215 @@
+"""Maintenance that must not look like activity, and a doctor that reads what it checks (issue
+18, items 9 (the doctor), 11, 12, 13, 14): re-encryption and repairs keep versions and activity
+times, the doctor checks sealed rows as sealed and repairs encrypted lists, finds orphaned
+history, and migrations run from two processes at once. Plain SQL on the table is the truth."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import multiprocessing
+import os
+
+import pytest
+
+from mysql_state import MysqlAgentStateStore
+from mysql_state.crypto import PREFIX
+from mysql_state.keys import history_session
+
+from . import procs
+from .conftest import JAVA_DDL, connect
+
+SPAWN = multiprocessing.get_context("spawn")
+K1, K2 = os.urandom(32), os.urandom(32)
+MSGS = [{"role": "user", "text": f"turn {i}"} for i in range(5)]
+#: What the activity of a session is: every row's version and times, the catalog row's included.
+ACTIVITY = ("SELECT session_id, state_key, item_index, version, created_at, updated_at FROM {t}"
+            " WHERE session_id = %s OR (session_id = '__catalog__' AND state_key = %s)"
+            " ORDER BY session_id, state_key, item_index")
+
+
+def ring(*ids: str):
+    from mysql_state import Keyring
+
+    return Keyring({i: {"k1": K1, "k2": K2}[i] for i in ids}, current=ids[0])
+
+
+@pytest.fixture
+def open_store(url, database, store):
+    """More stores on the test's table (``encryption=`` a ring or None), closed at the end."""
+    with contextlib.ExitStack() as opened:
+        yield lambda encryption=None, **kw: opened.enter_context(
+            MysqlAgentStateStore.from_url(url, database_name=database, encryption=encryption, **kw))
+
+
+def age(raw, sid: str, days: int = 40) -> None:
+    """Make a session idle for ``days``, by hand: its rows and its catalog row."""
+    raw.execute("UPDATE {t} SET created_at = NOW() - INTERVAL %s DAY, updated_at = NOW() - INTERVAL %s DAY"
+                " WHERE session_id = %s OR (session_id = '__catalog__' AND state_key = %s)", (days, days, sid, sid))
+
+
+def activity(raw, sid: str) -> list[tuple]:
+    return raw.query(ACTIVITY, (sid, sid))
+
+
+# ---- 11: re-encryption keeps activity times and versions ---------------------------------------
+
+
+def test_reencrypt_keeps_activity_times_and_versions(open_store, raw):
+    pytest.importorskip("cryptography", reason="encryption needs the encryption extra (make test installs it)")
+    old = open_store(ring("k1"))
+    for session in ("idle", "live"):
+        old.save_list("u", session, "m", MSGS)
+        old.save("u", session, "v", {"n": 1})
+    age(raw, "u:idle")
+    items, list_version = old.get_list_versioned("u", "live", "m")
+    _, value_version = old.get_versioned("u", "live", "v")
+    before = {sid: activity(raw, sid) for sid in ("u:idle", "u:live")}
+
+    rotated = open_store(ring("k2", "k1"))
+    assert rotated.reencrypt() == 2 * (len(MSGS) + 2)  # per session: the hash row, its items, the value
+    assert all(r[3].startswith(PREFIX + "k2:") for r in raw.rows() if not r[1].endswith(":_hash"))
+    assert all('"dk":"k2"' in r[3] for r in raw.rows() if r[1].endswith(":_hash"))
+    assert {sid: activity(raw, sid) for sid in before} == before  # versions and times, catalog included
+
+    assert rotated.prune(dt.timedelta(days=30)).sessions == 1  # the idle session is still idle
+    assert raw.rows("u:idle") == [] and raw.rows("u:live") != []
+    assert rotated.save_list_if_version("u", "live", "m", items + [{"t": "x"}], list_version) == list_version + 1
+    assert rotated.save_if_version("u", "live", "v", {"n": 2}, value_version) == value_version + 1
+    assert rotated.get_list("u", "live", "m") == items + [{"t": "x"}]
+
+
+# ---- 12: a repair is not activity: fix, then check, is clean -----------------------------------
+
+
+def test_doctor_fix_then_doctor_is_clean_on_an_idle_session(store, raw):
+    store.save_list("u", "s", "m", [1, 2, 3])
+    store.save_list("u", "s", "n", [1, 2])
+    store.save_list("u", "s", "o", [1, 2])
+    raw.execute("UPDATE {t} SET item_index = 7 WHERE session_id = 'u:s' AND state_key = 'm' AND item_index = 2")
+    raw.execute("UPDATE {t} SET state_data = '5' WHERE session_id = 'u:s' AND state_key = 'n' AND item_index = 1")
+    raw.execute("DELETE FROM {t} WHERE session_id = 'u:s' AND state_key = 'o:_hash'")
+    age(raw, "u:s")
+    catalog_before = raw.query("SELECT updated_at FROM {t} WHERE session_id = '__catalog__' AND state_key = 'u:s'")
+    versions_before = raw.query("SELECT state_key, version FROM {t} WHERE session_id = 'u:s' AND state_key IN"
+                                " ('m:_hash', 'n:_hash', 'o', 'o:_hash') AND item_index = 0 ORDER BY state_key")
+    fixed = store.doctor(fix=True)
+    assert sorted(p.kind for p in fixed) == ["hash_row", "list_rows", "no_hash_row"] and all(p.fixed for p in fixed)
+    assert store.doctor() == []
+    assert raw.query("SELECT updated_at FROM {t} WHERE session_id = '__catalog__' AND state_key = 'u:s'") == catalog_before
+    newest = raw.query("SELECT MAX(updated_at) FROM {t} WHERE session_id = 'u:s'")[0][0]
+    assert newest <= catalog_before[0][0]
+    # the hash rows keep their versions; the new one of 'o' takes its row 0's
+    assert raw.query("SELECT state_key, version FROM {t} WHERE session_id = 'u:s' AND state_key IN"
+                     " ('m:_hash', 'n:_hash', 'o:_hash') AND item_index = 0 ORDER BY state_key") == [
+        ("m:_hash", versions_before[0][1]), ("n:_hash", versions_before[1][1]), ("o:_hash", versions_before[2][1])]
+    assert store.get_list("u", "s", "m") == [1, 2, 3] and store.get_list("u", "s", "n") == [1, 5]
+    assert store.get_list("u", "s", "o") == [1, 2]
+    assert store.prune(dt.timedelta(days=30), dry_run=True).sessions == 1
+
+
+# ---- 13: the doctor of an encrypted table -------------------------------------------------------
+
+
+def test_doctor_on_a_healthy_encrypted_table_is_clean(open_store, raw, url, database):
+    pytest.importorskip("cryptography", reason="encryption needs the encryption extra (make test installs it)")
+    from .test_ops import cli
+
+    s = open_store(ring("k1"), keep_history=True)
+    s.save_list("u", "s", "m", MSGS)
+    s.save_list("u", "s", "m", MSGS[:2])  # archives three items, sealed for their place
+    s.save("u", "s", "v", {"secret": 1})
+    assert any(r[0] == history_session("u:s") for r in raw.all_rows())
+    assert s.doctor() == []  # with the keyring: every sealed row opened
+    assert open_store(None).doctor() == []  # without it: the envelopes' form
+    done = cli(url, database, "doctor")
+    assert done.returncode == 0 and done.stdout.strip() == "healthy", done.stdout + done.stderr
+
+    raw.execute("UPDATE {t} SET state_data = CONCAT(LEFT(state_data, 10), '!!'), updated_at = updated_at"
+                " WHERE session_id = 'u:s'"
+                " AND state_key = 'v'")
+    assert [p.kind for p in s.doctor()] == ["sealed"]
+    assert [p.kind for p in open_store(None).doctor()] == ["sealed"]
+
+
+def test_doctor_fix_repairs_an_encrypted_list(open_store, raw):
+    pytest.importorskip("cryptography", reason="encryption needs the encryption extra (make test installs it)")
+    s = open_store(ring("k1"))
+    s.save_list("u", "s", "m", MSGS[:3])
+    s.save_list("u", "s", "n", MSGS[:2])
+    s.save_list("u", "s", "p", MSGS[:3])
+    raw.execute("UPDATE {t} SET item_index = 7 WHERE session_id = 'u:s' AND state_key = 'm' AND item_index = 2")
+    raw.execute("UPDATE {t} SET state_data = '5' WHERE session_id = 'u:s' AND state_key = 'n' AND item_index = 1")
+    raw.execute("DELETE FROM {t} WHERE session_id = 'u:s' AND state_key = 'p' AND item_index = 1")
+    damaged = raw.all_rows()
+    plain = open_store(None)
+    unfixed = plain.doctor(fix=True)  # no keyring: found, not repaired, nothing written
+    assert sorted(p.kind for p in unfixed) == ["list_rows", "list_rows"] and not any(p.fixed for p in unfixed)
+    assert all("keyring" in p.message for p in unfixed) and raw.all_rows() == damaged
+    assert {p.kind for p in s.doctor()} == {"list_rows", "hash_row"}
+    fixed = s.doctor(fix=True)
+    assert sorted(p.kind for p in fixed) == ["hash_row", "list_rows", "list_rows"] and all(p.fixed for p in fixed)
+    assert s.doctor() == [] and plain.doctor() == []
+    assert s.get_list("u", "s", "m") == MSGS[:3]
+    assert s.get_list("u", "s", "n") == [MSGS[0], 5]
+    assert s.get_list("u", "s", "p") == [MSGS[0], MSGS[2]]
+    assert all(r[3].startswith(PREFIX + "k1:") for r in raw.rows("u:s") if not r[1].endswith(":_hash"))
+    assert s.append_list("u", "s", "p", [MSGS[3]]) == 3 and s.save_list_report("u", "s", "m", MSGS[:3]).kind == "unchanged"
+
+
+# ---- 9 (the doctor): orphaned history ----------------------------------------------------------
+
+
+def test_doctor_reports_and_removes_orphaned_history(url, database, raw):
+    s = MysqlAgentStateStore.from_url(url, database_name=database, keep_history=True)
+    try:
+        for session in ("gone", "kept"):
+            s.save_list("u", session, "m", MSGS)
+            s.save_list("u", session, "m", MSGS[:1])  # archives four items
+        gone, kept = history_session("u:gone"), history_session("u:kept")
+        # erased the way an old release did: data and catalog rows, the history left behind
+        raw.execute("DELETE FROM {t} WHERE session_id = 'u:gone' OR (session_id = '__catalog__' AND state_key = 'u:gone')")
+        found = s.doctor()
+        assert [(p.kind, p.session_id) for p in found] == [("orphaned_history", gone)]
+        assert "orphaned history" in found[0].message and not found[0].fixed
+        fixed = s.doctor(fix=True)
+        assert [(p.kind, p.fixed) for p in fixed] == [("orphaned_history", True)]
+        assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = %s", (gone,)) == [(0,)]
+        assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = %s", (kept,)) == [(4,)]
+        assert s.doctor() == []
+        assert [h.value for h in s.get_history("u", "kept", "m")] == MSGS[1:]
+    finally:
+        s.close()
+
+
+# ---- 14: two workers migrating at once ---------------------------------------------------------
+
+#: The Java store's table before it had a version column: the store adds it at open, migrate the
+#: rest (exact keys, the version back-fill, the activity index, the catalog).
+OLD_DDL = JAVA_DDL.replace(" version BIGINT NOT NULL DEFAULT 0,", "")
+
+
+@pytest.mark.parametrize("round", range(2))
+@pytest.mark.parametrize("table", ["java", "without_version"])
+def test_two_processes_migrating_at_once_both_succeed(url, database, table, round):
+    con = connect(url)
+    with con.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{database}`")
+        cur.execute((JAVA_DDL if table == "java" else OLD_DDL).replace("{db}", database))
+        values = ", ".join(f"('u:s{i % 50}', 'k{i}', 0, '{{\"i\": {i}}}')" for i in range(2000))
+        cur.execute(f"INSERT INTO `{database}`.agentscope_sessions (session_id, state_key, item_index, state_data)"
+                    f" VALUES {values}")
+    con.close()
+    barrier, results = SPAWN.Barrier(2), SPAWN.Queue()
+    workers = [SPAWN.Process(target=procs.open_and_migrate, args=(url, database, barrier, results)) for _ in range(2)]
+    for w in workers:
+        w.start()
+    got = [results.get(timeout=120) for _ in workers]
+    for w in workers:
+        w.join(30)
+    assert [g[0] for g in got] == ["ok", "ok"], got
+    assert {"0001_exact_key_collation", "0003_activity_index", "0004_session_catalog"} <= set(got[0][1]) | set(got[1][1])
+    with MysqlAgentStateStore.from_url(url, database_name=database) as s:
+        assert s.migrate(dry_run=True) == [] and s.doctor() == []
+        assert s.exact_keys and len(s.sessions(limit=100).items) == 50
+        assert s.get("u", "s7", "k7") == {"i": 7}

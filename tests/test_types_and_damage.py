@@ -1,0 +1,167 @@
+"""A key is a value or a list (list operations on a value are refused, as Redis's WRONGTYPE),
+and a read that finds a list damaged makes the same process's next save repair it (issue 18,
+items 6 and 7). Plain SQL on the table is the truth."""
+
+from __future__ import annotations
+
+import os
+
+import orjson
+import pytest
+
+from mysql_state import (
+    CorruptStateError,
+    DecryptionError,
+    MysqlAgentStateStore,
+    MysqlStateError,
+    WrongTypeError,
+)
+
+ITEMS = [{"role": "user", "text": "a"}, {"role": "assistant", "text": "b"}, {"role": "user", "text": "c"}]
+
+
+def item_rows(raw, sid: str, key: str) -> list[tuple]:
+    return [(r[2], r[3]) for r in raw.rows(sid) if r[1] == key]
+
+
+# ---- 6: a read that finds damage drops what the process remembers of the list ---------------
+
+READS = {
+    "get_list": lambda s: s.get_list("u", "s", "m"),
+    "get_list_versioned": lambda s: s.get_list_versioned("u", "s", "m"),
+    "get_many": lambda s: s.get_many("u", "s", lists=["m"]),
+    "window": lambda s: s.get_list("u", "s", "m", offset=1, limit=1),
+    "tail": lambda s: s.get_list("u", "s", "m", offset=-2),
+    "transaction": lambda s: s.transaction(lambda tx: tx.get_list("u", "s", "m")),
+}
+
+
+@pytest.mark.parametrize("read", sorted(READS))
+def test_a_read_that_finds_damage_makes_the_next_save_repair_it(store, raw, read):
+    store.save_list("u", "s", "m", ITEMS)
+    store.get_list("u", "s", "m")  # warm: snapshot and hash hint of this process
+    raw.execute("UPDATE {t} SET state_data = '{bad' WHERE session_id = 'u:s' AND state_key = 'm' AND item_index = 1")
+    with pytest.raises(CorruptStateError) as caught:
+        READS[read](store)
+    assert caught.value.key == "m"
+    plan = store.save_list_report("u", "s", "m", ITEMS)
+    assert plan.kind != "unchanged"
+    assert item_rows(raw, "u:s", "m") == [(i, orjson.dumps(v).decode()) for i, v in enumerate(ITEMS)]
+    assert store.get_list("u", "s", "m") == ITEMS
+    assert store.doctor() == []
+    # repaired, the list is trusted again: the next save of the same list writes nothing
+    assert store.save_list_report("u", "s", "m", ITEMS).kind == "unchanged"
+
+
+def test_a_damaged_row_not_read_is_no_reason_to_rewrite(store, raw):
+    """A window that does not cover the damaged row finds nothing: the save stays incremental."""
+    store.save_list("u", "s", "m", ITEMS)
+    raw.execute("UPDATE {t} SET state_data = '{bad' WHERE session_id = 'u:s' AND state_key = 'm' AND item_index = 0")
+    assert store.get_list("u", "s", "m", offset=2) == ITEMS[2:]
+    assert store.save_list_report("u", "s", "m", ITEMS).kind == "unchanged"
+
+
+def test_an_encrypted_row_tampered_with_is_repaired_by_the_next_save(url, database, store, raw):
+    pytest.importorskip("cryptography", reason="encryption needs the encryption extra (make test installs it)")
+    from mysql_state import Keyring
+
+    s = MysqlAgentStateStore.from_url(url, database_name=database, encryption=Keyring({"k1": os.urandom(32)}, "k1"))
+    try:
+        s.save_list("u", "s", "m", ITEMS)
+        # item 1's ciphertext copied onto item 2: bound to its place, it no longer opens there
+        raw.execute("UPDATE {t} d JOIN {t} o ON o.session_id = d.session_id AND o.state_key = d.state_key"
+                    " AND o.item_index = 1 SET d.state_data = o.state_data"
+                    " WHERE d.session_id = 'u:s' AND d.state_key = 'm' AND d.item_index = 2")
+        with pytest.raises(DecryptionError):
+            s.get_list("u", "s", "m")
+        assert s.save_list_report("u", "s", "m", ITEMS).kind != "unchanged"
+        rows = item_rows(raw, "u:s", "m")
+        assert [i for i, _ in rows] == [0, 1, 2] and len({d for _, d in rows}) == 3
+        assert s.get_list("u", "s", "m") == ITEMS
+    finally:
+        s.close()
+
+
+# ---- 7: list operations on a key that holds a single value -----------------------------------
+
+
+def _refused(caught, key: str, operation: str) -> None:
+    e = caught.value
+    assert isinstance(e, MysqlStateError) and isinstance(e, TypeError)
+    assert e.key == key and e.session_id == "u:s" and e.operation == operation
+    assert repr(key) in str(e) and operation in str(e)
+
+
+def test_pop_list_on_a_value_is_refused_and_writes_nothing(store, raw):
+    store.save("u", "s", "v", {"plan": "keep me"})
+    before = raw.all_rows()
+    with pytest.raises(WrongTypeError) as caught:
+        store.pop_list("u", "s", "v")
+    _refused(caught, "v", "pop_list")
+    assert raw.all_rows() == before
+    assert store.get("u", "s", "v") == {"plan": "keep me"}
+
+
+def test_append_list_on_a_value_is_refused_and_writes_nothing(store, raw):
+    store.save("u", "s", "v", {"plan": "keep me"})
+    before = raw.all_rows()
+    with pytest.raises(WrongTypeError) as caught:
+        store.append_list("u", "s", "v", [{"x": 1}])
+    _refused(caught, "v", "append_list")
+    assert raw.all_rows() == before
+
+
+@pytest.mark.parametrize("seen_by", ["save_list", "get_list", "append_list"])
+def test_the_one_statement_append_of_a_warm_process_is_refused_too(url, database, store, raw, seen_by):
+    """This process holds the list's hash row as a hint (its own save, read or append); another
+    process then saved a value over the key: the one-statement append must not go through."""
+    store.save_list("u", "s", "v", [1])
+    if seen_by == "get_list":
+        store.get_list("u", "s", "v")
+    elif seen_by == "append_list":
+        store.append_list("u", "s", "v", [2])
+    other = MysqlAgentStateStore.from_url(url, database_name=database)
+    try:
+        other.save("u", "s", "v", "a value now")
+    finally:
+        other.close()
+    before = raw.all_rows()
+    with pytest.raises(WrongTypeError):
+        store.append_list("u", "s", "v", [3])
+    with pytest.raises(WrongTypeError):
+        store.pop_list("u", "s", "v")
+    assert raw.all_rows() == before
+    assert store.get("u", "s", "v") == "a value now"
+
+
+def test_transaction_append_list_on_a_value_is_refused_and_rolls_back(store, raw):
+    store.save("u", "s", "v", 7)
+    before = raw.all_rows()
+
+    def fn(tx):
+        tx.save("u", "s", "other", "written before the mistake")
+        tx.append_list("u", "s", "v", [8])
+
+    with pytest.raises(WrongTypeError):
+        store.transaction(fn)
+    assert raw.all_rows() == before
+
+
+def test_save_list_over_a_value_still_replaces_it(store, raw):
+    """Only pop and append are refused: save_list of a whole list replaces a value, as documented."""
+    store.save("u", "s", "v", "old value")
+    store.save_list("u", "s", "v", [1, 2])
+    assert store.get_list("u", "s", "v") == [1, 2]
+    assert [r[1:3] for r in raw.rows("u:s")] == [("v", 0), ("v", 1), ("v:_hash", 0)]
+    assert store.append_list("u", "s", "v", [3]) == 3 and store.pop_list("u", "s", "v") == 3
+
+
+def test_a_list_of_one_item_is_still_a_list(store, raw):
+    """The rule is precise: a list of one item (our hash row, or the Java store's) is a list."""
+    store.save_list("u", "s", "mine", ["only"])
+    assert store.pop_list("u", "s", "mine") == "only" and store.get_list("u", "s", "mine") == []
+    raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data, version) VALUES"
+                " ('u:s', 'java', 0, '\"only\"', 1), ('u:s', 'java:_hash', 0, 'c0ffee', 1)")
+    assert store.append_list("u", "s", "java", ["next"]) == 2
+    assert store.get_list("u", "s", "java") == ["only", "next"]
+    assert store.pop_list("u", "s", "java") == "next"
