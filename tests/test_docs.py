@@ -3,7 +3,11 @@
 A page's ```python blocks run in order as one script (a reader follows them so), in a real
 process, with ``MYSQL_URL`` naming a fresh database of the test server. Pages about a framework
 whose dependencies cannot share the main environment run in that framework's virtualenv (built
-by ``tests/isolated.py``). A page whose examples fail fails here; nothing is skipped."""
+by ``tests/isolated.py``). A page whose examples fail fails here; nothing is skipped.
+
+Beside the examples, what a reader follows without running it stays true too: every relative
+link of a page leads to a file that exists, every ``make`` target a page names is in the
+Makefile, and the README stays a front page (short)."""
 
 from __future__ import annotations
 
@@ -18,7 +22,14 @@ import pytest
 from tests.isolated import FRAMEWORKS, ROOT, framework_python
 
 BLOCK = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
-PAGES = [p for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))] if BLOCK.search(p.read_text())]
+ALL_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [p for p in ALL_PAGES if BLOCK.search(p.read_text())]
+#: A Markdown link or image target: ``[text](target)``, ``![alt](target)``.
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+#: ``make <target>`` as code: in backticks, or a line of a shell block.
+MAKE = re.compile(r"(?:`|^[ \t]*)make ([a-z][a-z0-9-]*)", re.M)
+#: The README is the front page: what it is, the commands, a quick start, where to read on.
+README_MAX_LINES = 220
 #: Pages whose examples need a framework virtualenv: page stem -> (venv, import check, expected).
 VENV_OF = {
     "adk": (".venv-adk", "__import__('google.adk').adk.__version__", ""),
@@ -56,3 +67,35 @@ def test_examples_of_the_page_run(page: Path, url: str, database: str, tmp_path:
     done = subprocess.run([python_for(page), str(script)], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, f"the examples of {page.name} failed:\n{done.stdout[-3000:]}{done.stderr[-5000:]}"
+
+
+def test_every_relative_link_leads_to_a_file():
+    """A link of the README or a docs page (``docs/api.md``, ``../benchmarks/results/...``)
+    names a file or folder of the repository; a page moved or renamed cannot leave a dead link."""
+    dead = []
+    for page in ALL_PAGES:
+        for target in LINK.findall(page.read_text()):
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+                continue  # an absolute URL, or an anchor in the same page
+            path = (page.parent / target.split("#", 1)[0]).resolve()
+            if not path.exists():
+                dead.append(f"{page.relative_to(ROOT)}: {target}")
+    assert not dead, "links to nothing:\n" + "\n".join(dead)
+
+
+def test_every_make_target_the_docs_name_exists():
+    """``make demo``, ``make bench``, ... named in a page are targets of the Makefile."""
+    makefile = (ROOT / "Makefile").read_text()
+    targets = set(re.findall(r"^([a-z][a-z0-9-]*)\s*:", makefile, re.M))
+    assert {"demo", "test", "bench"} <= targets
+    missing = sorted({f"{page.relative_to(ROOT)}: make {name}" for page in ALL_PAGES
+                      for name in MAKE.findall(page.read_text()) if name not in targets})
+    assert not missing, "make targets that do not exist:\n" + "\n".join(missing)
+
+
+def test_the_readme_is_a_front_page():
+    """At most ~200 lines, with the two commands, a quick start that runs and the map of the docs."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= README_MAX_LINES, f"README.md has {len(text.splitlines())} lines"
+    assert "make demo" in text and "make test" in text and "docs/index.md" in text
+    assert len(BLOCK.findall(text)) >= 2, "a sync and an async quick start"
