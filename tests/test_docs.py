@@ -99,3 +99,47 @@ def test_the_readme_is_a_front_page():
     assert len(text.splitlines()) <= README_MAX_LINES, f"README.md has {len(text.splitlines())} lines"
     assert "make demo" in text and "make test" in text and "docs/index.md" in text
     assert len(BLOCK.findall(text)) >= 2, "a sync and an async quick start"
+
+
+#: ``mysql-state <command> [words and --options]`` in a shell block, up to a shell separator
+#: or a comment.
+CLI_CALL = re.compile(r"mysql-state ((?:[^\s;|&#<>]+[ \t]*)+)")
+SHELL = re.compile(r"^```(?:sh|bash|shell)[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
+
+
+def cli_calls() -> dict[str, set[str]]:
+    """Every ``mysql-state`` command the shell blocks show, with the options they give it."""
+    calls: dict[str, set[str]] = {}
+    for page in ALL_PAGES:
+        for block in SHELL.findall(page.read_text()):
+            for line in block.splitlines():
+                for call in CLI_CALL.findall(line.split(" #", 1)[0]):
+                    words = call.split()
+                    while words[:1] and words[0] in ("--url", "--database", "--table"):
+                        words = words[2:]  # a global option and its value, before the command
+                    command = next((w for w in words if not w.startswith("-")), None)
+                    if command is not None:
+                        calls.setdefault(command, set()).update(
+                            w.split("=", 1)[0] for w in words if w.startswith("--"))
+    return calls
+
+
+def cli_help(*args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "mysql_state", *args, "--help"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60,
+                          env={k: v for k, v in os.environ.items() if k != "MYSQL_URL"})
+    assert done.returncode == 0, f"mysql-state {' '.join(args)} --help: {done.stderr}"
+    return done.stdout
+
+
+def test_every_cli_command_the_docs_show_exists_with_its_options():
+    """A ``mysql-state`` command in a shell block is a command (or an alias) of the CLI, and
+    each ``--option`` it is shown with is one that command (or the CLI itself) takes."""
+    calls = cli_calls()
+    assert {"sessions", "get", "delete", "prune"} <= set(calls), sorted(calls)
+    common = set(re.findall(r"--[a-z][a-z-]*", cli_help()))
+    wrong = []
+    for command, options in sorted(calls.items()):
+        known = common | set(re.findall(r"--[a-z][a-z-]*", cli_help(command)))
+        wrong += [f"mysql-state {command} {option}" for option in sorted(options - known)]
+    assert not wrong, "options the CLI does not take:\n" + "\n".join(wrong)
