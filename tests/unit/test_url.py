@@ -32,3 +32,21 @@ def test_parse_takes_hosts_database_and_options():
     for bad in ("postgres://h/", "mysql://u@h:notaport/"):
         with pytest.raises(ValueError):
             u.parse_url(bad)
+
+
+def test_a_percent_encoded_password_is_decoded_and_never_shown():
+    """The docs' rule: a password with ``/ ? # @`` is percent-encoded in the URL."""
+    kwargs, database = u.parse_url("mysql://app:p%40ss%2Fw%3F%23@db/agents")
+    assert kwargs["password"] == "p@ss/w?#" and kwargs["host"] == "db" and database == "agents"
+    parsed = u.parse("mysql://app:s3cret@h1:1,h2:2/x")
+    assert "s3cret" not in repr(parsed)
+    assert u.redact("mysql://app:s3cret@h1:1,h2:2/x") == "mysql://app:***@h1:1,h2:2/x"
+
+
+def test_a_unix_socket_and_tls_parameters_come_from_the_url_and_keywords_win():
+    kwargs, _ = u.parse_url("mysql://app@localhost/x?unix_socket=/run/mysqld/mysqld.sock")
+    assert kwargs["unix_socket"] == "/run/mysqld/mysqld.sock"
+    for spelling in ("ssl-mode", "ssl_mode"):
+        assert u.parse(f"mysql://app@h/x?{spelling}=REQUIRED").tls == {"ssl_mode": "REQUIRED"}
+    kwargs, _ = u.connect_args("mysql://app:pw@h/x?ssl-mode=REQUIRED", ssl_mode="DISABLED")
+    assert kwargs["ssl_mode"] == "DISABLED" and kwargs["ssl"] is None
