@@ -92,3 +92,25 @@ def test_keyed_digests_differ_from_plain_ones():
     keyed = listsync.Digester(b"k" * 32, "k1")
     assert keyed.digest(0, b"1") != PLAIN.digest(0, b"1")
     assert PLAIN.digest(0, b"1") != PLAIN.digest(1, b"1")  # index-salted
+
+
+def test_the_kinds_of_a_save_are_the_ones_the_docs_name():
+    """docs/lists.md's table: what each kind of save writes."""
+    old = encode([1, 2, 3])
+    cases = {
+        "append": ([1, 2, 3, 4, 5], 2),       # the new items only
+        "suffix": ([1, 2, 9, 4], 2),          # from the first changed item, not shorter
+        "shrink": ([1, 9], 1),                # shorter: the changed items, rows past the end deleted
+        "clear": ([], 0),
+    }
+    for kind, (new, rows) in cases.items():
+        plan = listsync.plan_against_stored(encode(new), old)
+        assert (plan.kind, plan.rows_written) == (kind, rows), (kind, plan)
+        assert apply(old, plan) == encode(new)
+    shrunk = listsync.plan_against_stored(encode([1, 9]), old)
+    assert shrunk.delete_from == 2
+    h, _ = listsync.full_snapshot(orjson.dumps([1, 2, 3]), old, PLAIN.digests(old))
+    assert listsync.plan_cold(old, PLAIN.digests(old), h).kind == "unchanged"   # by the hash row alone
+    assert listsync.plan_cold(old, PLAIN.digests(old), None).kind == "rewrite"  # no (or a foreign) hash row
+    rewrite = listsync.plan_rewrite(encode([7, 8]))
+    assert (rewrite.kind, rewrite.rows_written, rewrite.delete_all) == ("rewrite", 2, True)
