@@ -25,6 +25,7 @@ session superseded in storage gets ADK's ``StaleSessionError``.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import re
 import uuid
@@ -159,36 +160,19 @@ class MysqlSessionService(BaseSessionService):
         return await self.store.get_many(ids.owner, INDEX, values=list(wanted))
 
     async def _scan_index(self, ids: _Ids, prefix: str, *named: str) -> dict[str, Any]:
-        """The index rows named, and those whose key starts with ``prefix`` ("" for all): one query.
+        """The index rows named, and those whose key starts with ``prefix`` ("" for all).
 
-        The one place this adapter reads the table itself (the store's pool, table name, id
-        packing and decoding, all private): the store has no public read of a key range, and
-        listing must not read events. It reads a primary-key range of the one index session
-        (cost in proportion to the sessions listed); on a table whose key columns are not
-        exact (their collation's order is not code-point order) an escaped ``LIKE``, then an
-        exact test of the prefix either way.
+        Listing must not read events: :meth:`~mysql_state.store.MysqlAgentStateStore.get_prefix`
+        reads a primary-key range of the one index session (one statement, cost in proportion
+        to the sessions listed), and the named rows (the app's and the user's state) come from
+        one ``get_many``, both at once.
         """
-        sync = self.store.sync
-        sid, _ = sync._ids(ids.owner, INDEX)
-        where, params = f"state_key IN ({', '.join(['%s'] * len(named))})", [sid, *named]
         if not prefix:
-            where, params = "TRUE", [sid]
-        elif sync.exact_keys:
-            where += " OR (state_key >= %s AND state_key < %s)"
-            params += [prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1)]
-        else:
-            where += " OR state_key LIKE %s ESCAPE '!'"
-            params.append(prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%")
-        statement = (
-            f"SELECT state_key, state_data FROM {sync._table} WHERE session_id = %s AND item_index = 0 AND ({where})"
-        )
-
-        def read() -> dict[str, Any]:
-            rows = sync._db.run(lambda cur: (cur.execute(statement, params), cur.fetchall())[1],
-                                "adk list_sessions", write=False)
-            return {k: sync._decode(sid, k, 0, v) for k, v in rows if k in named or k.startswith(prefix)}
-
-        return await self.store._run(read)
+            return await self.store.get_prefix(ids.owner, INDEX)
+        found, rows = await asyncio.gather(self.store.get_many(ids.owner, INDEX, values=list(named)),
+                                           self.store.get_prefix(ids.owner, INDEX, prefix))
+        found.update(rows)
+        return found
 
     # ---- BaseSessionService --------------------------------------------------------------------
 

@@ -96,8 +96,7 @@ def user_range(user_id: Any, exact: bool, column: str = "state_key") -> tuple[st
     prefix = keys.user_prefix(user_id)
     if exact:
         return f" AND {column} >= %s AND {column} < %s", (prefix, prefix[:-1] + ";")
-    escaped = prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_")
-    return f" AND {column} LIKE %s ESCAPE '!'", (escaped + "%",)
+    return f" AND {column} LIKE %s ESCAPE '!'", (sql.like_prefix(prefix),)
 
 
 def encode_cursor(updated_at: dt.datetime, sid: str) -> str:

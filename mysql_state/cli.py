@@ -1,24 +1,31 @@
-"""``mysql-state``: operate the store from the shell (a thin layer over the API).
+"""``mysql-state``: operate the store from the shell, one command per API call.
 
     export MYSQL_URL=mysql://user:pw@host:3306/agentscope   # or --url URL, or `server start`
     mysql-state server start|stop|status           # the embedded default server
-    mysql-state sessions [--user U] [--limit N] [--older-than 30d] [--json]
-    mysql-state show --user U SESSION [KEY] [--tail N] [--history] [--json]
-    mysql-state rm --user U SESSION [KEY] [--yes]
-    mysql-state fork --user U SESSION NEW_SESSION
+    mysql-state sessions [USER] [--user U] [--limit N] [--older-than 30d] [--cursor C]
+    mysql-state exists USER SESSION                # exit 0 / 1
+    mysql-state get USER SESSION [KEY] [--offset N] [--limit N] [--tail N] [--history]
+    mysql-state list-length USER SESSION KEY
+    mysql-state save USER SESSION KEY JSON; save-list USER SESSION KEY JSON_ARRAY
+    mysql-state append-list USER SESSION KEY JSON...; pop-list USER SESSION KEY
+    mysql-state delete USER SESSION [KEY] [--yes]  # a whole session asks (or needs --yes)
+    mysql-state fork USER SESSION NEW_SESSION [--new-user U]
     mysql-state prune --older-than 30d [--user U] [--dry-run] [--yes]
-    mysql-state export [--user U] > rows.jsonl
-    mysql-state import [--on-conflict skip|replace] < rows.jsonl
-    mysql-state doctor [--fix]          # exit 1 when a problem remains
-    mysql-state migrate [--dry-run]     # prints the SQL
-    mysql-state stats
-    mysql-state forget-user alice --yes            # forget_user: every row of alice
+    mysql-state export [--user U [--session S]...] > rows.jsonl
+    mysql-state import [--on-conflict skip|replace [--yes]] < rows.jsonl
+    mysql-state doctor [--fix]; migrate [--dry-run]; stats
+    mysql-state forget-user USER [--yes]; truncate [--yes]
     MYSQL_STATE_KEYS=k2=...,k1=... mysql-state reencrypt   # rows under the current key
-    # and the first commands: sessions USER, exists, get, get-list, length, delete, truncate
+
+Old names kept as aliases: ``show`` and ``get-list`` (of ``get``), ``length`` (of
+``list-length``), ``rm`` (of ``delete``); ``--user U SESSION`` works where ``USER SESSION``
+does. A destructive command (deleting a whole session, ``prune``, ``truncate``,
+``forget-user``, ``import --on-conflict replace``) asks on a terminal and needs ``--yes``
+otherwise (exit 2, nothing deleted); deleting one key is an ordinary write and does not ask.
 
 ``--url``, ``--database``, ``--table`` and ``--json`` go before or after the command; ``-`` as
 a user means anonymous sessions. ``python -m mysql_state`` is the same command. Errors are one
-line on stderr and a non-zero exit, never a traceback.
+line on stderr and a non-zero exit (1: not found, 2: refused or failed), never a traceback.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ import datetime as dt
 import os
 import re
 import sys
-from typing import Any, Optional, Sequence
+from typing import Any, NoReturn, Optional, Sequence
 
 import orjson
 
@@ -42,6 +49,20 @@ GLOBAL_VALUED = ("--url", "--database", "--table")
 KEYS_ENV = "MYSQL_STATE_KEYS"
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+NOT_FOUND, REFUSED = 1, 2
+MAX_COUNT = 2**31 - 1
+
+
+class NotFound(LookupError):
+    """What a command names does not exist (exit 1)."""
+
+
+class Refused(Exception):
+    """A destructive command was not confirmed; nothing was written (exit ``code``)."""
+
+    def __init__(self, message: str, code: int = REFUSED) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def _user(value: Optional[str]) -> Optional[str]:
@@ -49,7 +70,8 @@ def _user(value: Optional[str]) -> Optional[str]:
 
 
 def duration(text: str) -> dt.timedelta:
-    """``30d``, ``12h``, ``90m``, ``45s``, ``2w`` as a timedelta.
+    """``30d``, ``12h``, ``90m``, ``45s``, ``2w`` as a timedelta; one that reaches before year 1
+    is refused like a malformed one.
 
     >>> duration("30d")
     datetime.timedelta(days=30)
@@ -57,80 +79,164 @@ def duration(text: str) -> dt.timedelta:
     m = _DURATION.match(text)
     if m is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not a duration like 30d, 12h, 90m, 45s or 2w")
-    return dt.timedelta(**{_UNITS[m.group(2)]: float(m.group(1))})
+    try:
+        span = dt.timedelta(**{_UNITS[m.group(2)]: float(m.group(1))})
+        dt.datetime.now(dt.timezone.utc) - span
+    except OverflowError:
+        raise argparse.ArgumentTypeError(f"{text!r} is too long a duration: it reaches before the year 1") from None
+    return span
+
+
+def count(text: str) -> int:
+    """A whole number from 1 to 2**31 - 1 (``--limit``, ``--batch``, ``--tail``)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= n <= MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"{text!r} must be from 1 to {MAX_COUNT}")
+    return n
+
+
+def _json(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"{text!r} is not a JSON document ({exc})") from None
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line on stderr (exit 2), like every other error."""
+
+    def error(self, message: str) -> "NoReturn":  # type: ignore[override]
+        _err(f"{message} (see `{self.prog} --help`)")
+        sys.exit(REFUSED)
+
+
+#: Every command: canonical name -> (aliases, what it does). The canonical names are the API's
+#: (``list_length`` is ``list-length``); the aliases are the names of earlier versions.
+COMMAND_HELP = {
+    "server": ((), "start, stop or ask after the embedded default server (data under ~/.cache/mysql-state)"),
+    "sessions": ((), "sessions newest first, a page at a time (store.sessions); given USER, that user's "
+                     "session ids, one a line (store.list_session_ids)"),
+    "exists": ((), "exit 0 if the session has rows, 1 if not (store.exists)"),
+    "get": (("show", "get-list"), "a key's value as JSON, or a list's items one JSON document a line "
+                                  "(store.get / store.get_list); without KEY, the session's catalog entry; "
+                                  "--history: the list's archived items (store.get_history)"),
+    "list-length": (("length",), "a list's length (store.list_length)"),
+    "save": ((), "store one JSON value at a key (store.save)"),
+    "save-list": ((), "store a whole list, given as a JSON array (store.save_list)"),
+    "append-list": ((), "add items, each a JSON document, at a list's end; prints the new length (store.append_list)"),
+    "pop-list": ((), "remove a list's last item and print it; exit 1 when the list is empty (store.pop_list)"),
+    "delete": (("rm",), "delete one key, or (asking first) a whole session (store.delete); exit 1 when it does not exist"),
+    "fork": ((), "copy a session to a new one, server-side (store.fork)"),
+    "prune": ((), "delete, asking first, the sessions with no write for a while (store.prune)"),
+    "export": ((), "every row as JSON lines on stdout (store.export)"),
+    "import": ((), "rows of an export from stdin (store.import_rows); --on-conflict replace asks first"),
+    "doctor": ((), "check the table, --fix repairs; exit 1 when a problem remains (store.doctor)"),
+    "migrate": ((), "apply the schema steps the table needs, --dry-run prints their SQL (store.migrate)"),
+    "stats": ((), "sessions, rows, bytes, the largest sessions, and this process's metrics (store.metrics)"),
+    "truncate": ((), "delete, asking first, every row of the table (store.truncate_all_sessions)"),
+    "forget-user": ((), "erase, asking first, every row of a user's sessions (store.forget_user)"),
+    "reencrypt": ((), "rewrite every row under the current key of $MYSQL_STATE_KEYS (store.reencrypt)"),
+}
+
+
+def _command(sub: Any, name: str, run: Any, spec: Optional[tuple] = None, usage: Optional[str] = None) -> argparse.ArgumentParser:
+    aliases, what = COMMAND_HELP[name]
+    text = what + (f" (aliases: {', '.join(aliases)})" if aliases else "")
+    c = sub.add_parser(name, aliases=list(aliases), help=text, description=text[0].upper() + text[1:] + ".",
+                       usage=None if usage is None else f"mysql-state {name} {usage}")
+    c.set_defaults(run=run, canonical=name, spec=spec, cmd=c)
+    if spec is not None:  # USER SESSION ..., or --user U SESSION ...
+        c.add_argument("--user", help="the user ('-' for anonymous); the positionals then start at SESSION")
+        c.add_argument("target", nargs="*", help=argparse.SUPPRESS)
+    return c
+
+
+def _yes(c: argparse.ArgumentParser) -> None:
+    c.add_argument("--yes", action="store_true", help="do it without asking (needed when there is no terminal to ask on)")
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="mysql-state", description="Inspect and maintain agent state stored by mysql-state.")
+    p = Parser(prog="mysql-state", description="Inspect and maintain agent state stored by mysql-state: one "
+               "command per API call of MysqlAgentStateStore.")
     p.add_argument("--url", help="mysql://user:pw@host:port/database (default: $MYSQL_URL, else the default server)")
     p.add_argument("--database", help="database name (wins over the URL's path)")
     p.add_argument("--table", help="table name (default agentscope_sessions)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    sub = p.add_subparsers(dest="command", required=True)
-    sv = sub.add_parser("server", help="the embedded default server (data under ~/.cache/mysql-state)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sv = _command(sub, "server", None)
     sv.add_argument("action", choices=["start", "stop", "status"])
-    s = sub.add_parser("sessions", help="sessions newest first (or, given USER, that user's session ids)")
+    s = _command(sub, "sessions", _sessions)
     s.add_argument("user_ids", nargs="?", metavar="USER", help="print only this user's session ids, one a line")
-    s.add_argument("--user", help="only this user ('-' for anonymous)")
-    s.add_argument("--limit", type=int, default=100)
+    s.add_argument("--user", help="only this user's sessions ('-' for anonymous)")
+    s.add_argument("--limit", type=count, default=100, help="sessions per page (default 100)")
     s.add_argument("--older-than", type=duration, help="only sessions with no write for this long (30d, 12h)")
-    sh = sub.add_parser("show", help="a session's keys, or one key's value or items")
-    sh.add_argument("--user", required=True)
-    sh.add_argument("session")
-    sh.add_argument("key", nargs="?")
-    sh.add_argument("--tail", type=int, help="only the last N items of a list")
-    sh.add_argument("--history", action="store_true", help="the list's archived items instead")
-    rm = sub.add_parser("rm", help="delete a session, or one key of it")
-    rm.add_argument("--user", required=True)
-    rm.add_argument("session")
-    rm.add_argument("key", nargs="?")
-    rm.add_argument("--yes", action="store_true", help="required to delete a whole session")
-    fk = sub.add_parser("fork", help="copy a session to a new one (server-side)")
-    fk.add_argument("--user", required=True)
-    fk.add_argument("session")
-    fk.add_argument("new_session")
+    s.add_argument("--cursor", help="the next page: the next_cursor of the page before (printed on stderr, or in --json)")
+    _command(sub, "exists", _exists, ("session",), "[--user U] USER SESSION")
+    g = _command(sub, "get", _get, ("session", "key?"),
+                 "[--user U] USER SESSION [KEY] [--offset N] [--limit N] [--tail N] [--history]")
+    g.add_argument("--offset", type=int, default=0, help="a list's first item; negative counts from the end")
+    g.add_argument("--limit", type=count, default=None, help="at most N items of a list")
+    g.add_argument("--tail", type=count, help="only the last N items of a list")
+    g.add_argument("--history", action="store_true", help="the list's archived items instead")
+    _command(sub, "list-length", _length, ("session", "key"), "[--user U] USER SESSION KEY")
+    _command(sub, "save", _save, ("session", "key", "value"), "[--user U] USER SESSION KEY JSON")
+    _command(sub, "save-list", _save_list, ("session", "key", "value"), "[--user U] USER SESSION KEY JSON_ARRAY")
+    _command(sub, "append-list", _append_list, ("session", "key", "items*"), "[--user U] USER SESSION KEY JSON...")
+    _command(sub, "pop-list", _pop_list, ("session", "key"), "[--user U] USER SESSION KEY")
+    d = _command(sub, "delete", _delete, ("session", "key?"), "[--user U] USER SESSION [KEY] [--yes]")
+    _yes(d)
+    fk = _command(sub, "fork", _fork, ("session", "new_session"), "[--user U] USER SESSION NEW_SESSION [--new-user U]")
     fk.add_argument("--new-user", help="the new session's user (default: the same)")
-    pr = sub.add_parser("prune", help="delete sessions with no write for a while")
-    pr.add_argument("--older-than", type=duration, required=True)
-    pr.add_argument("--user")
-    pr.add_argument("--dry-run", action="store_true")
-    pr.add_argument("--yes", action="store_true", help="required unless --dry-run")
-    pr.add_argument("--batch", type=int, default=500)
-    ex = sub.add_parser("export", help="every row as JSON lines on stdout")
-    ex.add_argument("--user")
+    pr = _command(sub, "prune", _prune)
+    pr.add_argument("--older-than", type=duration, required=True, help="no write for this long (30d, 12h, 2w)")
+    pr.add_argument("--user", help="only this user's sessions ('-' for anonymous)")
+    pr.add_argument("--dry-run", action="store_true", help="count what it would delete; delete nothing")
+    pr.add_argument("--batch", type=count, default=500, help="sessions per transaction (default 500)")
+    _yes(pr)
+    ex = _command(sub, "export", _export)
+    ex.add_argument("--user", help="only this user's sessions ('-' for anonymous)")
     ex.add_argument("--session", action="append", help="only this session of --user (repeatable)")
-    im = sub.add_parser("import", help="rows of an export from stdin")
-    im.add_argument("--on-conflict", choices=["skip", "replace"], default="skip")
-    dr = sub.add_parser("doctor", help="check the table; exit 1 when a problem remains")
-    dr.add_argument("--fix", action="store_true")
-    mg = sub.add_parser("migrate", help="apply the schema steps the table needs")
-    mg.add_argument("--dry-run", action="store_true")
-    sub.add_parser("stats", help="sessions, rows, bytes, the largest sessions, and the metrics")
-    e = sub.add_parser("exists", help="exit 0 if the session has rows, 1 if not")
-    e.add_argument("user")
-    e.add_argument("session")
-    for name, helptext in (("get", "a single value, as JSON"), ("length", "a list's length")):
-        c = sub.add_parser(name, help=helptext)
-        c.add_argument("user")
-        c.add_argument("session")
-        c.add_argument("key")
-    g = sub.add_parser("get-list", help="a list's items, one JSON document per line")
-    g.add_argument("user")
-    g.add_argument("session")
-    g.add_argument("key")
-    g.add_argument("--offset", type=int, default=0, help="first item; negative counts from the end")
-    g.add_argument("--limit", type=int, default=None)
-    d = sub.add_parser("delete", help="delete a whole session, or one key of it")
-    d.add_argument("user")
-    d.add_argument("session")
-    d.add_argument("key", nargs="?")
-    t = sub.add_parser("truncate", help="remove every row of the table")
-    t.add_argument("--yes", action="store_true", help="required: this deletes every session")
-    f = sub.add_parser("forget-user", help="erase every row of a user's sessions ('-' for anonymous)")
-    f.add_argument("user")
-    f.add_argument("--yes", action="store_true", help="required: this deletes every session of the user")
-    sub.add_parser("reencrypt", help="rewrite every row under the current key of $MYSQL_STATE_KEYS")
+    im = _command(sub, "import", _import)
+    im.add_argument("--on-conflict", choices=["skip", "replace"], default="skip",
+                    help="skip (default): keep stored rows; replace: the export's keys replace the stored ones")
+    _yes(im)
+    dr = _command(sub, "doctor", _doctor)
+    dr.add_argument("--fix", action="store_true", help="repair what can be repaired")
+    mg = _command(sub, "migrate", _migrate)
+    mg.add_argument("--dry-run", action="store_true", help="print the SQL; change nothing")
+    _command(sub, "stats", _stats)
+    _yes(_command(sub, "truncate", _truncate))
+    f = _command(sub, "forget-user", _forget_user)
+    f.add_argument("user", metavar="USER", help="the user ('-' for anonymous)")
+    _yes(f)
+    _command(sub, "reencrypt", _reencrypt)
     return p
+
+
+def _bind(args: argparse.Namespace) -> None:
+    """Name the positionals of ``USER SESSION ...`` (or ``--user U SESSION ...``) by the command's spec."""
+    pos = list(args.target)
+    what = " ".join(n.rstrip("?*").upper() for n in args.spec)
+    if args.user is None:
+        if not pos:
+            args.cmd.error(f"give USER {what} (or --user U {what})")
+        args.user = pos.pop(0)
+    for name in args.spec:
+        base = name.rstrip("?*")
+        if name.endswith("*"):
+            setattr(args, base, pos)
+            pos = []
+        elif name.endswith("?"):
+            setattr(args, base, pos.pop(0) if pos else None)
+        elif pos:
+            setattr(args, base, pos.pop(0))
+        else:
+            args.cmd.error(f"missing {base.upper()}: give {'--user U ' if args.user else 'USER '}{what}")
+    if pos:
+        args.cmd.error(f"unexpected {' '.join(map(repr, pos))}")
 
 
 def hoist(argv: Sequence[str]) -> list[str]:
@@ -151,33 +257,34 @@ def hoist(argv: Sequence[str]) -> list[str]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run one command; returns the exit status (2 for a usage or store error)."""
+    """Run one command; returns the exit status (1: not found, 2: a usage or store error, or refused)."""
     args = _parser().parse_args(hoist(list(sys.argv[1:] if argv is None else argv)))
-    if args.command == "server":
+    if args.spec is not None:
+        _bind(args)
+    if args.canonical == "server":
         return _server(args)
     url = args.url or os.environ.get("MYSQL_URL")
+    embedded = False
     if not url:
         from .server import default_server_url
 
         url = default_server_url()
+        embedded = url is not None  # the user's own scratch server: make the database and table
     if not url:
         _err("give a URL (--url mysql://user:pw@host:port/database), set MYSQL_URL, or run `mysql-state server start`")
         return 2
-    for command, flag in (("truncate", "yes"), ("prune", "yes")):
-        if args.command == command and not getattr(args, flag) and not getattr(args, "dry_run", False):
-            _err(f"{command} deletes sessions; pass --yes to confirm (or --dry-run to see what it would do)")
-            return 2
-    if args.command == "forget-user" and not args.yes:
-        _err(f"forget-user removes every session of user {args.user!r}; nothing was deleted: pass --yes to confirm")
-        return 2
-    if args.command == "rm" and args.key is None and not args.yes:
-        _err("rm of a whole session: pass --yes to confirm")
-        return 2
     try:
         # Encrypted sessions read with the ring of MYSQL_STATE_KEYS (reencrypt needs it).
-        ring = Keyring.from_env() if os.environ.get(KEYS_ENV) or args.command == "reencrypt" else None
-        with MysqlAgentStateStore.from_url(url, args.database, args.table, pool_size=1, encryption=ring) as store:
-            return COMMANDS[args.command](store, args)
+        args.ring = Keyring.from_env() if os.environ.get(KEYS_ENV) or args.canonical == "reencrypt" else None
+        with MysqlAgentStateStore.from_url(url, args.database, args.table, embedded, pool_size=1,
+                                           encryption=args.ring) as store:
+            return args.run(store, args)
+    except (NotFound, SessionNotFoundError) as exc:
+        _err(_one_line(str(exc), url))
+        return NOT_FOUND
+    except Refused as exc:
+        _err(str(exc))
+        return exc.code
     except (MysqlStateError, ValueError, TypeError, LookupError) as exc:
         _err(_one_line(str(exc), url))
         return 2
@@ -187,6 +294,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except Exception as exc:  # noqa: BLE001 - a CLI prints one line, never a traceback
         _err(f"{type(exc).__name__}: {_one_line(str(exc), url)}")
         return 2
+
+
+def confirm(args: argparse.Namespace, what: str) -> None:
+    """Go on if ``--yes`` was given, or if the user answers y on the terminal; else raise
+    :class:`Refused` (exit 2 without a terminal to ask on, 1 when the answer was no)."""
+    if getattr(args, "yes", False):
+        return
+    if not sys.stdin.isatty():
+        raise Refused(f"{args.canonical} would {what}; nothing was deleted: pass --yes to confirm "
+                      "(there is no terminal to ask on)")
+    sys.stderr.write(f"mysql-state: {args.canonical} will {what}. Go on? [y/N] ")
+    sys.stderr.flush()
+    if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+        raise Refused("not confirmed: nothing was deleted", NOT_FOUND)
 
 
 def _err(message: str) -> None:
@@ -210,7 +331,15 @@ def table(rows: list[list[Any]], header: list[str]) -> str:
 
 
 def _out(args: argparse.Namespace, obj: Any, text: str) -> None:
-    print(_dumps(obj) if args.json else text)
+    """``obj`` as JSON with ``--json``, else ``text`` (nothing at all when it is empty)."""
+    if args.json:
+        print(_dumps(obj))
+    elif text:
+        print(text)
+
+
+def _where(args: argparse.Namespace) -> str:
+    return f"session {args.session!r} of user {args.user!r}"
 
 
 # ---- commands --------------------------------------------------------------------------------
@@ -244,20 +373,26 @@ def _sessions(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     before = None
     if args.older_than is not None:
         before = dt.datetime.now(dt.timezone.utc) - args.older_than
-    page = store.sessions(user, updated_before=before, limit=args.limit)
+    page = store.sessions(user, updated_before=before, limit=args.limit, cursor=args.cursor)
     items = [dict(user_id=s.user_id, session_id=s.session_id, keys=s.keys, rows=s.rows, bytes=s.bytes,
                   created_at=s.created_at, updated_at=s.updated_at) for s in page.items]
     rows = [[s.user_id or "-", s.session_id, len(s.keys), s.rows, s.bytes, s.updated_at] for s in page.items]
     _out(args, {"items": items, "next_cursor": page.next_cursor},
-         table(rows, ["USER", "SESSION", "KEYS", "ROWS", "BYTES", "UPDATED"]))
+         table(rows, ["USER", "SESSION", "KEYS", "ROWS", "BYTES", "UPDATED"]) if rows else "")
+    if page.next_cursor is not None and not args.json:
+        _err(f"more sessions: the next page is --cursor {page.next_cursor}")
     return 0
 
 
-def _show(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
+def _has_key(store: MysqlAgentStateStore, args: argparse.Namespace) -> bool:
+    return store.get_versioned(_user(args.user), args.session, args.key).version != 0
+
+
+def _get(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     user = _user(args.user)
-    if not store.exists(user, args.session):
-        raise SessionNotFoundError(f"no session {args.session!r} of user {args.user!r}")
     if args.key is None:
+        if not store.exists(user, args.session):
+            raise NotFound(f"no {_where(args)}")
         info = _info(store, user, args.session)
         _out(args, info, "\n".join(f"{k}: {v}" for k, v in info.items()))
         return 0
@@ -265,10 +400,11 @@ def _show(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
         items = [{"value": h.value, "archived_at": h.archived_at} for h in store.get_history(user, args.session, args.key)]
         _out(args, items, "\n".join(f"{h['archived_at']}  {_dumps(h['value'])}" for h in items))
         return 0
-    if store.get_versioned(user, args.session, args.key).version == 0:
-        raise LookupError(f"session {args.session!r} has no key {args.key!r}")
+    if not _has_key(store, args):
+        raise NotFound(f"{_where(args)} has no key {args.key!r}")
     if store.get_list_versioned(user, args.session, args.key).version > 0:  # a hash row: a list
-        items = store.get_list(user, args.session, args.key, offset=-args.tail if args.tail else 0)
+        offset = -args.tail if args.tail else args.offset
+        items = store.get_list(user, args.session, args.key, offset=offset, limit=args.limit)
         _out(args, items, "\n".join(_dumps(i) for i in items))
         return 0
     value = store.get(user, args.session, args.key)
@@ -290,12 +426,55 @@ def _info(store: MysqlAgentStateStore, user: Optional[str], session: str) -> dic
         cursor = page.next_cursor
 
 
-def _rm(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
+def _length(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
+    n = store.list_length(_user(args.user), args.session, args.key)
+    _out(args, n, str(n))
+    return 0
+
+
+def _save(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
+    store.save(_user(args.user), args.session, args.key, _json(args.value))
+    _out(args, {"saved": True}, f"saved {args.key!r}")
+    return 0
+
+
+def _save_list(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
+    values = _json(args.value)
+    if not isinstance(values, list):
+        raise ValueError(f"save-list takes a JSON array, got {args.value!r}")
+    store.save_list(_user(args.user), args.session, args.key, values)
+    _out(args, {"saved": len(values)}, f"saved {len(values)} items at {args.key!r}")
+    return 0
+
+
+def _append_list(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
+    n = store.append_list(_user(args.user), args.session, args.key, [_json(i) for i in args.items])
+    _out(args, n, str(n))
+    return 0
+
+
+def _pop_list(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     user = _user(args.user)
-    if not store.exists(user, args.session):
-        raise SessionNotFoundError(f"no session {args.session!r} of user {args.user!r}")
+    if store.list_length(user, args.session, args.key) == 0:
+        raise NotFound(f"the list {args.key!r} of {_where(args)} is empty or absent: nothing popped")
+    item = store.pop_list(user, args.session, args.key)
+    _out(args, item, _dumps(item))
+    return 0
+
+
+def _delete(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
+    user = _user(args.user)
+    if args.key is None:
+        if not store.exists(user, args.session):
+            raise NotFound(f"no {_where(args)}: nothing was deleted")
+        confirm(args, f"delete {_where(args)}, every key of it")
+        store.delete(user, args.session)
+        _out(args, {"deleted": "session", "session_id": args.session}, f"deleted {_where(args)}")
+        return 0
+    if not _has_key(store, args):
+        raise NotFound(f"{_where(args)} has no key {args.key!r}: nothing was deleted")
     store.delete(user, args.session, args.key)
-    _out(args, {"deleted": True}, "deleted")
+    _out(args, {"deleted": "key", "key": args.key}, f"deleted key {args.key!r} of {_where(args)}")
     return 0
 
 
@@ -328,6 +507,9 @@ class Bar:
 
 def _prune(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     user = ALL_USERS if args.user is None else _user(args.user)
+    if not args.dry_run:
+        whose = "" if args.user is None else f" of user {args.user!r}"
+        confirm(args, f"delete every session{whose} with no write for {args.older_than}")
     bar = Bar("would prune" if args.dry_run else "pruning")
     try:
         report = store.prune(args.older_than, user_id=user, dry_run=args.dry_run, batch=args.batch, progress=bar)
@@ -358,6 +540,8 @@ def _export(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
 
 
 def _import(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
+    if args.on_conflict == "replace":
+        confirm(args, "replace the stored keys of every session in the import with the export's rows")
     bar = Bar("imported rows")
     n = store.import_rows(sys.stdin, on_conflict=args.on_conflict, progress=bar)
     bar.end()
@@ -381,6 +565,24 @@ def _migrate(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     return 0
 
 
+def metric_rows(metrics: dict, prefix: str = "") -> list[list[Any]]:
+    """The counters of ``store.metrics()`` as ``[name, value]`` rows, nested names dotted
+    (``saves.append``); ``latency`` is left to its own table.
+
+    >>> metric_rows({"saves": {"append": 2}, "errors": {}, "reads": 3, "latency": {}})
+    [['saves.append', 2], ['errors', '-'], ['reads', 3]]
+    """
+    rows: list[list[Any]] = []
+    for name, value in metrics.items():
+        if name == "latency" and not prefix:
+            continue
+        if isinstance(value, dict):
+            rows += metric_rows(value, f"{prefix}{name}.") if value else [[prefix + name, "-"]]
+        else:
+            rows.append([prefix + name, round(value, 6) if isinstance(value, float) else value])
+    return rows
+
+
 def _stats(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     sessions, rows, nbytes = 0, 0, 0
     biggest: list = []
@@ -402,63 +604,38 @@ def _stats(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
            "largest": [{"user_id": u, "session_id": s, "rows": r, "bytes": b} for b, r, u, s in biggest], "metrics": m}
     text = (f"sessions {sessions}\nrows     {rows}\nbytes    {nbytes}\n\nlargest sessions\n"
             + table([[u or "-", s, r, b] for b, r, u, s in biggest], ["USER", "SESSION", "ROWS", "BYTES"])
-            + "\n\nmetrics (this process)\n" + _dumps(m))
+            + "\n\nmetrics (this process)\n" + table(metric_rows(m), ["METRIC", "VALUE"])
+            + "\n\nlatency (this process)\n"
+            + table([[op, v.get("count"), round(v.get("sum_seconds", 0.0) * 1000, 3), round(v.get("max_seconds", 0.0) * 1000, 3)]
+                     for op, v in sorted(m.get("latency", {}).items())], ["OPERATION", "CALLS", "TOTAL_MS", "MAX_MS"]))
     _out(args, out, text)
     return 0
 
 
 def _exists(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     found = store.exists(_user(args.user), args.session)
-    print("yes" if found else "no")
+    _out(args, found, "yes" if found else "no")
     return 0 if found else 1
 
 
-def _get(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
-    value, version = store.get_versioned(_user(args.user), args.session, args.key)
-    if version == 0 and value is None:
-        _err(f"no value at {args.key!r}")
-        return 1
-    print(_dumps(value))
-    return 0
-
-
-def _length(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
-    print(store.list_length(_user(args.user), args.session, args.key))
-    return 0
-
-
-def _get_list(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
-    for item in store.get_list(_user(args.user), args.session, args.key, offset=args.offset, limit=args.limit):
-        print(_dumps(item))
-    return 0
-
-
-def _delete(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
-    store.delete(_user(args.user), args.session, args.key)
-    return 0
-
-
 def _truncate(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
-    print(f"removed {store.truncate_all_sessions()} rows")
+    confirm(args, f"delete every row of `{store.database_name}`.`{store.table_name}`, every session of every user")
+    n = store.truncate_all_sessions()
+    _out(args, {"removed": n}, f"removed {n} rows")
     return 0
 
 
 def _forget_user(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
-    print(f"removed {store.forget_user(_user(args.user))} rows")
+    confirm(args, f"remove every session of user {args.user!r}")
+    n = store.forget_user(_user(args.user))
+    _out(args, {"removed": n}, f"removed {n} rows")
     return 0
 
 
 def _reencrypt(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
-    print(f"rewrote {store.reencrypt()} rows under key {store._keyring.current!r}")  # noqa: SLF001
+    n = store.reencrypt()
+    _out(args, {"rewritten": n, "key": args.ring.current}, f"rewrote {n} rows under key {args.ring.current!r}")
     return 0
-
-
-COMMANDS = {
-    "sessions": _sessions, "show": _show, "rm": _rm, "fork": _fork, "prune": _prune, "export": _export,
-    "import": _import, "doctor": _doctor, "migrate": _migrate, "stats": _stats, "exists": _exists,
-    "get": _get, "length": _length, "get-list": _get_list, "delete": _delete, "truncate": _truncate,
-    "forget-user": _forget_user, "reencrypt": _reencrypt,
-}
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ import tempfile
 import time
 from typing import Optional
 
-from .server import LocalServer, find_binary, init_datadir, read_error_log
+from .server import LocalServer, find_binary, init_datadir, read_error_log, server_command
 
 GALERA_LIBS = ("/usr/lib/galera/libgalera_smm.so", "/usr/lib/libgalera_smm.so",
                "/usr/lib64/galera-4/libgalera_smm.so", "/usr/lib64/galera/libgalera_smm.so")
@@ -212,19 +212,8 @@ class GaleraCluster:
         gcomm = ",".join(f"127.0.0.1:{n.gcomm_port}" for n in self.nodes)
         options = (f"gmcast.listen_addr=tcp://127.0.0.1:{node.gcomm_port};"
                    f"ist.recv_addr=127.0.0.1:{node.ist_port};{self.provider_options}")
-        tmpdir = os.path.join(node.base, "tmp")  # its own: servers side by side collided in /tmp
-        if not os.path.isdir(tmpdir):
-            os.makedirs(tmpdir)
-            if self.user:
-                shutil.chown(tmpdir, self.user, self.user)
-        cmd = [
-            self.binary, "--no-defaults", f"--datadir={node.datadir}", f"--socket={node.socket}",
-            f"--tmpdir={tmpdir}",
-            f"--port={node.port}", "--bind-address=127.0.0.1", "--skip-name-resolve",
-            "--character-set-server=utf8mb4", "--collation-server=utf8mb4_unicode_ci",
-            "--innodb-buffer-pool-size=128M", "--max-connections=300",
-            f"--log-error={os.path.join(node.base, 'error.log')}",
-            f"--pid-file={os.path.join(node.base, 'pid')}",
+        cmd = server_command(self.binary, node.base, node.datadir, node.socket, node.port, buffer_pool="128M",
+                             max_connections=300, user=self.user or None) + [
             "--binlog-format=ROW", "--innodb-autoinc-lock-mode=2", "--default-storage-engine=InnoDB",
             "--wsrep-on=ON", f"--wsrep-provider={self.library}",
             f"--wsrep-cluster-name=mysql-state-{self.base_port}",
@@ -233,8 +222,6 @@ class GaleraCluster:
             f"--wsrep-provider-options={options}",
             f"--wsrep-sst-receive-address=127.0.0.1:{node.sst_port}", "--wsrep-sst-method=rsync",
         ]
-        if self.user:
-            cmd.append(f"--user={self.user}")
         if start_position:
             cmd.append(f"--wsrep-start-position={start_position}")
         if bootstrap:

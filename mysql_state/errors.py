@@ -25,6 +25,8 @@ __all__ = [
     "DecryptionError",
     "StaleStateError",
     "LockTimeoutError",
+    "LockLostError",
+    "NestedTransactionError",
     "StoreClosedError",
     "SessionNotFoundError",
     "SessionExistsError",
@@ -129,6 +131,17 @@ class StaleStateError(MysqlStateError):
 
 class LockTimeoutError(MysqlStateError):
     """``session_lock`` could not take the session's lock within its timeout."""
+
+
+class LockLostError(MysqlStateError):
+    """A ``session_lock`` lease was lost while held: its lock connection died (killed, cut, or
+    the server restarted), so the server released the lock and another run may hold it now.
+    Raised by the next store call made inside the lease, by ``check()`` and at the block's end."""
+
+
+class NestedTransactionError(MysqlStateError, RuntimeError):
+    """A write through the store (or a nested ``store.transaction``) inside ``transaction(fn)``'s
+    ``fn`` on the same thread: it would wait for the transaction's own row locks. Use ``tx``."""
 
 
 class StoreClosedError(MysqlStateError, RuntimeError):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 __all__ = ["Host", "HostPools", "RETRY_AFTER", "RETRY_AFTER_MAX"]
@@ -42,7 +42,6 @@ class Host:
     name: str = "host"
     failures: int = 0  # consecutive times it did not answer
     down_until: float = 0.0  # time.monotonic() before which new calls skip it
-    owned_pools: list = field(default_factory=list)
 
 
 class HostPools:
@@ -121,9 +120,6 @@ class HostPools:
                 host.failures = 0
                 host.down_until = 0.0
                 self._any_down = any(h.failures for h in self.hosts)
-
-    def is_single(self) -> bool:
-        return len(self.hosts) == 1
 
 
 def host_name(kwargs: dict) -> str:

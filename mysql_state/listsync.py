@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
@@ -124,11 +123,6 @@ class ListHash:
             return ListHash(n, total, p, plen, ph, psum & _MASK, dk)
         except (ValueError, KeyError, TypeError):
             return None
-
-    @staticmethod
-    def of(item_digests: Sequence[int]) -> "ListHash":
-        """An unkeyed hash with its checkpoint at 0 (see :meth:`Digester.of`)."""
-        return PLAIN.of(item_digests)
 
     def extended(self, new_digests: Sequence[int]) -> "ListHash":
         """The hash after appending items with these digests (O(new items); the checkpoint stays)."""
@@ -467,81 +461,3 @@ def plan_cold(datas: Sequence[bytes], item_digests: Sequence[int], stored: Optio
     if stored.n <= len(datas) and (sum(item_digests[: stored.n]) & _MASK) == stored.total:
         return Plan(upserts=list(enumerate(datas[stored.n :], stored.n)), kind="append")
     return None
-
-
-class HashHints:
-    """The hash row last seen per list (bounded; approximate LRU). A hint is only a guess:
-    whoever uses it checks it against the stored row under its lock."""
-
-    def __init__(self, max_items: int = 4096) -> None:
-        self.max_items = max_items
-        self._items: OrderedDict[tuple[str, str], ListHash] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple[str, str]) -> Optional[ListHash]:
-        return self._items.get(key)
-
-    def put(self, key: tuple[str, str], h: Optional[ListHash]) -> None:
-        with self._lock:
-            self._items.pop(key, None)
-            if h is not None:
-                self._items[key] = h
-                while len(self._items) > self.max_items:
-                    self._items.popitem(last=False)
-
-    def drop(self, key: Optional[tuple[str, str]] = None, session: Optional[str] = None) -> None:
-        with self._lock:
-            if key is not None:
-                self._items.pop(key, None)
-            elif session is not None:
-                for k in [k for k in self._items if k[0] == session]:
-                    self._items.pop(k, None)
-            else:
-                self._items.clear()
-
-
-class SnapshotCache:
-    """A byte-bounded LRU of :class:`Snapshot` per ``(session_id, key)``; thread-safe."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._lock = threading.Lock()
-        self._items: OrderedDict[tuple[str, str], Snapshot] = OrderedDict()
-        self._sizes: dict[tuple[str, str], int] = {}
-        self._total = 0
-
-    def get(self, key: tuple[str, str]) -> Optional[Snapshot]:
-        with self._lock:
-            snap = self._items.get(key)
-            if snap is not None:
-                self._items.move_to_end(key)
-            return snap
-
-    def put(self, key: tuple[str, str], snap: Optional[Snapshot]) -> None:
-        with self._lock:
-            self._pop(key)
-            size = snap.nbytes if snap is not None else 0
-            if snap is None or size > self.max_bytes:
-                return
-            self._items[key] = snap
-            self._sizes[key] = size
-            self._total += size
-            while self._total > self.max_bytes:
-                self._pop(next(iter(self._items)))
-
-    def _pop(self, key: tuple[str, str]) -> None:
-        if self._items.pop(key, None) is not None:
-            self._total -= self._sizes.pop(key)
-
-    def drop(self, key: Optional[tuple[str, str]] = None, session: Optional[str] = None) -> None:
-        """Forget one list, every list of a session, or (no arguments) everything."""
-        with self._lock:
-            if key is not None:
-                self._pop(key)
-            elif session is not None:
-                for k in [k for k in self._items if k[0] == session]:
-                    self._pop(k)
-            else:
-                self._items.clear()
-                self._sizes.clear()
-                self._total = 0

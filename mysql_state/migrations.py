@@ -220,8 +220,7 @@ def migrate(ctx: Ctx, dry_run: bool) -> list[Step]:
 # ---- the doctor ------------------------------------------------------------------------------
 
 _SCAN = (
-    "SELECT session_id, state_key, item_index, state_data, updated_at FROM {t} WHERE session_id >= %s"
-    " AND (session_id > %s OR (state_key > %s OR (state_key = %s AND item_index > %s)))"
+    "SELECT session_id, state_key, item_index, state_data, updated_at FROM {t} WHERE " + sql.KEYSET_AFTER +
     " ORDER BY session_id, state_key, item_index LIMIT %s"
 )
 _SESSION_ROWS = "SELECT COUNT(*) FROM {t} WHERE session_id = %s FOR UPDATE"
@@ -256,7 +255,7 @@ def scan(ctx: Ctx) -> Iterator[tuple[str, list]]:
     current: Optional[str] = None
     rows: list = []
     while True:
-        args = (last[0], last[0], last[1], last[1], last[2], CHUNK)
+        args = sql.after(last) + (CHUNK,)
         got = ctx.run(lambda cur: (cur.execute(statement, args), cur.fetchall())[1], "doctor", write=False)
         for sid, key, index, data, updated in got:
             if sid != current:

@@ -22,6 +22,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "mysql_state.openai_agents needs the OpenAI Agents SDK: pip install 'mysql-state[openai-agents]'"
     ) from exc
 
+from . import keys
 from ._adapt import AnyStore, as_async, open_store
 
 __all__ = ["MysqlSession", "ITEMS_KEY"]
@@ -62,7 +63,8 @@ class MysqlSession(SessionABC):
         )
         self._owns_store = False
         # Validate the ids now (ValueError naming the id), not on the first turn.
-        self.store.sync._ids(user_id, session_id, key, is_list=True)
+        keys.pack(user_id, session_id)
+        keys.state_key(key, is_list=True, exact=self.store.sync.exact_keys)
 
     @classmethod
     def from_url(

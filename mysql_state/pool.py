@@ -21,7 +21,7 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional, TypeVar
+from typing import Any, Callable, Iterator, Optional, Protocol, TypeVar
 
 import pymysql
 
@@ -43,7 +43,7 @@ from .errors import (
 )
 from . import url as _url
 from .hosts import Host, HostPools, host_name
-from .replicas import check_consistency
+from .replicas import Router, check_consistency
 from .url import parse_url  # noqa: F401 - re-exported: it lived here before url.py
 
 T = TypeVar("T")
@@ -77,11 +77,28 @@ def _is_driver_error(exc: BaseException) -> bool:
     return isinstance(exc, pymysql.err.Error)
 
 
+class Observer(Protocol):
+    """What a :class:`Connector` tells whoever watches it (``Connector(..., observer=...)``;
+    the store's :class:`~mysql_state.metrics.Metrics` is one). Both are called on the calling
+    thread, must be cheap and must not raise."""
+
+    def checked_out(self, seconds: float) -> None:
+        """A pooled connection was obtained (or not) after waiting ``seconds``."""
+
+    def ran(self, what: str, write: bool, seconds: float, error: Optional[BaseException]) -> None:
+        """One :meth:`Connector.run` ended after ``seconds``: ``what`` names the operation
+        (its first word is the operation's name), ``error`` what it raised (None: it
+        returned), including errors raised by ``fn`` itself (e.g. a row that does not decode)."""
+
+
 class Connector:
     """Runs a function on a raw DB-API connection, inside a transaction for writes.
 
     ``read_pool`` (optional) is used for reads: the store-owned one has autocommit on, so a
-    read is exactly one round trip.
+    read is exactly one round trip. ``router`` (a :class:`~mysql_state.replicas.Router`, only
+    with replicas) serves reads that are not ``"strong"`` and records each write's GTID for
+    the session the write names; ``observer`` (an :class:`Observer`) is told the time of
+    each call and each checkout.
     """
 
     def __init__(
@@ -96,6 +113,8 @@ class Connector:
         name: str = "the store",
         hosts: Optional[HostPools] = None,
         reconnects: int = RECONNECTS,
+        router: Optional[Router] = None,
+        observer: Optional["Observer"] = None,
     ) -> None:
         check_seconds("pool_timeout", pool_timeout)
         check_int("retries", retries, 0)
@@ -119,11 +138,15 @@ class Connector:
         self.stats = Stats()
         self.closed = False
         self.name = name
-        #: Called with the driver connection right after each COMMIT (None: nothing is done,
-        #: so a store without replicas pays nothing); see mysql_state.replicas.
-        self.on_commit: Optional[Callable[[Any], None]] = None
-        #: Routes reads that opt out of "strong" consistency (a replicas.Router), or None.
-        self.replicas: Any = None
+        #: Routes reads that opt out of "strong" consistency, and is told the GTID of each
+        #: COMMIT with the session written (a replicas.Router); None without replicas, so a
+        #: store without replicas pays nothing.
+        self.router = router
+        #: Told how long each call and each checkout took (see :class:`Observer`), or None.
+        self.observer = observer
+        #: Called as ``guard(what, write)`` before every call, to refuse one by raising (the
+        #: store refuses a write inside its own transaction's fn, and calls in a lost lease).
+        self.guard: Optional[Callable[[str, bool], None]] = None
         self._pools = hosts.pools()
         self._limits = {}
         pool = self.pool
@@ -142,6 +165,15 @@ class Connector:
     # ---- checkout --------------------------------------------------------------------------
 
     def _checkout(self, pool: Any, what: str) -> Any:
+        if self.observer is None:
+            return self._wait_for(pool, what)
+        start = time.perf_counter()
+        try:
+            return self._wait_for(pool, what)
+        finally:
+            self.observer.checked_out(time.perf_counter() - start)
+
+    def _wait_for(self, pool: Any, what: str) -> Any:
         deadline = time.monotonic() + self.pool_timeout
         sem = self._limits.get(id(pool))
         if sem is not None and not sem.acquire(timeout=self.pool_timeout):
@@ -197,6 +229,10 @@ class Connector:
     ) -> T:
         """Run ``fn(cursor)`` with retries; a write is one transaction ending in COMMIT.
 
+        ``session`` is the packed session id the call reads or writes; None: several or every
+        session (a whole-table write, ``transaction``). A write names it so that, with
+        replicas, "session" reads of that session wait for this commit.
+
         Retried: lock conflicts (1213, 1205, also when COMMIT returns them: a Galera
         certification failure) and a lost creation race (1062) for writes with
         ``lock_retry``, and a lost connection whenever nothing was committed yet. A lost
@@ -207,12 +243,30 @@ class Connector:
         :class:`CommitUnknownError` and is never retried.
 
         A read with ``consistency`` other than ``"strong"`` may go to a replica
-        (:mod:`mysql_state.replicas`); ``session`` is the packed session id it reads.
+        (:mod:`mysql_state.replicas`). A transaction that wrote nothing (only SELECT, SHOW
+        and SET were sent) whose COMMIT fails is never "unknown": it moves on like a read.
         """
+        if self.guard is not None:
+            self.guard(what, write)
+        if self.observer is None:
+            return self._run(fn, what, write, lock_retry, consistency, session)
+        start = time.perf_counter()
+        error: Optional[BaseException] = None
+        try:
+            return self._run(fn, what, write, lock_retry, consistency, session)
+        except Exception as exc:  # an interrupt (KeyboardInterrupt, a cancelled thread) is no error
+            error = exc
+            raise
+        finally:
+            self.observer.ran(what, write, time.perf_counter() - start, error)
+
+    def _run(self, fn: Callable[[Any], T], what: str, write: bool, lock_retry: bool, consistency: str,
+             session: Optional[str]) -> T:
         if consistency != "strong":
             check_consistency(consistency)
-            if self.replicas is not None and not write:
-                return self.replicas.read(fn, what, consistency, session)
+            if self.router is not None and not write:
+                primary = lambda f: self._run(f, what, False, lock_retry, "strong", session)  # noqa: E731
+                return self.router.read(fn, what, consistency, session, primary, self.stats)
         if self.closed:
             raise StoreClosedError(f"{what}: {self.name} is closed; it opens no new connection")
         way = _Failover(self.hosts, self.reconnects)
@@ -240,9 +294,9 @@ class Connector:
                         flight.committing = True
                         raw.commit()
                         self.stats.transactions += 1
-                        if self.on_commit is not None:
+                        if self.router is not None:
                             flight.committing = False
-                            self.on_commit(raw)  # never raises: it records what it could
+                            self.router.committed(raw, session)  # never raises: it records what it could
                     elif not auto:
                         raw.rollback()  # end the read snapshot: no open transaction goes back
                     if restore_autocommit:
@@ -269,7 +323,7 @@ class Connector:
                             _drop(raw, restore_autocommit)
                     if not driver:
                         raise
-                    if (lost or unready) and flight.committing:
+                    if (lost or unready) and flight.committing and flight.wrote:
                         raise CommitUnknownError(
                             f"{what}: the connection was lost during COMMIT (error {errno}); the write "
                             "may or may not be stored, read it back before repeating it",
@@ -352,8 +406,8 @@ class Connector:
 
     def close(self) -> None:
         self.closed = True
-        if self.replicas is not None:
-            self.replicas.close()
+        if self.router is not None:
+            self.router.close()
         if self.owned:
             for p in self._pools:
                 p.close()
@@ -407,14 +461,26 @@ class _Failover:
         return bool(self.order)
 
 
-class _Flight:
-    """Whether a statement (or COMMIT) was sent and its reply not yet read."""
+#: Statements that change no row (first word): a transaction of only these wrote nothing.
+_READ_ONLY_WORDS = ("SELECT", "SHOW", "SET")
 
-    __slots__ = ("on", "committing")
+
+def _writes(query: str) -> bool:
+    """Whether ``query`` may change a row (anything but SELECT, SHOW, SET): conservative."""
+    word = query.lstrip(" \t\r\n(").split(None, 1)
+    return not word or word[0].upper() not in _READ_ONLY_WORDS
+
+
+class _Flight:
+    """Whether a statement (or COMMIT) was sent and its reply not yet read, and whether this
+    transaction sent any statement that may write."""
+
+    __slots__ = ("on", "committing", "wrote")
 
     def __init__(self) -> None:
         self.on = False
         self.committing = False
+        self.wrote = False
 
 
 class _Cursor:
@@ -426,6 +492,8 @@ class _Cursor:
         self._cur, self._flight = cur, flight
 
     def execute(self, query: str, args: Any = None) -> int:
+        if not self._flight.wrote and _writes(query):
+            self._flight.wrote = True
         self._flight.on = True
         n = self._cur.execute(query, args)
         self._flight.on = False

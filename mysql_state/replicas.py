@@ -8,13 +8,18 @@
   MySQL ``WAIT_FOR_EXECUTED_GTID_SET``) for at most ``session_wait`` seconds; the primary
   serves the read when the replica did not get there in time.
 
-How the GTID of a commit is known: only when replicas are configured, the store reads
-``@@last_gtid`` (MariaDB; ``@@global.gtid_executed`` on MySQL, a superset) on the same
-connection right after each COMMIT, one round trip per write; a store without replicas
-installs nothing and pays nothing. The write's session is known because, with replicas, the
-store's write methods are wrapped (per instance, see :meth:`Router.install`) to name the
-session being written in a context variable. A write that names no session
-(``transaction``, ``truncate_all_sessions``) raises the floor every session read waits for.
+How the GTID of a commit is known: only when replicas are configured, the primary's
+:class:`~mysql_state.pool.Connector` is given a :class:`Router` at construction, and calls
+:meth:`Router.committed` right after each COMMIT, which reads ``@@last_gtid`` (MariaDB;
+``@@global.gtid_executed`` on MySQL, a superset) on the same connection: one round trip per
+write; a store without replicas has no router and pays nothing. The write's session is the
+``session=`` every write passes to ``Connector.run`` (it has the packed id anyway), so a
+write method added later cannot forget it: a write that names no session (``session=None``:
+``transaction``, ``truncate_all_sessions``, maintenance) raises the floor every session read
+waits for, which is always safe.
+
+Dependencies point one way: ``pool`` uses this module (:func:`check_consistency`, and a
+router it is given); this module knows a connector only as something with ``run``.
 
 Replicas are read-only and read with a non-admin user: only the reads above are sent to
 them, on autocommit connections (no DDL, no writes, no SET, no admin statement).
@@ -22,20 +27,15 @@ them, on autocommit connections (no DDL, no writes, no SET, no admin statement).
 
 from __future__ import annotations
 
-import contextvars
-import functools
 import re
 import threading
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Optional, Protocol, TypeVar
 
 from .errors import ServerUnavailableError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .pool import Connector
-
 __all__ = ["STRONG", "SESSION", "EVENTUAL", "CONSISTENCIES", "DEFAULT_SESSION_WAIT", "check_consistency",
-           "merge_gtids", "GtidLog", "Router"]
+           "merge_gtids", "GtidLog", "Router", "Reader"]
 
 T = TypeVar("T")
 STRONG, SESSION, EVENTUAL = "strong", "session", "eventual"
@@ -43,11 +43,6 @@ CONSISTENCIES = (STRONG, SESSION, EVENTUAL)
 DEFAULT_SESSION_WAIT = 5.0
 #: Sessions whose last write's GTID is remembered; older ones raise the floor instead.
 MAX_SESSIONS = 65536
-#: The write methods (first arguments ``user_id, session_id``) whose session is recorded.
-WRITE_METHODS = ("save", "save_if_version", "save_list", "save_list_report", "save_many",
-                 "save_list_if_version", "append_list", "pop_list", "delete")
-
-_WRITING: contextvars.ContextVar[Optional[str]] = contextvars.ContextVar("mysql_state_writing", default=None)
 _MARIADB_GTID = re.compile(r"^(\d+)-(\d+)-(\d+)$")
 #: The GTID of a write could not be read: that session is read on the primary.
 UNKNOWN = "?"
@@ -125,30 +120,33 @@ def _is_mariadb(raw: Any) -> bool:
 _BEHIND = object()
 
 
+class Reader(Protocol):
+    """What the router needs of the replicas' connector: ``run(fn, what, write=False)``."""
+
+    def run(self, fn: Callable[[Any], T], what: str, *, write: bool) -> T: ...
+
+    def close(self) -> None: ...
+
+
 class Router:
-    """Sends reads to the primary or the replicas by consistency (see the module docstring)."""
+    """Sends reads to the primary or the replicas by consistency (see the module docstring).
 
-    def __init__(self, primary: "Connector", replicas: "Connector", session_wait: float = DEFAULT_SESSION_WAIT) -> None:
-        self.primary, self.replicas, self.session_wait = primary, replicas, session_wait
-        self.log = GtidLog()
+    ``replicas`` runs reads on the replicas (a :class:`~mysql_state.pool.Connector` over their
+    host list). The primary's connector is given this router at construction: it calls
+    :meth:`read` for reads that are not ``"strong"`` and :meth:`committed` after each COMMIT.
+    """
 
-    def install(self, store: Any) -> None:
-        """Route ``store``'s reads here, and record the GTID of each of its commits.
-
-        The write methods are wrapped on this instance only (the class, hence a store
-        without replicas, is untouched), to name the session each write is for.
-        """
-        self.primary.replicas = self
-        self.primary.on_commit = self.on_commit
-        for name in WRITE_METHODS:
-            setattr(store, name, _naming_session(getattr(store, name)))
+    def __init__(self, replicas: Reader, session_wait: float = DEFAULT_SESSION_WAIT,
+                 max_sessions: int = MAX_SESSIONS) -> None:
+        self.replicas, self.session_wait = replicas, session_wait
+        self.log = GtidLog(max_sessions)
 
     # ---- writes --------------------------------------------------------------------------------
 
-    def on_commit(self, raw: Any) -> None:
-        """Read and record the GTID of the commit just made on ``raw`` (never raises: a GTID
-        that could not be read sends that session's "session" reads to the primary)."""
-        session = _WRITING.get()
+    def committed(self, raw: Any, session: Optional[str]) -> None:
+        """Read and record the GTID of the commit just made on ``raw`` for ``session`` (the
+        packed id the write named; None: every session). Never raises: a GTID that could not
+        be read sends that session's "session" reads to the primary."""
         sql = "SELECT @@last_gtid" if _is_mariadb(raw) else "SELECT @@global.gtid_executed"
         try:
             with raw.cursor() as cur:
@@ -167,13 +165,15 @@ class Router:
 
     # ---- reads ---------------------------------------------------------------------------------
 
-    def read(self, fn: Callable[[Any], T], what: str, consistency: str, session: Optional[str]) -> T:
-        """``fn(cursor)`` on a replica when ``consistency`` allows it, else on the primary."""
-        stats = self.primary.stats
+    def read(self, fn: Callable[[Any], T], what: str, consistency: str, session: Optional[str],
+             primary: Callable[[Callable[[Any], T]], T], stats: Any) -> T:
+        """``fn(cursor)`` on a replica when ``consistency`` allows it, else ``primary(fn)`` (the
+        primary's connector running it); ``stats`` counts ``replica_reads`` and
+        ``replica_fallbacks``."""
         wait = self.log.position(session) if consistency == SESSION else None
         if wait == UNKNOWN:
             stats.replica_fallbacks += 1
-            return self.primary.run(fn, what, write=False)
+            return primary(fn)
         if wait is None:
             run = fn
         else:
@@ -193,28 +193,9 @@ class Router:
             result = _BEHIND  # no replica answers
         if result is _BEHIND:
             stats.replica_fallbacks += 1
-            return self.primary.run(fn, what, write=False)
+            return primary(fn)
         stats.replica_reads += 1
         return result
 
     def close(self) -> None:
         self.replicas.close()
-
-
-def _naming_session(method: Callable[..., T]) -> Callable[..., T]:
-    """``method(user_id, session_id, ...)`` with the packed session id in :data:`_WRITING`."""
-    from .keys import pack
-
-    @functools.wraps(method)
-    def wrapper(user_id: Any, session_id: Any, *args: Any, **kwargs: Any) -> T:
-        try:
-            sid: Optional[str] = pack(user_id, session_id)
-        except (TypeError, ValueError):
-            sid = None  # the method itself refuses it, with its own message
-        token = _WRITING.set(sid)
-        try:
-            return method(user_id, session_id, *args, **kwargs)
-        finally:
-            _WRITING.reset(token)
-
-    return wrapper

@@ -88,6 +88,30 @@ def read_error_log(base: str) -> str:
         return ""
 
 
+def server_command(binary: str, base: str, datadir: str, socket_path: str, port: int, *,
+                   buffer_pool: str = "256M", max_connections: int = 500, user: Optional[str] = None) -> list[str]:
+    """The command line of a throwaway server of ours, written once for :class:`LocalServer`
+    and the Galera nodes of :mod:`mysql_state.cluster` (which add their wsrep options).
+
+    Everything lives under ``base``: the error log, the pid file and a tmpdir of its own
+    (made here, owned by ``user``), since servers side by side in /tmp collided on internal
+    temp tables. Loopback only, no name resolution, utf8mb4. ``user``: ``--user=`` (as root).
+    """
+    tmpdir = os.path.join(base, "tmp")
+    if not os.path.isdir(tmpdir):
+        os.makedirs(tmpdir)
+        if user is not None and user != "root":
+            shutil.chown(tmpdir, user, user)
+    cmd = [
+        binary, "--no-defaults", f"--datadir={datadir}", f"--socket={socket_path}", f"--tmpdir={tmpdir}",
+        f"--port={port}", "--bind-address=127.0.0.1", "--skip-name-resolve",
+        "--character-set-server=utf8mb4", "--collation-server=utf8mb4_unicode_ci",
+        f"--innodb-buffer-pool-size={buffer_pool}", f"--max-connections={max_connections}",
+        f"--log-error={os.path.join(base, 'error.log')}", f"--pid-file={os.path.join(base, 'pid')}",
+    ]
+    return cmd + ([f"--user={user}"] if user is not None else [])
+
+
 class LocalServer:
     """A throwaway ``mariadbd``/``mysqld`` in a temporary datadir; ``stop()`` removes it all.
 
@@ -121,19 +145,8 @@ class LocalServer:
 
     def start(self, timeout: float = 60.0) -> None:
         """Start (or restart after :meth:`kill`) the server on the same port and data."""
-        user = ["--user=root"] if os.geteuid() == 0 else []
-        # A tmpdir of its own: servers side by side in /tmp collided on internal temp tables.
-        tmpdir = os.path.join(self.base, "tmp")
-        os.makedirs(tmpdir, exist_ok=True)
-        cmd = [
-            self.binary, "--no-defaults", f"--datadir={self.datadir}", f"--socket={self.socket}",
-            f"--tmpdir={tmpdir}",
-            f"--port={self.port}", "--bind-address=127.0.0.1", "--skip-name-resolve",
-            "--character-set-server=utf8mb4", "--collation-server=utf8mb4_unicode_ci",
-            "--innodb-buffer-pool-size=256M", "--max-connections=500",
-            f"--log-error={os.path.join(self.base, 'error.log')}", f"--pid-file={os.path.join(self.base, 'pid')}",
-            *user, *self.extra_args,
-        ]
+        cmd = server_command(self.binary, self.base, self.datadir, self.socket, self.port,
+                             user="root" if os.geteuid() == 0 else None) + self.extra_args
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

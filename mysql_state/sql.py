@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
+from .keys import CATALOG_SESSION  # the catalog rows' session_id, defined once (keys.py)
+
 Statement = tuple[str, tuple]
 
-#: The ``session_id`` of the catalog rows (one per session, ``state_key`` = the packed id).
-#: It has no ':' so no packed id equals it; keys.CATALOG_SESSION is the same string.
-CATALOG_SESSION = "__catalog__"
 #: What a catalog row holds: activity is in its timestamps; rows and bytes are counted live.
 CATALOG_DATA = b"{}"
 
@@ -97,10 +96,34 @@ UPSERT_VALUE = (
 INSERT_VALUE = (
     "INSERT INTO {t} (session_id, state_key, item_index, state_data, version) VALUES (%s, %s, 0, %s, 1)"
 )
-UPDATE_IF_VERSION = (
-    "UPDATE {t} SET state_data = %s, version = GREATEST(version, 1) + 1"
-    " WHERE session_id = %s AND state_key = %s AND item_index = 0 AND GREATEST(version, 1) = %s"
-)
+
+# ---- keyset scans and prefixes: each written once ---------------------------------------
+
+#: Rows after ``(session_id, state_key, item_index)`` in primary-key order, for keyset scans
+#: (export, re-encryption, the doctor); parameters :func:`after` ``(last row)``. The leading
+#: ``session_id >= %s`` makes it a primary-key range whatever the optimizer does with the OR.
+KEYSET_AFTER = "(session_id >= %s AND (session_id > %s OR state_key > %s OR (state_key = %s AND item_index > %s)))"
+
+
+def after(last: Sequence) -> tuple:
+    """The parameters of :data:`KEYSET_AFTER` for the last row read ``(session_id, state_key,
+    item_index, ...)``.
+
+    >>> after(("u:s", "k", 3, "data"))
+    ('u:s', 'u:s', 'k', 'k', 3)
+    """
+    return (last[0], last[0], last[1], last[1], last[2])
+
+
+def like_prefix(prefix: str) -> str:
+    """A ``LIKE ... ESCAPE '!'`` pattern for the strings starting with ``prefix``: its
+    wildcards (``%``, ``_``) and the escape itself are escaped, so nothing widens it.
+
+    >>> like_prefix("a_b%!")
+    'a!_b!%!!%'
+    """
+    return prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%"
+
 
 # ---- lists ----------------------------------------------------------------------------------
 
@@ -240,8 +263,7 @@ DELETE_SESSION_BATCH = "DELETE FROM {t} WHERE session_id = %s LIMIT %s"
 # Keyset scan (primary-key order) for rows to re-encrypt: user rows only (a packed id has ':'),
 # value and item rows not sealed under the current key, or hash rows not keyed with it.
 _AFTER = (
-    " (session_id > %s OR (session_id = %s AND (state_key > %s OR (state_key = %s AND item_index > %s))))"
-    " AND (LOCATE(':', session_id) > 0 OR session_id LIKE '!_!_history!_!_%%' ESCAPE '!')"
+    " " + KEYSET_AFTER + " AND (LOCATE(':', session_id) > 0 OR session_id LIKE '!_!_history!_!_%%' ESCAPE '!')"
 )
 REENCRYPT_ROWS = (
     "SELECT session_id, state_key, item_index, state_data FROM {t} WHERE" + _AFTER +
@@ -264,6 +286,8 @@ RESEAL_ROW = (
 
 GET_LOCK = "SELECT GET_LOCK(%s, %s)"
 RELEASE_LOCK = "SELECT RELEASE_LOCK(%s)"
+#: 1 while this connection holds the named lock (a lease's check).
+LOCK_IS_MINE = "SELECT IS_USED_LOCK(%s) = CONNECTION_ID()"
 TRUNCATE = "TRUNCATE TABLE {t}"
 
 # Bytes a row costs in a multi-row INSERT beyond its escaped values: "(...,1)," and quoting.
@@ -361,8 +385,7 @@ def select_prefix(table: str, session: str, prefix: str, exact: bool) -> Stateme
     if exact:
         return head + " AND state_key >= %s AND state_key < %s ORDER BY state_key", (
             session, prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1))
-    escaped = prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_")
-    return head + " AND state_key LIKE %s ESCAPE '!' ORDER BY state_key", (session, escaped + "%")
+    return head + " AND state_key LIKE %s ESCAPE '!' ORDER BY state_key", (session, like_prefix(prefix))
 
 
 def sessions_of_user(prefix: str, exact: bool) -> Statement:
@@ -373,5 +396,4 @@ def sessions_of_user(prefix: str, exact: bool) -> Statement:
     """
     if exact:
         return SESSIONS_OF_USER, (prefix, prefix[:-1] + ";")
-    escaped = prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_")
-    return SESSIONS_OF_USER_LIKE, (escaped + "%",)
+    return SESSIONS_OF_USER_LIKE, (like_prefix(prefix),)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence, TypeVar
 
-from . import catalog, history, keys, listsync, locks, migrations, retention, serde, sql, transfer
+from . import catalog, history, keys, listsync, locks, migrations, retention, serde, sql, transfer, wiring
 from .catalog import ALL_USERS, SessionPage
 from .history import HistoryItem
-from .metrics import Metrics, instrument
 from .retention import PruneReport
 from .errors import (
     DUPLICATE_COLUMN,
@@ -25,9 +25,10 @@ from .errors import (
     errno_of,
 )
 from .crypto import Keyring, RowCipher, is_sealed, unreadable
-from .listsync import PLAIN, Digester, HashHints, ListHash, Plan, Snapshot, SnapshotCache
+from .listsync import PLAIN, Digester, ListHash, Plan, Snapshot
+from .cache import LRU
 from .locks import SessionLock
-from .transaction import Transaction
+from .transaction import Transaction, guard, running
 from .pool import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_POOL_SIZE,
@@ -35,24 +36,23 @@ from .pool import (
     DEFAULT_READ_TIMEOUT,
     DEFAULT_RETRIES,
     DEFAULT_WRITE_TIMEOUT,
-    Connector,
     Stats,
     check_int,
     check_seconds,
-    make_host_pools,
 )
-from .hosts import HostPools
-from .replicas import DEFAULT_SESSION_WAIT, Router
+from .replicas import DEFAULT_SESSION_WAIT
 
-__all__ = ["MysqlAgentStateStore", "VersionedState", "SavedMany", "UNVERSIONED"]
+__all__ = ["MysqlAgentStateStore", "VersionedState", "SavedMany", "UNVERSIONED", "SAME_USER"]
 
 T = TypeVar("T")
 #: ``save_if_version``'s "nothing written", and its "overwrite whatever is there" argument.
 UNVERSIONED = -1
 DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024
+HASH_HINTS = 4096  # lists whose last seen hash row is remembered (for one-statement appends)
 _NO_LIMIT = 1 << 62  # a LIMIT no list reaches (item_index is an INT), yet valid SQL
 _WARNED: set[tuple[str, str]] = set()
-_SAME_USER: Any = type("SameUser", (), {"__repr__": lambda self: "<same user>"})()  # fork's default
+#: ``fork``'s default ``new_user_id``: the copy belongs to the same user as the original.
+SAME_USER: Any = type("SameUser", (), {"__repr__": lambda self: "<same user>"})()
 
 
 class VersionedState(NamedTuple):
@@ -134,16 +134,6 @@ def _refuse_a_value(hash_row: Any, items: Sequence[tuple], sid: str, k: str, ope
         raise WrongTypeError(sid, k, operation)
 
 
-def _host_list(pool: Any, read_pool: Any, hosts: Optional[Sequence[Any]]) -> Optional[HostPools]:
-    """The store's host list from ``hosts=[...]`` (``pool``, if given, first), or None."""
-    if hosts is None or isinstance(hosts, HostPools):
-        return hosts
-    entries = list(hosts) if not isinstance(hosts, (str, bytes)) else hosts
-    if pool is not None and all(e is not pool and e != (pool, read_pool or pool) for e in entries):
-        entries = [(pool, read_pool or pool), *entries]
-    return HostPools.of(entries)
-
-
 class MysqlAgentStateStore:
     """Agent state in one MySQL table, readable by AgentScope Java's ``MysqlAgentStateStore``.
 
@@ -175,9 +165,6 @@ class MysqlAgentStateStore:
         replicas: Optional[Sequence[Any]] = None,
         session_wait: float = DEFAULT_SESSION_WAIT,
         keep_history: bool = False,
-        _read_pool: Any = None,
-        _owned: bool = False,
-        _pool_size: Optional[int] = None,
     ) -> None:
         """Use ``pool`` (a DBUtils ``PooledDB`` of pymysql connections, or anything with
         ``.connection()``); the store never closes a pool it was given.
@@ -197,6 +184,23 @@ class MysqlAgentStateStore:
         (AES-256-GCM, see :mod:`mysql_state.crypto`); rows written without it read as they are.
         ``keep_history`` archives what a shrinking list save drops (see :meth:`get_history`).
         """
+        parts = wiring.given(pool, hosts, replicas, pool_timeout=pool_timeout, retries=retries,
+                             session_wait=session_wait)
+        self._open(parts, database_name, table_name, create_if_not_exist, snapshot_bytes, encryption, keep_history)
+
+    @classmethod
+    def _assembled(cls, parts: wiring.Parts, database_name: Optional[str], table_name: Optional[str],
+                   create_if_not_exist: bool, snapshot_bytes: int, encryption: Optional[Keyring],
+                   keep_history: bool) -> "MysqlAgentStateStore":
+        """A store over ``parts`` made by :func:`mysql_state.wiring.from_url` (pools it owns)."""
+        store = cls.__new__(cls)
+        store._open(parts, database_name, table_name, create_if_not_exist, snapshot_bytes, encryption, keep_history)
+        return store
+
+    def _open(self, parts: wiring.Parts, database_name: Optional[str], table_name: Optional[str],
+              create_if_not_exist: bool, snapshot_bytes: int, encryption: Optional[Keyring],
+              keep_history: bool) -> None:
+        """What both constructors do: check the options, connect the parts, set up the table."""
         self.database_name = keys.identifier(database_name, "database name", keys.DEFAULT_DATABASE)
         self.table_name = keys.identifier(table_name, "table name", keys.DEFAULT_TABLE)
         check_int("snapshot_bytes", snapshot_bytes, 0)
@@ -206,38 +210,25 @@ class MysqlAgentStateStore:
         self._cipher = RowCipher(encryption, self.table_name) if encryption is not None else None
         self._digesters: dict[Optional[str], Digester] = {None: PLAIN}
         self._dig = self._digester_of(encryption.current) if encryption is not None else PLAIN
-        check_seconds("session_wait", session_wait)
-        name = f"the store of `{self.database_name}`.`{self.table_name}`"
-        common = dict(owned=_owned, pool_size=_pool_size, pool_timeout=pool_timeout, retries=retries)
-        self._db = Connector(pool, read_pool=_read_pool, name=name, hosts=_host_list(pool, _read_pool, hosts),
-                             **common)
-        replica_db = None
-        if replicas is not None:
-            if not isinstance(replicas, HostPools):
-                replicas = HostPools.of(replicas, [f"replicas[{i}]" for i in range(len(replicas))],
-                                        skip_down=True, spread=True)
-            replica_db = Connector(None, hosts=replicas, reconnects=0, name=f"the replicas of {name[4:]}", **common)
+        wired = parts.connect(f"the store of `{self.database_name}`.`{self.table_name}`")
+        self._db, self._metrics = wired.db, wired.metrics
         #: Connections per pool (None for a given pool); the async store sizes its threads to it.
-        self.pool_size: Optional[int] = _pool_size
-        self._snapshots = SnapshotCache(snapshot_bytes)
-        self._hints = HashHints()  # the hash row last seen per list: one-statement appends
+        self.pool_size: Optional[int] = wired.pool_size
+        self._snapshots: LRU[tuple[str, str], Snapshot] = LRU(max_bytes=snapshot_bytes, size_of=lambda s: s.nbytes)
+        self._hints: LRU[tuple[str, str], ListHash] = LRU(max_entries=HASH_HINTS)  # the hash row last seen: one-statement appends
         self._damaged: set[tuple[str, str]] = set()  # lists a read found damaged: rewrite on save
         self.keep_history = bool(keep_history)
-        self._metrics = Metrics()
-        instrument(self._db, self._metrics)
+        # Before every call: no write from inside this store's own transaction(fn), none in a lost lease.
+        self._db.guard = functools.partial(guard, self._db)
         self._table = keys.quote_table(self.database_name, self.table_name)
         try:
             self._setup(create_if_not_exist)  # the primary only: replicas get no DDL
         except BaseException:
-            self._db.close()
-            if replica_db is not None:
-                replica_db.close()
+            self._db.close()  # and the replicas' connector, behind its router
             raise
         q = lambda template: sql.render(template, self._table, self.collation)  # noqa: E731
         self._sql = {name: q(getattr(sql, name)) for name in dir(sql) if name.isupper() and isinstance(getattr(sql, name), str)}
         self._upsert = (self._sql["UPSERT_ROWS_HEAD"], self._sql["UPSERT_ROWS_TAIL"])
-        if replica_db is not None:
-            Router(self._db, replica_db, session_wait).install(self)
 
     @classmethod
     def from_url(
@@ -275,35 +266,12 @@ class MysqlAgentStateStore:
         False
         """
         check_int("snapshot_bytes", snapshot_bytes, 0)
-        check_int("retries", retries, 0)
-        check_seconds("pool_timeout", pool_timeout)
-        check_seconds("session_wait", session_wait)
-        if isinstance(replica_urls, str):
-            replica_urls = [replica_urls]
-        options = dict(pool_size=pool_size, connect_timeout=connect_timeout, read_timeout=read_timeout,
-                       write_timeout=write_timeout, **connect_kwargs)
-        hosts, url_database = make_host_pools(url, **options)
-        replicas = None
-        if replica_urls is not None:  # pools open no connection until used
-            replicas = HostPools([h for u in replica_urls for h in make_host_pools(u, reads_only=True, **options)[0].hosts],
-                                 skip_down=True, spread=True)
+        parts, url_database = wiring.from_url(
+            url, replica_urls, pool_size=pool_size, pool_timeout=pool_timeout, connect_timeout=connect_timeout,
+            read_timeout=read_timeout, write_timeout=write_timeout, retries=retries, session_wait=session_wait,
+            **connect_kwargs)
         chosen = database_name if database_name is not None and database_name.strip() else url_database
-        return cls(
-            None,
-            chosen,
-            table_name,
-            create_if_not_exist,
-            pool_timeout=pool_timeout,
-            retries=retries,
-            snapshot_bytes=snapshot_bytes,
-            encryption=encryption,
-            hosts=hosts,
-            replicas=replicas,
-            session_wait=session_wait,
-            keep_history=keep_history,
-            _owned=True,
-            _pool_size=pool_size,
-        )
+        return cls._assembled(parts, chosen, table_name, create_if_not_exist, snapshot_bytes, encryption, keep_history)
 
     # ---- schema ------------------------------------------------------------------------------
 
@@ -481,18 +449,19 @@ class MysqlAgentStateStore:
         self._save_value(user_id, session_id, key, value)
 
     def _save_value(self, user_id, session_id, key, value) -> int:
-        sid, k, text = self._prepare_value(user_id, session_id, key, value)
-        version = self._db.run(lambda cur: self._value_tx(cur, sid, k, text), f"save {k!r}", write=True)
+        sid, k, text, size = self._prepare_value(user_id, session_id, key, value)
+        version = self._db.run(lambda cur: self._value_tx(cur, sid, k, text), f"save {k!r}", write=True, session=sid)
         self._forget((sid, k))
-        self._metrics.saved("value", 1, len(text))
+        self._metrics.saved("value", 1, size)
         return version
 
-    def _prepare_value(self, user_id, session_id, key, value) -> tuple[str, str, str]:
-        """Validate and encode before any SQL: (packed session id, key, JSON text)."""
+    def _prepare_value(self, user_id, session_id, key, value) -> tuple[str, str, str, int]:
+        """Validate and encode before any SQL: (packed session id, key, the row's text, the
+        bytes of its plaintext JSON)."""
         sid, k = self._key_ids(user_id, session_id, key)
         data = serde.encode(value, k)
         self._check_size(data, f"save {k!r}")
-        return sid, k, self._seal(sid, k, 0, data).decode()
+        return sid, k, self._seal(sid, k, 0, data).decode(), len(data)
 
     def _key_head(self, cur: Any, sid: str, k: str) -> tuple[int, bool, bool]:
         """Lock what is under ``k``: (its version, 0 when absent; is it a list; was there a row 0).
@@ -574,8 +543,8 @@ class MysqlAgentStateStore:
             cur.execute(self._sql["SELECT_VALUE"], (hk, sid, k, hk))
             return cur.fetchall()
 
-        rows = self._db.run(read, f"get {k!r}", write=False, consistency=consistency, session=sid)
-        return self._value_of(sid, k, rows, type)
+        return self._db.run(lambda cur: self._value_of(sid, k, read(cur), type), f"get {k!r}", write=False,
+                            consistency=consistency, session=sid)  # decoded inside: its errors are counted
 
     def _value_of(self, sid: str, k: str, rows: Sequence[tuple], type: Optional[type]) -> Optional[tuple[Any, int, bool]]:
         """From rows ``(is hash row, state_data, version)`` of a key: (row 0's value, the key's
@@ -602,15 +571,15 @@ class MysqlAgentStateStore:
         2
         """
         _check_version(expected_version, "expected_version")
-        sid, k, text = self._prepare_value(user_id, session_id, key, value)
+        sid, k, text, size = self._prepare_value(user_id, session_id, key, value)
         if expected_version == UNVERSIONED:
-            version = self._db.run(lambda cur: self._value_tx(cur, sid, k, text), f"save {k!r}", write=True)
+            version = self._db.run(lambda cur: self._value_tx(cur, sid, k, text), f"save {k!r}", write=True, session=sid)
         else:
             version = self._db.run(lambda cur: self._cas_tx(cur, sid, k, text, expected_version),
-                                   f"save_if_version {k!r}", write=True)
+                                   f"save_if_version {k!r}", write=True, session=sid)
         if version != UNVERSIONED:
             self._forget((sid, k))
-            self._metrics.saved("value", 1, len(text))
+            self._metrics.saved("value", 1, size)
         else:
             self._metrics.stale()
         return version
@@ -646,7 +615,7 @@ class MysqlAgentStateStore:
         """:meth:`save_list`, returning what it wrote (kind of save, rows written)."""
         w = self._prepare_list(user_id, session_id, key, values)
         with w.lock():
-            plan = self._db.run(lambda cur: self._list_tx(cur, w), f"save_list {w.key!r}", write=True)
+            plan = self._db.run(lambda cur: self._list_tx(cur, w), f"save_list {w.key!r}", write=True, session=w.sid)
         self._remember((w.sid, w.key), w.new_snapshot)
         self._count_save(plan)
         return plan
@@ -695,7 +664,7 @@ class MysqlAgentStateStore:
         def tx(cur: Any) -> SavedMany:
             out = SavedMany({w.key: self._list_tx(cur, w) for w in writes})
             out.versions = {w.key: w.version for w in writes}
-            for sid, k, text in prepared:
+            for sid, k, text, _ in prepared:
                 want = expected.get(k, UNVERSIONED)
                 if want != UNVERSIONED:
                     got = self._value_tx(cur, sid, k, text, want)
@@ -710,7 +679,8 @@ class MysqlAgentStateStore:
             for w in writes:
                 stack.enter_context(w.lock())
             try:
-                result = self._db.run(tx, f"save_many {sorted(lists) + sorted(values)}", write=True)
+                result = self._db.run(tx, f"save_many {sorted(lists) + sorted(values)}", write=True,
+                                      session=keys.pack(user_id, session_id))
             except StaleStateError:
                 for w in writes:
                     self._forget((w.sid, w.key))
@@ -718,9 +688,9 @@ class MysqlAgentStateStore:
         for w in writes:
             self._remember((w.sid, w.key), w.new_snapshot)
             self._count_save(result[w.key])
-        for sid, k, text in prepared:
+        for sid, k, _, size in prepared:
             self._forget((sid, k))
-            self._metrics.saved("value", 1, len(text))
+            self._metrics.saved("value", 1, size)
         return result
 
     def save_list_if_version(
@@ -741,7 +711,8 @@ class MysqlAgentStateStore:
         w.expected = expected_version
         try:
             with w.lock():
-                plan = self._db.run(lambda cur: self._list_tx(cur, w), f"save_list_if_version {w.key!r}", write=True)
+                plan = self._db.run(lambda cur: self._list_tx(cur, w), f"save_list_if_version {w.key!r}", write=True,
+                                    session=w.sid)
         except StaleStateError:
             self._forget((w.sid, w.key))
             return UNVERSIONED
@@ -876,7 +847,7 @@ class MysqlAgentStateStore:
         hint = snap.hash if snap is not None else self._hints.get(cache_key)
         with _ListWrite.lock_of(snap):
             stored, new_hash, _ = self._db.run(
-                lambda cur: self._append_tx(cur, sid, k, datas, hint), f"append_list {k!r}", write=True
+                lambda cur: self._append_tx(cur, sid, k, datas, hint), f"append_list {k!r}", write=True, session=sid
             )
             if snap is not None and stored == snap.hash:
                 snap.extend(datas, new_hash)
@@ -1024,17 +995,20 @@ class MysqlAgentStateStore:
         if not isinstance(prefix, str):
             raise TypeError(f"prefix must be a str, got {type(prefix).__name__}: {prefix!r}")
         statement, params = sql.select_prefix(self._table, sid, prefix, self.exact_keys)
-        rows = self._db.run(lambda cur: (cur.execute(statement, params), cur.fetchall())[1], "get_prefix",
-                            write=False, consistency=consistency, session=sid)
-        rows = [r for r in rows if r[0].startswith(prefix)]
-        lists = {k[: -len(keys.HASH_SUFFIX)] for k, _, _ in rows if k.endswith(keys.HASH_SUFFIX)}
-        out: dict[str, Any] = {}
-        for k, data, version in rows:
-            if k in lists or k.endswith(keys.HASH_SUFFIX):
-                continue
-            value = self._decode(sid, k, 0, data)
-            out[k] = VersionedState(value, int(version)) if versioned else value
-        return out
+
+        def decode(rows: list) -> dict[str, Any]:
+            rows = [r for r in rows if r[0].startswith(prefix)]
+            lists = {k[: -len(keys.HASH_SUFFIX)] for k, _, _ in rows if k.endswith(keys.HASH_SUFFIX)}
+            out: dict[str, Any] = {}
+            for k, data, version in rows:
+                if k in lists or k.endswith(keys.HASH_SUFFIX):
+                    continue
+                value = self._decode(sid, k, 0, data)
+                out[k] = VersionedState(value, int(version)) if versioned else value
+            return out
+
+        return self._db.run(lambda cur: (cur.execute(statement, params), decode(cur.fetchall()))[1], "get_prefix",
+                            write=False, consistency=consistency, session=sid)  # decoded inside: errors counted
 
     def _get_many(self, user_id, session_id, values, lists, consistency="strong") -> dict[str, tuple[Any, int]]:
         """:meth:`get_many` with each key's version: ``{key: (value, version)}``."""
@@ -1048,8 +1022,11 @@ class MysqlAgentStateStore:
             return {}
         hash_keys = [keys.hash_key(k) for k in (*value_keys, *list_keys)]
         statement, params = sql.select_many(self._table, sid, value_keys, list_keys, hash_keys)
-        rows = self._db.run(lambda cur: (cur.execute(statement, params), cur.fetchall())[1], "get_many", write=False,
-                            consistency=consistency, session=sid)
+        decode = lambda rows: self._decode_many(sid, value_keys, list_keys, rows)  # noqa: E731
+        return self._db.run(lambda cur: (cur.execute(statement, params), decode(cur.fetchall()))[1], "get_many",
+                            write=False, consistency=consistency, session=sid)  # decoded inside: errors counted
+
+    def _decode_many(self, sid: str, value_keys: list, list_keys: list, rows: Any) -> dict[str, tuple[Any, int]]:
         by_key: dict[str, list] = {}
         for key, index, data, version in rows:
             by_key.setdefault(key, []).append((index, data, version))
@@ -1071,9 +1048,9 @@ class MysqlAgentStateStore:
         sid, k = self._key_ids(user_id, session_id, key, is_list=True)
         offset, limit = self._window_of(offset, limit)
         serde.check_type(type)
-        rows = self._db.run(lambda cur: self._read_list(cur, sid, k, offset, limit), f"get_list {k!r}", write=False,
-                            consistency=consistency, session=sid)
-        items, version, stored = self._check_list(rows, sid, k, offset, limit, type)
+        items, version, stored = self._db.run(  # decoded inside: its errors are counted
+            lambda cur: self._check_list(self._read_list(cur, sid, k, offset, limit), sid, k, offset, limit, type),
+            f"get_list {k!r}", write=False, consistency=consistency, session=sid)
         if stored is not None and consistency == "strong":  # a replica's may be behind
             self._hints.put((sid, k), stored)
         return items, version
@@ -1209,9 +1186,10 @@ class MysqlAgentStateStore:
         """
         sid, k = self._key_ids(user_id, session_id, key, is_list=True)
         serde.check_type(type)
-        data = self._db.run(lambda cur: self._pop_tx(cur, sid, k), f"pop_list {k!r}", write=True)
+        popped = lambda d: None if d is None else self._decode(sid, k, d[0], d[1], type)  # noqa: E731 - in the tx: an item that does not decode is not popped
+        value = self._db.run(lambda cur: popped(self._pop_tx(cur, sid, k)), f"pop_list {k!r}", write=True, session=sid)
         self._forget((sid, k))
-        return None if data is None else self._decode(sid, k, data[0], data[1], type)
+        return value
 
     def _pop_tx(self, cur: Any, sid: str, k: str) -> Optional[tuple[int, str]]:
         hk = keys.hash_key(k)
@@ -1253,6 +1231,11 @@ class MysqlAgentStateStore:
         nothing: an exception from ``fn`` rolls everything back. ``fn`` is run again on a
         deadlock or a certification conflict, so it must have no effect outside ``tx``.
 
+        Inside ``fn`` write only through ``tx``: a write through the store, or a nested
+        ``store.transaction``, raises :class:`NestedTransactionError` at once (it would wait
+        for this transaction's own locks); a read through the store is allowed and sees
+        committed state only (not ``tx``'s writes, and it locks nothing).
+
         >>> def bump(tx):
         ...     n = tx.get("alice", "chat-1", "turns", default=0)
         ...     tx.save("alice", "chat-1", "turns", n + 1)
@@ -1267,7 +1250,8 @@ class MysqlAgentStateStore:
         def tx(cur: Any) -> T:
             t = Transaction(self, cur)
             try:
-                return fn(t)
+                with running(self._db):
+                    return fn(t)
             finally:
                 touched.update(t.touched)
 
@@ -1285,9 +1269,12 @@ class MysqlAgentStateStore:
 
         Only one holder at a time on one server (MySQL ``GET_LOCK``, named from the packed
         session id); another waits up to ``timeout`` seconds (None: forever), then gets
-        :class:`LockTimeoutError`. The lock lives on a connection held for the block; it is
-        not re-entrant. On a Galera cluster ``GET_LOCK`` is local to one node: there, the
-        versioned saves (``expected_version``) are the guarantee that holds.
+        :class:`LockTimeoutError`. The lock lives on a connection of its own, outside the
+        store's pool, so leases never starve the calls they protect; it is not re-entrant. A
+        lease whose lock connection dies is lost: the next store call inside the block,
+        ``lock.check()`` and the block's end raise :class:`LockLostError`. On a Galera
+        cluster ``GET_LOCK`` is local to one node: there, the versioned saves
+        (``expected_version``) are the guarantee that holds.
 
         >>> with store.session_lock("alice", "chat-1", timeout=10):  # doctest: +SKIP
         ...     state = repo_load(); run_agent(state); repo_save(state)
@@ -1323,10 +1310,10 @@ class MysqlAgentStateStore:
         """
         sid, k = self._ids(user_id, session_id, key)
         if k is None:
-            self._db.run(lambda cur: self._delete_session_tx(cur, sid), "delete", write=True)
+            self._db.run(lambda cur: self._delete_session_tx(cur, sid), "delete", write=True, session=sid)
             self._forget(session=sid)
         else:
-            self._db.run(lambda cur: self._delete_key_tx(cur, sid, k), f"delete {k!r}", write=True)
+            self._db.run(lambda cur: self._delete_key_tx(cur, sid, k), f"delete {k!r}", write=True, session=sid)
             self._forget((sid, k))
 
     def _delete_session_tx(self, cur: Any, sid: str) -> int:
@@ -1497,7 +1484,7 @@ class MysqlAgentStateStore:
         return history.read(lambda fn: self._db.run(fn, f"get_history {k!r}", write=False), self._q,
                             sid, k, offset, limit, _NO_LIMIT, self._decode)
 
-    def fork(self, user_id: Optional[str], session_id: str, new_session_id: str, *, new_user_id: Any = _SAME_USER) -> int:
+    def fork(self, user_id: Optional[str], session_id: str, new_session_id: str, *, new_user_id: Any = SAME_USER) -> int:
         """Copy every row of a session (history included) to a new session in ONE server-side
         statement, atomically; returns the rows copied. ``new_user_id`` defaults to the same
         user (None: anonymous). An existing target raises :class:`SessionExistsError`, an
@@ -1507,7 +1494,7 @@ class MysqlAgentStateStore:
         15
         """
         src, _ = self._ids(user_id, session_id)
-        dst, _ = self._ids(user_id if new_user_id is _SAME_USER else new_user_id, new_session_id)
+        dst, _ = self._ids(user_id if new_user_id is SAME_USER else new_user_id, new_session_id)
         if src == dst:
             raise SessionExistsError(f"fork: the new session {dst!r} is the source itself")
         return transfer.fork(self._db.run, self._q, src, dst, self._sql["LOCK_SESSION"], self._sql["DELETE_SESSION"],

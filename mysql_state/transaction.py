@@ -9,16 +9,63 @@ a cluster certification conflict, so ``fn`` must have no effect outside ``tx``.
 
 The operations themselves are the store's own cursor-level steps (passed in as ``store``), so
 a write inside a transaction is exactly the write outside one.
+
+Inside ``fn``, the store itself is for reads only. A write through the store (``store.save``,
+``store.delete``, ..., or a nested ``store.transaction``) on the same thread would run on
+another connection and wait for the row locks this transaction holds (a deadlock until the
+lock wait times out), or commit outside it: it is refused at once with
+:class:`NestedTransactionError`, before any SQL (the connector's ``guard`` runs
+:func:`guard`). A read through the store (``store.get``, ``store.exists``, ...) is allowed: it
+sees committed state only, not this transaction's writes, and locks nothing; read with
+``tx.get`` / ``tx.get_list`` / ``tx.list_length`` what ``fn`` decides on.
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+import contextlib
+import contextvars
+from typing import Any, Iterator, Optional, Sequence
 
-from . import keys
+from . import keys, locks
+from .errors import NestedTransactionError
 from .listsync import ListHash
 
-__all__ = ["Transaction"]
+__all__ = ["Transaction", "running", "refuse_nested", "guard"]
+
+#: The connectors whose ``transaction(fn)`` is running its ``fn`` in this thread (or task).
+_RUNNING: contextvars.ContextVar[tuple] = contextvars.ContextVar("mysql_state_transaction", default=())
+
+
+@contextlib.contextmanager
+def running(connector: Any) -> Iterator[None]:
+    """Mark ``fn`` of a transaction on ``connector`` as running in this context."""
+    token = _RUNNING.set(_RUNNING.get() + (connector,))
+    try:
+        yield
+    finally:
+        _RUNNING.reset(token)
+
+
+def refuse_nested(connector: Any, what: str) -> None:
+    """Raise :class:`NestedTransactionError` when a write on ``connector`` is asked for from
+    inside the ``fn`` of a transaction on the same connector in this context."""
+    if any(c is connector for c in _RUNNING.get()):
+        raise NestedTransactionError(
+            f"{what}: a write through the store inside store.transaction(fn) would wait for the "
+            "transaction's own locks; nothing was written. Inside fn, write with tx.save, "
+            "tx.save_list, tx.append_list and tx.delete, read with tx.get, tx.get_list and "
+            "tx.list_length; for a nested transaction, call the inner function with the same tx"
+        )
+
+
+def guard(connector: Any, what: str, write: bool) -> None:
+    """The store's ``Connector.guard``: before each call on ``connector``, refuse a write from
+    inside its own transaction's ``fn`` (:func:`refuse_nested`), and raise
+    :class:`~mysql_state.errors.LockLostError` inside a lease of it that was lost
+    (:func:`mysql_state.locks.check_leases`)."""
+    if write:
+        refuse_nested(connector, what)
+    locks.check_leases(connector)
 
 
 class Transaction:
@@ -83,7 +130,7 @@ class Transaction:
     def save(self, user_id: Optional[str], session_id: str, key: str, value: Any) -> None:
         """Store one value (a list under the key is removed), as :meth:`MysqlAgentStateStore.save`."""
         s = self._store
-        sid, k, text = s._prepare_value(user_id, session_id, key, value)
+        sid, k, text, _ = s._prepare_value(user_id, session_id, key, value)
         if (sid, k) in self._absent:
             # Read as absent: a plain INSERT, so that if another writer created the key since,
             # its duplicate key (1062) makes the store run fn again on what that writer wrote.

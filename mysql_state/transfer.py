@@ -54,9 +54,7 @@ _HAS_ROWS = " AND EXISTS (SELECT 1 FROM {t} d WHERE d.session_id = o.state_key)"
 _DELETE_WHERE = "DELETE FROM {t} WHERE "
 # "skip": which of the keys met (with their hash rows, as (session_id, state_key) pairs) exist.
 _EXISTING_KEYS = "SELECT DISTINCT session_id, state_key FROM {t} WHERE (session_id, state_key) IN ({pairs})"
-_AFTER = (
-    " AND (session_id > %s OR (session_id = %s AND (state_key > %s OR (state_key = %s AND item_index > %s))))"
-)
+_AFTER = " AND " + sql.KEYSET_AFTER
 _ORDER = " ORDER BY session_id, state_key, item_index LIMIT %s"
 _INSERT_HEAD = "INSERT INTO {t} (" + ", ".join(COLUMNS) + ") VALUES "
 _ROW = "(%s, %s, %s, %s, %s, %s, %s)"
@@ -159,7 +157,7 @@ def _scan(cur: Any, q: Callable[[str], str], clause: str, params: tuple) -> Iter
     last: Optional[tuple] = None
     while True:
         statement = q(_SELECT.replace("{where}", clause) + (_AFTER if last else "") + _ORDER)
-        args = params + ((last[0], last[0], last[1], last[1], last[2]) if last else ()) + (CHUNK,)
+        args = params + (sql.after(last) if last else ()) + (CHUNK,)
         rows = _execute(cur, statement, args)
         yield from rows
         if len(rows) < CHUNK:

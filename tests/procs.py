@@ -31,13 +31,20 @@ def repo_turn(url: str, database: str, user: str, session: str, text: str, barri
     asyncio.run(go())
 
 
-def hold_lock(url: str, database: str, seconds: float, started) -> None:
+def hold_lock(url: str, database: str, seconds: float, started, release=None, released=None) -> None:
+    """Hold the lease ``seconds`` (or until ``release`` is set); put the wall-clock time just
+    before letting go in ``released``."""
     from mysql_state import MysqlAgentStateStore
 
     store = MysqlAgentStateStore.from_url(url, database_name=database)
     with store.session_lock("alice", "chat-1", timeout=10):
         started.set()
-        time.sleep(seconds)
+        if release is not None:
+            release.wait(seconds)
+        else:
+            time.sleep(seconds)
+        if released is not None:
+            released.put(time.time())
     store.close()
 
 
@@ -45,10 +52,10 @@ def try_lock(url: str, database: str, timeout: float, results) -> None:
     from mysql_state import LockTimeoutError, MysqlAgentStateStore
 
     store = MysqlAgentStateStore.from_url(url, database_name=database)
-    t0 = time.monotonic()
+    t0, began = time.monotonic(), time.time()
     try:
         with store.session_lock("alice", "chat-1", timeout=timeout):
-            results.put(("got", time.monotonic() - t0))
+            results.put(("got", time.monotonic() - t0, began, time.time()))
     except LockTimeoutError as exc:
         results.put(("timeout", time.monotonic() - t0, str(exc)))
     finally:

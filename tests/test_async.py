@@ -13,6 +13,7 @@ import orjson
 import pytest
 
 from mysql_state import MysqlAgentStateStore, SchemaNotFoundError, UNVERSIONED
+from mysql_state.errors import StoreClosedError
 from mysql_state.aio import OPERATIONS, AsyncMysqlAgentStateStore
 from mysql_state.listsync import HASH_FORMAT
 
@@ -43,6 +44,9 @@ def list_rows(raw, sid: str, key: str) -> tuple[list[bytes], dict | None]:
 
 
 def test_every_sync_operation_has_a_coroutine_with_the_same_signature():
+    """The twin cannot drift: every public sync operation has a coroutine whose signature is
+    the sync one's, whole (names, kinds, defaults, annotations, the return annotation: the
+    coroutine's result is the sync method's type); export is an async iterator."""
     public = {
         n
         for n, v in vars(MysqlAgentStateStore).items()
@@ -50,16 +54,63 @@ def test_every_sync_operation_has_a_coroutine_with_the_same_signature():
     }
     assert public == set(OPERATIONS), "a sync operation has no async twin (or the list is stale)"
     for name in OPERATIONS:
-        coro = getattr(AsyncMysqlAgentStateStore, name)
-        assert inspect.iscoroutinefunction(coro), name
+        twin = getattr(AsyncMysqlAgentStateStore, name)
         sync_sig = inspect.signature(getattr(MysqlAgentStateStore, name))
-        assert inspect.signature(coro).parameters.keys() == sync_sig.parameters.keys(), name
-        assert [p.kind for p in inspect.signature(coro).parameters.values()] == [
-            p.kind for p in sync_sig.parameters.values()
-        ], name
-        assert coro.__doc__ and ">>>" in coro.__doc__, f"{name} lacks a docstring example"
+        sig = inspect.signature(twin)
+        if name == "export":
+            assert inspect.isasyncgenfunction(twin), "async export streams: an async iterator, not a list"
+            assert sig.replace(return_annotation=sync_sig.return_annotation) == sync_sig
+            continue
+        assert inspect.iscoroutinefunction(twin), name
+        assert sig == sync_sig, f"{name}: {sig} != {sync_sig}"
+        for p, q in zip(sig.parameters.values(), sync_sig.parameters.values()):
+            assert (p.name, p.kind, p.default, p.annotation) == (q.name, q.kind, q.default, q.annotation), name
+        assert sig.return_annotation == sync_sig.return_annotation, name
+        assert twin.__doc__ and ">>>" in twin.__doc__, f"{name} lacks a docstring example"
     from_url = inspect.signature(AsyncMysqlAgentStateStore.from_url).parameters
-    assert from_url.keys() == inspect.signature(MysqlAgentStateStore.from_url).parameters.keys()
+    assert from_url == inspect.signature(MysqlAgentStateStore.from_url).parameters
+
+
+def test_results_are_of_the_sync_methods_types(astore, store):
+    """Each awaited result has the type the sync method returns (awaitable of the same type)."""
+    async def go():
+        calls = [("save", ("u", "s", "v", 1)), ("save_list_report", ("u", "s", "l", [1, 2])),
+                 ("save_many", ("u", "s", {"w": 2})), ("get_versioned", ("u", "s", "v")),
+                 ("get_list_versioned", ("u", "s", "l")), ("get_prefix", ("u", "s")),
+                 ("list_session_ids", ("u",)), ("sessions", ("u",)), ("metrics", ()),
+                 ("save_if_version", ("u", "s", "v", 5, 99))]
+        for name, args in calls:
+            got = await getattr(astore, name)(*args)
+            want = getattr(store, name)(*args)
+            assert type(got) is type(want), (name, got, want)
+
+    run(go())
+
+
+def test_export_is_an_async_iterator_that_streams(astore, store, monkeypatch):
+    import mysql_state.aio as aio
+
+    monkeypatch.setattr(aio, "EXPORT_LINES_PER_HOP", 7)  # a module constant, to see several hops
+    store.save_list("u", "s", "l", list(range(40)))
+    store.save("v", "t", "k", "x")
+
+    async def go():
+        stream = astore.export("u")
+        assert not isinstance(stream, list) and hasattr(stream, "__anext__")
+        first = await stream.__anext__()
+        lines = [first] + [line async for line in stream]
+        return lines
+
+    lines = run(go())
+    assert lines == list(store.export("u")) and len(lines) > 40
+
+    async def early():  # stopping early closes the sync export in its thread
+        stream = astore.export()
+        got = [await stream.__anext__() for _ in range(3)]
+        await stream.aclose()
+        return got
+
+    assert run(early()) == list(store.export())[:3]
 
 
 def test_operations_give_what_the_sync_store_gives(astore, raw):
@@ -308,8 +359,14 @@ def test_async_with_waits_for_running_work_then_closes(url, database, raw):
             t = asyncio.create_task(s.save_list("u", "s", "memory", payload))
             await asyncio.sleep(0.01)
             t.cancel()
-        with pytest.raises(RuntimeError, match="closed"):
+        with pytest.raises(StoreClosedError, match="closed"):  # issue 18 item 23: the typed error
             await s.get("u", "s", "k")
+        with pytest.raises(StoreClosedError):
+            async for _ in s.export():
+                pass
+        with pytest.raises(StoreClosedError):
+            async with s.session_lock("u", "s"):
+                pass
         await s.aclose()  # idempotent
 
     run(go())

@@ -29,7 +29,9 @@ def test_cli_mirrors_the_maintenance_calls(store, raw, url, database):
     assert [orjson.loads(x) for x in tail] == [{"i": 3}, {"i": 4}]
     assert cli(url, database, "delete", "alice", "chat-1", "memory").returncode == 0
     assert store.get_list("alice", "chat-1", "memory") == [] and store.exists("alice", "chat-1")
-    assert cli(url, database, "delete", "alice", "chat-2").returncode == 0
+    refused = cli(url, database, "delete", "alice", "chat-2")  # a whole session: --yes, as rm
+    assert refused.returncode == 2 and "--yes" in refused.stderr and store.exists("alice", "chat-2")
+    assert cli(url, database, "delete", "alice", "chat-2", "--yes").returncode == 0
     assert not store.exists("alice", "chat-2")
     bad = cli(url, database, "sessions", "a:b")
     assert bad.returncode == 2 and "contains ':'" in bad.stderr
@@ -61,3 +63,173 @@ def test_forget_user_and_reencrypt_from_the_shell(store, raw, url, database):
     assert [orjson.loads(x) for x in run("get-list", "bob", "chat-1", "memory").stdout.splitlines()] == [{"text": "secret"}] * 3
     unreadable = cli(url, database, "get-list", "bob", "chat-1", "memory")  # no ring: a one-line error
     assert unreadable.returncode == 2 and "k1" in unreadable.stderr and len(unreadable.stderr.splitlines()) == 1
+
+
+# ---- issue 18 item 21 and issue 19's command line -------------------------------------------------
+
+
+def one_line_error(done: subprocess.CompletedProcess, code: int, *words: str) -> None:
+    assert done.returncode == code, (done.returncode, done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert all(w in done.stderr for w in words), done.stderr
+
+
+def test_a_duration_too_long_is_one_line_and_exit_2(store, raw, url, database):
+    store.save("alice", "chat-1", "k", 1)
+    before = raw.all_rows()
+    for text in ("9999999999d", "99999999999w", "999999d"):
+        for args in (("prune", "--older-than", text, "--yes"), ("sessions", "--older-than", text)):
+            one_line_error(cli(url, database, *args), 2, text)
+    assert raw.all_rows() == before
+
+
+def test_rm_of_a_key_or_session_that_does_not_exist_says_so_and_exits_1(store, raw, url, database):
+    store.save("U", "S", "k", 1)
+    before = raw.all_rows()
+    one_line_error(cli(url, database, "rm", "--user", "U", "S", "NOKEY"), 1, "'NOKEY'", "nothing was deleted")
+    one_line_error(cli(url, database, "delete", "U", "S", "NOKEY"), 1, "'NOKEY'")
+    one_line_error(cli(url, database, "rm", "--user", "U", "NOSESSION", "--yes"), 1, "'NOSESSION'")
+    assert raw.all_rows() == before
+    done = cli(url, database, "rm", "--user", "U", "S", "k")  # a key: an ordinary write, no --yes
+    assert done.returncode == 0 and "deleted key 'k'" in done.stdout and raw.rows() == []
+
+
+def test_sessions_pages_with_the_cursor_it_prints(store, url, database):
+    for i in range(5):
+        store.save("alice", f"chat-{i}", "k", i)
+    seen, cursor, pages = [], None, 0
+    while True:
+        args = ["sessions", "--json", "--limit", "2"] + (["--cursor", cursor] if cursor else [])
+        page = orjson.loads(cli(url, database, *args).stdout)
+        seen += [s["session_id"] for s in page["items"]]
+        pages += 1
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert sorted(seen) == [f"chat-{i}" for i in range(5)] and pages == 3
+    text = cli(url, database, "sessions", "--limit", "2")
+    assert len(text.stdout.splitlines()) == 3 and "--cursor" in text.stderr
+
+
+def test_stats_is_a_table_and_json_with_json(store, url, database):
+    store.save_list("alice", "chat-1", "memory", [1, 2, 3])
+    text = cli(url, database, "stats")
+    assert text.returncode == 0 and "METRIC" in text.stdout and "OPERATION" in text.stdout
+    assert not any(line.lstrip().startswith("{") for line in text.stdout.splitlines()), text.stdout
+    assert any(line.split()[:1] == ["saves.rewrite"] for line in text.stdout.splitlines())
+    data = orjson.loads(cli(url, database, "stats", "--json").stdout)
+    assert data["sessions"] == 1 and "saves" in data["metrics"]
+
+
+def test_every_destructive_command_refuses_without_a_terminal_or_yes(store, raw, url, database):
+    store.save_list("alice", "chat-1", "memory", [1, 2])
+    store.save("bob", "chat-1", "k", 1)
+    raw.execute("UPDATE {t} SET updated_at = NOW() - INTERVAL 40 DAY")
+    export = cli(url, database, "export").stdout
+    before = raw.all_rows()
+    refusals = [
+        ("delete", "alice", "chat-1"), ("rm", "--user", "alice", "chat-1"), ("truncate",),
+        ("prune", "--older-than", "30d"), ("forget-user", "alice"),
+    ]
+    for args in refusals:
+        one_line_error(cli(url, database, *args), 2, "--yes", "nothing was deleted")
+    replace = subprocess.run([sys.executable, "-m", "mysql_state", "--url", url, "--database", database, "import",
+                              "--on-conflict", "replace"], input=export, capture_output=True, text=True, timeout=60)
+    one_line_error(replace, 2, "--yes")
+    assert raw.all_rows() == before
+    assert cli(url, database, "prune", "--older-than", "30d", "--dry-run").returncode == 0  # asks nothing
+    assert raw.all_rows() == before
+
+
+def test_a_destructive_command_asks_on_a_terminal(store, raw, url, database):
+    import os
+    import pty
+
+    store.save("alice", "chat-1", "k", 1)
+
+    def answer(text: str) -> subprocess.CompletedProcess:
+        master, slave = pty.openpty()
+        try:
+            proc = subprocess.Popen([sys.executable, "-m", "mysql_state", "--url", url, "--database", database,
+                                     "delete", "alice", "chat-1"], stdin=slave, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True)
+            os.write(master, text.encode())
+            out, err = proc.communicate(timeout=60)
+            return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        finally:
+            os.close(master)
+            os.close(slave)
+
+    no = answer("n\n")
+    assert no.returncode == 1 and "[y/N]" in no.stderr and "nothing was deleted" in no.stderr
+    assert store.exists("alice", "chat-1")
+    yes = answer("y\n")
+    assert yes.returncode == 0 and "deleted session 'chat-1'" in yes.stdout
+    assert raw.rows() == []
+
+
+def test_one_command_per_operation_old_names_are_listed_aliases(store, url, database):
+    from mysql_state.cli import COMMAND_HELP
+
+    store.save_list("alice", "chat-1", "memory", [{"i": i} for i in range(3)])
+    top = " ".join(cli(url, database, "--help").stdout.split())
+    for alias_text in ("aliases: show, get-list", "aliases: length", "aliases: rm"):
+        assert alias_text in top
+    for name, (aliases, what) in COMMAND_HELP.items():
+        for spelled in (name, *aliases):
+            helped = cli(url, database, spelled, "--help")
+            text = " ".join(helped.stdout.split()).lower()
+            assert helped.returncode == 0 and what.split(" (")[0][:40].lower() in text, spelled
+            assert all(a in text for a in aliases) and (not aliases or "aliases:" in text), spelled
+    items = ['{"i":0}', '{"i":1}', '{"i":2}']
+    assert cli(url, database, "get", "alice", "chat-1", "memory").stdout.split() == items
+    assert cli(url, database, "show", "--user", "alice", "chat-1", "memory").stdout.split() == items
+    assert cli(url, database, "get-list", "alice", "chat-1", "memory", "--offset", "-1").stdout.split() == items[-1:]
+    assert cli(url, database, "length", "alice", "chat-1", "memory").stdout.strip() == "3"
+    assert cli(url, database, "list-length", "--user", "alice", "chat-1", "memory").stdout.strip() == "3"
+
+
+def test_the_write_calls_from_the_shell(store, raw, url, database):
+    assert cli(url, database, "save", "alice", "chat-1", "summary", '{"t": "hi"}').returncode == 0
+    assert store.get("alice", "chat-1", "summary") == {"t": "hi"}
+    assert cli(url, database, "save-list", "alice", "chat-1", "memory", "[1, 2]").returncode == 0
+    assert cli(url, database, "append-list", "alice", "chat-1", "memory", "3", '"four"').stdout.strip() == "4"
+    assert store.get_list("alice", "chat-1", "memory") == [1, 2, 3, "four"]
+    assert orjson.loads(cli(url, database, "pop-list", "alice", "chat-1", "memory").stdout) == "four"
+    assert store.get_list("alice", "chat-1", "memory") == [1, 2, 3]
+    one_line_error(cli(url, database, "pop-list", "alice", "chat-1", "empty"), 1, "'empty'")
+    before = raw.all_rows()
+    one_line_error(cli(url, database, "save", "alice", "chat-1", "k", "{not json"), 2, "not a JSON document")
+    one_line_error(cli(url, database, "save-list", "alice", "chat-1", "k", '{"a": 1}'), 2, "JSON array")
+    assert raw.all_rows() == before
+
+
+def test_a_newcomer_on_the_embedded_default_server(tmp_path):
+    """`server start`, then `sessions`: the database and table are made, an empty table lists
+    nothing (exit 0), and no DDL is shown as an error."""
+    import os
+    import shutil
+    import tempfile
+
+    from mysql_state.server import find_binary
+
+    if find_binary("mariadbd", "mysqld") is None:
+        import pytest
+
+        pytest.skip("needs a mariadbd/mysqld binary for the embedded server (make test installs one)")
+    cache = tempfile.mkdtemp(prefix="ms-", dir="/tmp")  # short: the server's socket lives there
+    env = {k: v for k, v in os.environ.items() if k != "MYSQL_URL"}
+    env["XDG_CACHE_HOME"] = cache
+    run = lambda *a: subprocess.run([sys.executable, "-m", "mysql_state", *a],  # noqa: E731
+                                    capture_output=True, text=True, timeout=180, env=env)
+    try:
+        started = run("server", "start")
+        assert started.returncode == 0, started.stderr
+        listed = run("sessions")
+        assert listed.returncode == 0 and listed.stdout == "" and listed.stderr == "", listed.stderr
+        assert orjson.loads(run("sessions", "--json").stdout) == {"items": [], "next_cursor": None}
+        assert run("save", "alice", "chat-1", "k", "1").returncode == 0
+        assert run("sessions", "alice").stdout.split() == ["chat-1"]
+    finally:
+        run("server", "stop")
+        shutil.rmtree(cache, ignore_errors=True)

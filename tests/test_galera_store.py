@@ -286,3 +286,23 @@ def test_isolated_node_only_host_unavailable_list_moves_on(galera, gname):
     finally:
         alone.close()
         listed.close()
+
+
+def test_from_url_moves_on_when_the_first_host_lost_quorum(galera, gname):
+    """Issue 18 item 20: node 2 isolated (non-primary) answers the read-only set-up's COMMIT
+    with 1047; a transaction that wrote nothing is never "unknown": the next host serves."""
+    seed = MysqlAgentStateStore.from_url(galera.urls[0], gname, create_if_not_exist=True)
+    seed.close()
+    galera.isolate(2)
+    try:
+        for create in (False, True):  # the read-only set-up, and the one that runs DDL
+            # no causal reads here: a non-primary node answers wsrep_sync_wait with 1205
+            store = MysqlAgentStateStore.from_url(node_url(galera, 2), gname, create_if_not_exist=create)
+            try:
+                assert port_of(store) != galera.ports[2]
+                store.save("u", "s", "k", create)
+                assert store.get("u", "s", "k") is create
+            finally:
+                store.close()
+    finally:
+        galera.rejoin(2)

@@ -21,6 +21,7 @@ from mysql_state import (
 from mysql_state.aio import AsyncMysqlAgentStateStore
 
 from . import procs
+from .conftest import connect
 from .test_faults import check_list_rows
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -190,8 +191,10 @@ def test_two_processes_load_and_save_one_session_exactly_one_wins(url, database,
 
 
 def test_session_lock_two_processes_wait_or_time_out(url, database, store):
-    started, results = SPAWN.Event(), SPAWN.Queue()
-    holder = SPAWN.Process(target=procs.hold_lock, args=(url, database, 2.0, started))
+    """A second process times out on a held lease; a third waits and gets it only after the
+    holder let go (wall-clock order of the two processes' events, not a duration guess)."""
+    started, release, released, results = SPAWN.Event(), SPAWN.Event(), SPAWN.Queue(), SPAWN.Queue()
+    holder = SPAWN.Process(target=procs.hold_lock, args=(url, database, 60.0, started, release, released))
     holder.start()
     assert started.wait(60)
     quick = SPAWN.Process(target=procs.try_lock, args=(url, database, 0.3, results))
@@ -199,12 +202,32 @@ def test_session_lock_two_processes_wait_or_time_out(url, database, store):
     outcome = results.get(timeout=60)
     assert outcome[0] == "timeout" and 0.25 <= outcome[1] < 1.9, outcome
     assert "'alice:chat-1'" in outcome[2] and "0.3s" in outcome[2]
-    patient = SPAWN.Process(target=procs.try_lock, args=(url, database, 20, results))
+    patient = SPAWN.Process(target=procs.try_lock, args=(url, database, 60, results))
     patient.start()
+    deadline = time.monotonic() + 60
+    while not raw_lock_waiters(url) and time.monotonic() < deadline:  # the patient is waiting on it
+        time.sleep(0.05)
+    assert raw_lock_waiters(url), "the third process never waited for the lease"
+    assert results.empty()  # it is waiting, not holding
+    release.set()
+    let_go = released.get(timeout=60)
     outcome = results.get(timeout=60)
-    assert outcome[0] == "got" and outcome[1] > 0.5, outcome  # waited for the holder to finish
+    assert outcome[0] == "got", outcome
+    assert outcome[2] < let_go <= outcome[3], (outcome, let_go)  # began before, got it after the holder let go
     for p in (holder, quick, patient):
         p.join(30)
+
+
+def raw_lock_waiters(url: str) -> int:
+    """Connections of the server waiting in GET_LOCK right now (plain SQL)."""
+    con = connect(url)
+    try:
+        with con.cursor() as cur:
+            cur.execute("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SELECT GET_LOCK%'"
+                        " AND ID <> CONNECTION_ID()")
+            return int(cur.fetchone()[0])
+    finally:
+        con.close()
 
 
 def test_session_lock_two_store_objects_and_async(store, other):
