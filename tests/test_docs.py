@@ -26,8 +26,11 @@ ALL_PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 PAGES = [p for p in ALL_PAGES if BLOCK.search(p.read_text())]
 #: A Markdown link or image target: ``[text](target)``, ``![alt](target)``.
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
-#: ``make <target>`` as code: in backticks, or a line of a shell block.
-MAKE = re.compile(r"(?:`|^[ \t]*)make ([a-z][a-z0-9-]*)", re.M)
+#: ``make <target>`` as code: in backticks, or (MAKE_LINE) a line of a shell block.
+MAKE = re.compile(r"`make ([a-z][a-z0-9-]*)")
+MAKE_LINE = re.compile(r"^[ \t]*make ([a-z][a-z0-9-]*)", re.M)
+#: A test file (and test) a page cites as what shows a promise: ``tests/test_faults.py::test_x``.
+CITED_TEST = re.compile(r"(tests/[\w/]+\.py)((?:::\w+)?)")
 #: The README is the front page: what it is, the commands, a quick start, where to read on.
 README_MAX_LINES = 220
 #: Pages whose examples need a framework virtualenv: page stem -> (venv, import check, expected).
@@ -83,13 +86,30 @@ def test_every_relative_link_leads_to_a_file():
     assert not dead, "links to nothing:\n" + "\n".join(dead)
 
 
+def test_every_test_the_docs_cite_exists():
+    """A page that says a promise is "shown by" ``tests/x.py::test_y`` names a file that exists
+    and a test that is in it (tests regrouped or renamed cannot leave the docs citing nothing)."""
+    missing = []
+    for page in ALL_PAGES:
+        for path, test in CITED_TEST.findall(page.read_text()):
+            source = ROOT / path
+            if not source.is_file():
+                missing.append(f"{page.relative_to(ROOT)}: {path}")
+            elif test and not re.search(rf"^(?:(?:async )?def {test[2:]}\b|{test[2:]} *=)", source.read_text(), re.M):
+                missing.append(f"{page.relative_to(ROOT)}: {path}{test}")
+    assert not missing, "cited tests that do not exist:\n" + "\n".join(missing)
+
+
 def test_every_make_target_the_docs_name_exists():
     """``make demo``, ``make bench``, ... named in a page are targets of the Makefile."""
     makefile = (ROOT / "Makefile").read_text()
     targets = set(re.findall(r"^([a-z][a-z0-9-]*)\s*:", makefile, re.M))
     assert {"demo", "test", "bench"} <= targets
+    def named(text: str) -> list[str]:
+        return MAKE.findall(text) + [n for block in SHELL.findall(text) for n in MAKE_LINE.findall(block)]
+
     missing = sorted({f"{page.relative_to(ROOT)}: make {name}" for page in ALL_PAGES
-                      for name in MAKE.findall(page.read_text()) if name not in targets})
+                      for name in named(page.read_text()) if name not in targets})
     assert not missing, "make targets that do not exist:\n" + "\n".join(missing)
 
 
