@@ -5,9 +5,9 @@ PYTHON ?= python3
 comma  := ,
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
-EXTRAS ?= test,agentscope,encryption,metrics
+EXTRAS ?= test,agentscope,encryption,metrics,langgraph
 
-.PHONY: test demo demo-openai demo-adk bench server-bin cluster-bin cluster venv clean
+.PHONY: test demo demo-openai demo-adk demo-langgraph bench server-bin cluster-bin cluster venv clean
 
 $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS)): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -73,10 +73,14 @@ demo-openai: .venv-openai-agents/.made server-bin
 demo-adk: .venv-adk/.made server-bin
 	.venv-adk/bin/python examples/adk_restart.py
 
+demo-langgraph: venv server-bin
+	$(PY) examples/langgraph_demo.py
+
 bench:
-	$(MAKE) EXTRAS=test,agentscope,encryption,bench venv server-bin
+	$(MAKE) EXTRAS=test,agentscope,encryption,langgraph,bench venv server-bin
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
 	$(PY) benchmarks/catalog_bench.py
+	$(PY) benchmarks/langgraph_bench.py
 
 clean:
 	rm -rf $(VENV) .venv-agentscope1 .venv-openai-agents .venv-adk build *.egg-info .pytest_cache

@@ -35,8 +35,11 @@ from .crypto import Keyring
 from .catalog import ALL_USERS, SessionInfo, SessionPage
 from .history import HistoryItem
 from .retention import PruneReport
-from .migrations import Problem, Step
-from .store import UNVERSIONED, MysqlAgentStateStore, VersionedState
+from .migrations import DoctorFinding, MigrationStep, Problem, Step  # noqa: F401 (old names)
+from .results import UNVERSIONED, SavedMany, SaveReport, VersionedState
+from .locks import SessionLock
+from .transaction import Transaction
+from .store import MysqlAgentStateStore
 from .aio import AsyncMysqlAgentStateStore  # noqa: E402 (it imports the store)
 
 __all__ = [
@@ -44,6 +47,10 @@ __all__ = [
     "AsyncMysqlAgentStateStore",
     "VersionedState",
     "UNVERSIONED",
+    "SaveReport",
+    "SavedMany",
+    "Transaction",
+    "SessionLock",
     "MysqlStateError",
     "SchemaNotFoundError",
     "ServerUnavailableError",
@@ -71,7 +78,7 @@ __all__ = [
     "SessionPage",
     "HistoryItem",
     "PruneReport",
-    "Problem",
-    "Step",
+    "DoctorFinding",
+    "MigrationStep",
 ]
 __version__ = "0.1.0"

@@ -16,11 +16,12 @@ from __future__ import annotations
 import base64
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple, Optional, Sequence
+from typing import Any, NamedTuple, Optional, Sequence
 
 import orjson
 
 from . import keys, sql
+from .table import Table
 
 __all__ = ["ALL_USERS", "SessionInfo", "SessionPage", "row", "sessions", "user_range"]
 
@@ -72,22 +73,6 @@ def row(sid: str) -> tuple[tuple[str, str, int, bytes]]:
     return ((keys.CATALOG_SESSION, sid, 0, sql.CATALOG_DATA),)
 
 
-# The page: catalog rows newest first, by_activity's order (updated_at, then the primary key).
-_PAGE = (
-    "SELECT state_key, created_at, updated_at FROM {t} WHERE session_id = %s{where}"
-    " ORDER BY updated_at DESC, state_key DESC LIMIT %s"
-)
-# One user's sessions: that user's catalog rows by the primary key (a range), sorted after.
-_PAGE_OF_USER = (
-    "SELECT state_key, created_at, updated_at FROM {t} FORCE INDEX (PRIMARY) WHERE session_id = %s{where}"
-    " ORDER BY updated_at DESC, state_key DESC LIMIT %s"
-)
-_SHAPE = (
-    "SELECT session_id, state_key, COUNT(*), COALESCE(SUM(LENGTH(state_data)), 0) FROM {t}"
-    " WHERE session_id IN ({ids}) GROUP BY session_id, state_key"
-)
-
-
 def user_range(user_id: Any, exact: bool, column: str = "state_key") -> tuple[str, tuple]:
     """A WHERE fragment (`` AND ...``) keeping the packed ids of one user in ``column``; ``""``
     for :data:`ALL_USERS`. A primary-key range on exact tables, an escaped LIKE otherwise."""
@@ -113,17 +98,17 @@ def decode_cursor(cursor: str) -> tuple[dt.datetime, str]:
 
 
 def sessions(
-    run: Callable[[Callable[[Any], Any]], Any],
-    q: Callable[[str], str],
-    exact: bool,
+    db: Any,
+    t: Table,
     user_id: Any,
     updated_before: Optional[dt.datetime],
     updated_after: Optional[dt.datetime],
     limit: int,
     cursor: Optional[str],
 ) -> SessionPage:
-    """A page of the catalog (see the module doc); ``run(fn)`` runs ``fn(cur)`` as a read,
-    ``q`` renders a statement for the table. Datetimes are the server's (naive)."""
+    """A page of the catalog (see the module doc), read through the connector ``db`` on the
+    table ``t``. Datetimes are the server's (naive)."""
+    q, exact = t.q, t.exact_keys
     where, params = user_range(user_id, exact)
     for op, when in (("<", updated_before), (">", updated_after)):
         if when is not None:
@@ -133,7 +118,7 @@ def sessions(
         at, sid = decode_cursor(cursor)
         where += " AND (updated_at < %s OR (updated_at = %s AND state_key < %s))"
         params += (at, at, sid)
-    template = _PAGE if user_id is ALL_USERS else _PAGE_OF_USER
+    template = sql.CATALOG_PAGE if user_id is ALL_USERS else sql.CATALOG_PAGE_OF_USER
     prefix = "" if user_id is ALL_USERS else keys.user_prefix(user_id)  # exact, whatever the collation
     page_sql = q(template.replace("{where}", where))
 
@@ -144,11 +129,11 @@ def sessions(
         shape: list = []
         if page:
             ids = [r[0] for r in page] + [keys.history_session(r[0]) for r in page]
-            cur.execute(q(_SHAPE.replace("{ids}", ", ".join(["%s"] * len(ids)))), ids)
+            cur.execute(q(sql.CATALOG_SHAPE.replace("{ids}", ", ".join(["%s"] * len(ids)))), ids)
             shape = list(cur.fetchall())
         return found, shape
 
-    found, shape = run(read)
+    found, shape = db.run(read, "sessions", write=False)
     page = found[:limit]
     history_of = {keys.history_session(r[0]): r[0] for r in page}
     counts: dict[str, list] = {r[0]: [0, 0, set()] for r in page}

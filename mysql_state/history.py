@@ -13,22 +13,14 @@ read before a shrinking save so that what it drops is archived as well.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Callable, NamedTuple, Optional
+from typing import Any, NamedTuple, Optional
 
-from . import keys, serde
+from . import keys, sql
 from .listsync import Plan
+from .sql import NO_LIMIT
+from .table import Table
 
 __all__ = ["HistoryItem", "archive", "drop", "first_dropped", "read"]
-
-#: Archived items of one key, oldest first (a window as get_list's).
-SELECT_HISTORY = (
-    "SELECT item_index, state_data, created_at FROM {t} WHERE session_id = %s AND state_key = %s"
-    " ORDER BY item_index LIMIT %s, %s"
-)
-
-
-DELETE_KEY_HISTORY = "DELETE FROM {t} WHERE session_id = %s AND state_key = %s"
-DELETE_HISTORY = "DELETE FROM {t} WHERE session_id = %s"
 
 
 class HistoryItem(NamedTuple):
@@ -50,47 +42,39 @@ def first_dropped(plan: Plan) -> Optional[int]:
     return min(changed) if changed else None
 
 
-def archive(cur: Any, statements: dict, sid: str, k: str, plan: Plan,
-            reseal: Optional[Callable[[Any, str, str, str, int, int], None]] = None) -> None:
-    """Archive what ``plan`` drops (before it is applied, in the same transaction).
-
-    ``reseal(cur, from_sid, to_sid, key, first_new_index, index_shift)`` re-encrypts the
-    copied rows for their new place (an encrypted store: a row is bound to its place).
-    """
+def archive(cur: Any, t: Table, sid: str, k: str, plan: Plan) -> None:
+    """Archive what ``plan`` drops (before it is applied, in the same transaction); an
+    encrypted store seals the copied rows again for their new place (a row is bound to it)."""
     start = first_dropped(plan)
     if start is None:
         return
-    hsid = keys.history_session(sid)
-    if reseal is not None:
+    statements, hsid = t.statements, keys.history_session(sid)
+    if t.sealer.encrypted:
         cur.execute(statements["NEXT_ARCHIVE_INDEX"], (hsid, k))
         base = int(cur.fetchone()[0])
     cur.execute(statements["ARCHIVE_ITEMS"], (hsid, k, hsid, k, start, sid, k, start))
-    if reseal is not None:
-        reseal(cur, sid, hsid, k, base, start - base)
+    if t.sealer.encrypted:
+        t.sealer.reseal_copied(cur, statements, sid, hsid, k, base, start - base)
 
 
-def drop(cur: Any, q: Callable[[str], str], sid: str, k: Optional[str] = None) -> int:
+def drop(cur: Any, t: Table, sid: str, k: Optional[str] = None) -> int:
     """Delete the archived items of key ``k`` of session ``sid`` (every key's when ``k`` is
     None), in the caller's transaction; returns the rows deleted. Deleting a key or a session
     erases its history: nothing of it is left where no catalog row leads."""
     hsid = keys.history_session(sid)
     if k is None:
-        return cur.execute(q(DELETE_HISTORY), (hsid,))
-    return cur.execute(q(DELETE_KEY_HISTORY), (hsid, k))
+        return cur.execute(t.q(sql.DELETE_HISTORY), (hsid,))
+    return cur.execute(t.q(sql.DELETE_KEY_HISTORY), (hsid, k))
 
 
-def read(run: Callable[[Callable[[Any], Any]], Any], q: Callable[[str], str], sid: str, k: str,
-         offset: int, limit: Optional[int], no_limit: int,
-         decode: Optional[Callable[[str, str, int, Any], Any]] = None) -> list[HistoryItem]:
-    """Archived items of ``k``, oldest first, from ``offset`` (>= 0), at most ``limit``;
-    ``decode(session, key, index, text)`` opens encrypted rows."""
-    statement = q(SELECT_HISTORY)
+def read(db: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int]) -> list[HistoryItem]:
+    """Archived items of ``k``, oldest first, from ``offset`` (>= 0), at most ``limit``
+    (``db`` is the connector); sealed rows are opened by the table's sealer."""
+    statement, hsid = t.q(sql.SELECT_HISTORY), keys.history_session(sid)
 
     def fetch(cur: Any) -> list:
-        cur.execute(statement, (keys.history_session(sid), k, offset, no_limit if limit is None else limit))
+        cur.execute(statement, (hsid, k, offset, NO_LIMIT if limit is None else limit))
         return cur.fetchall()
 
-    hsid = keys.history_session(sid)
-    if decode is None:
-        return [HistoryItem(serde.decode_row(data, None, sid, k, i), at) for i, data, at in run(fetch)]
-    return [HistoryItem(decode(hsid, k, i, data), at) for i, data, at in run(fetch)]
+    return [HistoryItem(t.sealer.decode(hsid, k, i, data), at)
+            for i, data, at in db.run(fetch, f"get_history {k!r}", write=False)]

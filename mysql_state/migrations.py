@@ -1,6 +1,6 @@
 """Schema versions: ordered, idempotent migration steps, and a doctor that checks the table.
 
-Each :class:`Step` says whether it is needed by looking at the table itself (never only at a
+Each :class:`MigrationStep` says whether it is needed by looking at the table itself (never only at a
 record), so a step that crashed half way (MySQL commits DDL implicitly) is simply needed
 again; what was applied is recorded in ``mysql_state_migrations`` of the same database.
 ``doctor`` checks the schema, then reads every row once in key order (a session at a time):
@@ -18,6 +18,7 @@ step is checked again right before it runs, and a step another process finished 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
@@ -26,73 +27,39 @@ import orjson
 from . import keys, listsync, sql, transfer
 from .crypto import is_sealed, well_formed
 from .errors import ALREADY_DONE_ERRNOS, DecryptionError, MysqlStateError
-from .listsync import PLAIN, Digester, ListHash
+from .table import Table
+from .listsync import Digester, ListHash
 
-__all__ = ["Step", "Problem", "STEPS", "pending", "migrate", "doctor", "relist"]
+__all__ = ["MigrationStep", "DoctorFinding", "STEPS", "pending", "migrate", "doctor", "relist", "Step", "Problem", "Ctx"]
 
-RECORD_TABLE = (
-    "CREATE TABLE IF NOT EXISTS `{db}`.`mysql_state_migrations` (table_name VARCHAR(64) NOT NULL,"
-    " step VARCHAR(64) NOT NULL, applied_at DATETIME DEFAULT CURRENT_TIMESTAMP,"
-    " PRIMARY KEY (table_name, step)) DEFAULT CHARACTER SET utf8mb4"
-)
-RECORD_STEP = (
-    "INSERT INTO `{db}`.`mysql_state_migrations` (table_name, step) VALUES (%s, %s)"
-    " ON DUPLICATE KEY UPDATE applied_at = CURRENT_TIMESTAMP"
-)
-INDEXES = (
-    "SELECT INDEX_NAME, GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX) FROM information_schema.STATISTICS"
-    " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s GROUP BY INDEX_NAME"
-)
-COLUMNS = (
-    "SELECT COLUMN_NAME, DATA_TYPE, COLLATION_NAME FROM information_schema.COLUMNS"
-    " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s"
-)
-ADD_ACTIVITY_INDEX = "ALTER TABLE {t} ADD KEY by_activity (session_id, updated_at)"
-HAS_UNVERSIONED = "SELECT 1 FROM {t} WHERE version < 1 LIMIT 1"
-BACKFILL_VERSION = "UPDATE {t} SET version = 1, updated_at = updated_at WHERE version < 1 LIMIT 10000"
-# Sessions whose catalog row is missing or older than their rows (written behind its back).
-STALE_CATALOG = (
-    "SELECT s.session_id FROM (SELECT session_id, MAX(updated_at) AS last FROM {t}"
-    " WHERE session_id LIKE '%%:%%' GROUP BY session_id) s"
-    f" LEFT JOIN {{t}} c ON c.session_id = '{keys.CATALOG_SESSION}' AND c.state_key = s.session_id"
-    " AND c.item_index = 0 WHERE c.state_key IS NULL OR c.updated_at < s.last LIMIT %s"
-)
-SESSION_IDS_AFTER = "SELECT DISTINCT session_id FROM {t} WHERE session_id > %s ORDER BY session_id LIMIT %s"
 ACTIVITY_COLUMNS = "session_id,updated_at"
 WANTED_COLUMNS = {"session_id", "state_key", "item_index", "state_data", "version", "created_at", "updated_at"}
 PRIMARY_KEY = "session_id,state_key,item_index"
 
 
-def _as_stored(sid: str, key: str, index: int, text: Any) -> bytes:
-    """A row's JSON as stored (a store without a keyring): a sealed row cannot be opened."""
-    if is_sealed(text):
-        raise DecryptionError(f"the row of session {sid!r}, key {key!r}, item_index {index} is encrypted "
-                              "and this store has no keyring (encryption=...)", sid, key, index, None)
-    return text.encode("utf-8") if isinstance(text, str) else text
-
-
-@dataclass
 class Ctx:
-    """What the steps need: the runner, the renderer, names, the collation chosen; for the
-    doctor's repairs and re-encryption: the packet size, and the store's encryption (opening and
-    sealing rows, the digesters of hash rows; without a keyring rows are taken as stored)."""
+    """What the steps need, from the connector ``db`` and the table context ``t``: ``run``
+    (writes of the whole table: they name no session), ``q`` the renderer, the names, the
+    collation chosen; for the doctor's repairs and re-encryption: the packet size and the
+    table's sealer (``plain`` opens a row, ``seal`` seals one, ``digester(kid)`` and
+    ``current`` the digesters of hash rows, ``keyring``: is there one); ``forget((sid, key))``
+    drops what the process remembers of a list rewritten."""
 
-    run: Callable[..., Any]
-    q: Callable[[str], str]
-    database: str
-    table: str
-    collation: str
-    packet: int = 1 << 24
-    plain: Callable[[str, str, int, Any], bytes] = _as_stored
-    seal: Callable[[str, str, int, bytes], bytes] = lambda sid, key, index, data: data
-    digester: Callable[[Optional[str]], Optional[Digester]] = lambda kid: PLAIN if kid is None else None
-    current: Digester = PLAIN
-    keyring: bool = False
-    forget: Callable[..., None] = lambda *args, **kwargs: None
+    def __init__(self, db: Any, t: Table, forget: Callable[..., None] = lambda *args, **kwargs: None) -> None:
+        sealer = t.sealer
+        self.run: Callable[..., Any] = functools.partial(db.run, session=None)
+        self.db, self.t, self.q = db, t, t.q
+        self.database, self.table, self.collation, self.packet = t.database, t.name, t.collation, t.max_allowed_packet
+        self.plain: Callable[[str, str, int, Any], bytes] = sealer.open
+        self.seal: Callable[[str, str, int, bytes], bytes] = sealer.seal
+        self.digester: Callable[[Optional[str]], Optional[Digester]] = sealer.digester_of
+        self.current: Digester = sealer.digester
+        self.keyring = sealer.encrypted
+        self.forget = forget
 
 
 @dataclass(frozen=True)
-class Step:
+class MigrationStep:
     """One migration step: ``name`` (ordered), the ``sql`` it runs (for ``--dry-run``)."""
 
     name: str
@@ -100,7 +67,7 @@ class Step:
 
 
 @dataclass
-class Problem:
+class DoctorFinding:
     """Something wrong with the table; ``fixed`` when ``doctor(fix=True)`` repaired it."""
 
     kind: str
@@ -110,14 +77,20 @@ class Problem:
     fixed: bool = False
 
 
+#: The names of ``migrate``'s and ``doctor``'s results before they said what they are (the
+#: README shows them); kept as aliases.
+Step = MigrationStep
+Problem = DoctorFinding
+
+
 def _columns(ctx: Ctx) -> dict[str, tuple[str, Optional[str]]]:
-    rows = ctx.run(lambda cur: (cur.execute(COLUMNS, (ctx.database, ctx.table)), cur.fetchall())[1],
+    rows = ctx.run(lambda cur: (cur.execute(sql.TABLE_COLUMN_TYPES, (ctx.database, ctx.table)), cur.fetchall())[1],
                    "read the schema", write=False)
     return {r[0]: (r[1], r[2]) for r in rows}
 
 
 def _indexes(ctx: Ctx) -> dict[str, str]:
-    rows = ctx.run(lambda cur: (cur.execute(INDEXES, (ctx.database, ctx.table)), cur.fetchall())[1],
+    rows = ctx.run(lambda cur: (cur.execute(sql.TABLE_INDEXES, (ctx.database, ctx.table)), cur.fetchall())[1],
                    "read the schema", write=False)
     return {r[0]: r[1] for r in rows}
 
@@ -139,14 +112,14 @@ def _do_exact(ctx: Ctx) -> None:
 
 
 def _need_version(ctx: Ctx) -> bool:
-    return "version" not in _columns(ctx) or _one(ctx, ctx.q(HAS_UNVERSIONED)) is not None
+    return "version" not in _columns(ctx) or _one(ctx, ctx.q(sql.HAS_UNVERSIONED)) is not None
 
 
 def _do_version(ctx: Ctx) -> None:
     if "version" not in _columns(ctx):
         ctx.run(lambda cur: cur.execute(ctx.q(sql.ADD_VERSION_COLUMN)), "migrate", write=True)
     # Rows written unaware of the column read as version 1 already: make it so, in short batches.
-    while ctx.run(lambda cur: cur.execute(ctx.q(BACKFILL_VERSION)), "migrate", write=True):
+    while ctx.run(lambda cur: cur.execute(ctx.q(sql.BACKFILL_VERSION)), "migrate", write=True):
         pass
 
 
@@ -155,22 +128,22 @@ def _need_index(ctx: Ctx) -> bool:
 
 
 def _do_index(ctx: Ctx) -> None:
-    ctx.run(lambda cur: cur.execute(ctx.q(ADD_ACTIVITY_INDEX)), "migrate", write=True)
+    ctx.run(lambda cur: cur.execute(ctx.q(sql.ADD_ACTIVITY_INDEX)), "migrate", write=True)
 
 
 def _need_catalog(ctx: Ctx) -> bool:
-    return _one(ctx, ctx.q(STALE_CATALOG), (1,)) is not None
+    return _one(ctx, ctx.q(sql.STALE_CATALOG), (1,)) is not None
 
 
 def _do_catalog(ctx: Ctx) -> None:
     for part in session_batches(ctx):
-        transfer.rebuild_catalog(ctx.run, ctx.q, part)
+        transfer.rebuild_catalog(ctx.db, ctx.t, part)
 
 
 def session_batches(ctx: Ctx, size: int = 500) -> Iterator[list[str]]:
     """Every packed session id of the table, ``size`` at a time (a loose index scan)."""
     last = ""
-    statement = ctx.q(SESSION_IDS_AFTER)
+    statement = ctx.q(sql.SESSION_IDS_AFTER)
     while True:
         rows = ctx.run(lambda cur: (cur.execute(statement, (last, size)), cur.fetchall())[1], "migrate", write=False)
         if not rows:
@@ -183,26 +156,26 @@ def session_batches(ctx: Ctx, size: int = 500) -> Iterator[list[str]]:
 
 _STEPS: list[tuple[str, str, Callable[[Ctx], bool], Callable[[Ctx], None]]] = [
     ("0001_exact_key_collation", sql.MAKE_KEYS_EXACT, _need_exact, _do_exact),
-    ("0002_version_column", sql.ADD_VERSION_COLUMN + "; " + BACKFILL_VERSION, _need_version, _do_version),
-    ("0003_activity_index", ADD_ACTIVITY_INDEX, _need_index, _do_index),
-    ("0004_session_catalog", transfer.REBUILD_CATALOG, _need_catalog, _do_catalog),
+    ("0002_version_column", sql.ADD_VERSION_COLUMN + "; " + sql.BACKFILL_VERSION, _need_version, _do_version),
+    ("0003_activity_index", sql.ADD_ACTIVITY_INDEX, _need_index, _do_index),
+    ("0004_session_catalog", sql.REBUILD_CATALOG, _need_catalog, _do_catalog),
 ]
 STEPS = [name for name, *_ in _STEPS]
 
 
-def pending(ctx: Ctx) -> list[Step]:
+def pending(ctx: Ctx) -> list[MigrationStep]:
     """The steps the table still needs, in order, with their SQL rendered for it."""
-    return [Step(name, ctx.q(text)) for name, text, need, _ in _STEPS if need(ctx)]
+    return [MigrationStep(name, ctx.q(text)) for name, text, need, _ in _STEPS if need(ctx)]
 
 
-def migrate(ctx: Ctx, dry_run: bool) -> list[Step]:
+def migrate(ctx: Ctx, dry_run: bool) -> list[MigrationStep]:
     """Apply (or with ``dry_run`` only list) the steps needed; each recorded once applied.
 
     Safe beside another process migrating the same table (see the module doc)."""
     todo = pending(ctx)
     if dry_run or not todo:
         return todo
-    ctx.run(lambda cur: cur.execute(RECORD_TABLE.replace("{db}", ctx.database)), "migrate", write=True)
+    ctx.run(lambda cur: cur.execute(sql.MIGRATIONS_RECORD_TABLE.replace("{db}", ctx.database)), "migrate", write=True)
     steps = {name: (need, do) for name, _, need, do in _STEPS}
     for step in todo:
         need, do = steps[step.name]
@@ -212,45 +185,20 @@ def migrate(ctx: Ctx, dry_run: bool) -> list[Step]:
             except MysqlStateError as exc:
                 if exc.errno not in ALREADY_DONE_ERRNOS:
                     raise
-        ctx.run(lambda cur: cur.execute(RECORD_STEP.replace("{db}", ctx.database), (ctx.table, step.name)),
+        ctx.run(lambda cur: cur.execute(sql.MIGRATIONS_RECORD_STEP.replace("{db}", ctx.database), (ctx.table, step.name)),
                 "migrate", write=True)
     return todo
 
 
 # ---- the doctor ------------------------------------------------------------------------------
 
-_SCAN = (
-    "SELECT session_id, state_key, item_index, state_data, updated_at FROM {t} WHERE " + sql.KEYSET_AFTER +
-    " ORDER BY session_id, state_key, item_index LIMIT %s"
-)
-_SESSION_ROWS = "SELECT COUNT(*) FROM {t} WHERE session_id = %s FOR UPDATE"
-_NOW = "SELECT NOW()"
-# Orphaned history rows, archived before the doctor started (a session reborn since keeps its own).
-_DELETE_HISTORY = (
-    "DELETE FROM {t} WHERE session_id = %s AND (created_at IS NULL OR created_at <= %s) LIMIT %s"
-)
-# A list rewritten as maintenance (relist): under its hash row's lock, rows with their version
-# and activity time; the rewrite keeps both (``updated_at = updated_at``), deletes the rows
-# outside 0..n-1, and gives the rows it had to insert the list's last activity time.
-_LOCK_HEAD = (
-    "SELECT state_data, GREATEST(version, 1), updated_at FROM {t}"
-    " WHERE session_id = %s AND state_key = %s AND item_index = 0 FOR UPDATE"
-)
-_ITEMS = (
-    "SELECT item_index, state_data, GREATEST(version, 1), updated_at FROM {t}"
-    " WHERE session_id = %s AND state_key = %s ORDER BY item_index FOR UPDATE"
-)
-_KEEP_TAIL = " ON DUPLICATE KEY UPDATE state_data = VALUES(state_data), updated_at = updated_at"
-_DELETE_OUTSIDE = "DELETE FROM {t} WHERE session_id = %s AND state_key = %s AND (item_index < 0 OR item_index >= %s)"
-_SET_VERSION = "UPDATE {t} SET version = %s, updated_at = updated_at WHERE session_id = %s AND state_key = %s AND item_index = 0"
-_BACK_DATE = "UPDATE {t} SET updated_at = %s WHERE session_id = %s AND state_key IN (%s, %s) AND updated_at > %s"
 CHUNK = 2000
 BATCH = 500
 
 
 def scan(ctx: Ctx) -> Iterator[tuple[str, list]]:
     """Every row, a session at a time: ``(session_id, [(key, index, data, updated_at)])``."""
-    statement = ctx.q(_SCAN)
+    statement = ctx.q(sql.DOCTOR_SCAN)
     last = ("", "", -1)
     current: Optional[str] = None
     rows: list = []
@@ -270,24 +218,24 @@ def scan(ctx: Ctx) -> Iterator[tuple[str, list]]:
         yield current, rows
 
 
-def _schema_problems(ctx: Ctx) -> list[Problem]:
+def _schema_problems(ctx: Ctx) -> list[DoctorFinding]:
     out = []
     cols = _columns(ctx)
     missing = WANTED_COLUMNS - set(cols)
     if missing:
-        out.append(Problem("columns", f"columns {sorted(missing)} are missing"))
+        out.append(DoctorFinding("columns", f"columns {sorted(missing)} are missing"))
     idx = _indexes(ctx)
     if idx.get("PRIMARY") != PRIMARY_KEY:
-        out.append(Problem("primary_key", f"the primary key is ({idx.get('PRIMARY')}), not ({PRIMARY_KEY})"))
+        out.append(DoctorFinding("primary_key", f"the primary key is ({idx.get('PRIMARY')}), not ({PRIMARY_KEY})"))
     if _need_exact(ctx):
-        out.append(Problem("collation", "session_id/state_key do not compare exactly (case, trailing spaces): "
+        out.append(DoctorFinding("collation", "session_id/state_key do not compare exactly (case, trailing spaces): "
                                         "migrate makes them exact"))
     if ACTIVITY_COLUMNS not in idx.values():
-        out.append(Problem("index", "the index by_activity (session_id, updated_at) is missing: migrate adds it"))
+        out.append(DoctorFinding("index", "the index by_activity (session_id, updated_at) is missing: migrate adds it"))
     return out
 
 
-def doctor(ctx: Ctx, fix: bool) -> list[Problem]:
+def doctor(ctx: Ctx, fix: bool) -> list[DoctorFinding]:
     """Check the table (see the module doc); with ``fix`` repair what is safe and say so."""
     problems = _schema_problems(ctx)
     if fix and problems:
@@ -298,7 +246,7 @@ def doctor(ctx: Ctx, fix: bool) -> list[Problem]:
                 p.message += " (fixed: migrated)"
     if any(p.kind in ("columns", "primary_key") for p in problems):
         return problems  # the rows cannot be read as this store's
-    started = _one(ctx, _NOW)[0]
+    started = _one(ctx, sql.DOCTOR_NOW)[0]
     catalog_rows: dict[str, dt.datetime] = {}
     last_write: dict[str, dt.datetime] = {}
     history: dict[str, int] = {}
@@ -332,7 +280,7 @@ def _open_item(ctx: Ctx, sid: str, key: str, index: int, position: int, text: An
         return ctx.plain(sid, key, position, text)
 
 
-def _open_rows(ctx: Ctx, sid: str, rows: list, problems: list[Problem]) -> dict[tuple[str, int], Optional[bytes]]:
+def _open_rows(ctx: Ctx, sid: str, rows: list, problems: list[DoctorFinding]) -> dict[tuple[str, int], Optional[bytes]]:
     """Each value or item row's JSON, ``None`` when it is unreadable (reported in ``problems``),
     ``_SEALED`` when it is sealed and this doctor has no keyring (its envelope's form checked)."""
     out: dict[tuple[str, int], Optional[bytes]] = {}
@@ -345,17 +293,17 @@ def _open_rows(ctx: Ctx, sid: str, rows: list, problems: list[Problem]) -> dict[
         if is_sealed(data) and not ctx.keyring:
             out[(key, index)] = _SEALED if well_formed(data) else None
             if out[(key, index)] is None:
-                problems.append(Problem("sealed", f"{where} is not a well-formed encrypted envelope", sid, key))
+                problems.append(DoctorFinding("sealed", f"{where} is not a well-formed encrypted envelope", sid, key))
             continue
         try:
             text = _open_item(ctx, sid, key, index, p, data)
         except DecryptionError as exc:
             out[(key, index)] = None
-            problems.append(Problem("sealed", f"{where} cannot be decrypted (key id {exc.key_id!r})", sid, key))
+            problems.append(DoctorFinding("sealed", f"{where} cannot be decrypted (key id {exc.key_id!r})", sid, key))
             continue
         out[(key, index)] = text if _is_json(text) else None
         if out[(key, index)] is None:
-            problems.append(Problem("json", f"{where} is not valid JSON", sid, key))
+            problems.append(DoctorFinding("json", f"{where} is not valid JSON", sid, key))
     return out
 
 
@@ -367,7 +315,7 @@ def _is_json(data: Any) -> bool:
         return False
 
 
-def _list_problems(ctx: Ctx, sid: str, rows: list, opened: dict, fix: bool) -> list[Problem]:
+def _list_problems(ctx: Ctx, sid: str, rows: list, opened: dict, fix: bool) -> list[DoctorFinding]:
     by_key: dict[str, list] = {}
     for key, index, data, _ in rows:
         by_key.setdefault(key, []).append((index, data))
@@ -377,18 +325,18 @@ def _list_problems(ctx: Ctx, sid: str, rows: list, opened: dict, fix: bool) -> l
             base = key[: -len(keys.HASH_SUFFIX)]
             stored = ListHash.parse(items[0][1])
             if base not in by_key and stored is not None and stored.n != 0:
-                out.append(_fixed(ctx, fix, Problem("list_rows", f"list {base!r} of {sid!r}: its hash row says "
+                out.append(_fixed(ctx, fix, DoctorFinding("list_rows", f"list {base!r} of {sid!r}: its hash row says "
                                                     f"{stored.n} items but it has none", sid, base)))
             continue
         head = by_key.get(keys.hash_key(key))
         indexes = [i for i, _ in items]
         if head is None:
             if indexes != [0]:
-                out.append(_fixed(ctx, fix, Problem("no_hash_row", f"list {key!r} of {sid!r} has item rows "
+                out.append(_fixed(ctx, fix, DoctorFinding("no_hash_row", f"list {key!r} of {sid!r} has item rows "
                                                     f"{indexes[:5]}... but no hash row", sid, key)))
             continue
         if indexes != list(range(len(items))):
-            out.append(_fixed(ctx, fix, Problem("list_rows", f"list {key!r} of {sid!r}: item rows are not "
+            out.append(_fixed(ctx, fix, DoctorFinding("list_rows", f"list {key!r} of {sid!r}: item rows are not "
                                                 f"0..{len(items) - 1}", sid, key)))
             continue
         stored = ListHash.parse(head[0][1])
@@ -400,7 +348,7 @@ def _list_problems(ctx: Ctx, sid: str, rows: list, opened: dict, fix: bool) -> l
         dig = ctx.digester(stored.dk)
         if stored.n != len(items) or (dig is not None and _SEALED not in datas
                                       and not listsync.verify(stored, datas, dig)):
-            out.append(_fixed(ctx, fix, Problem("hash_row", f"list {key!r} of {sid!r}: its hash row disagrees "
+            out.append(_fixed(ctx, fix, DoctorFinding("hash_row", f"list {key!r} of {sid!r}: its hash row disagrees "
                                                 f"with its {len(items)} items", sid, key)))
     return out
 
@@ -416,11 +364,11 @@ def relist(cur: Any, ctx: Ctx, sid: str, k: str, skip: Callable[[Optional[str]],
     for an item that cannot be opened, ``ValueError`` (``require_json``) for one not JSON.
     """
     hk = keys.hash_key(k)
-    cur.execute(ctx.q(_LOCK_HEAD), (sid, hk))
+    cur.execute(ctx.q(sql.RELIST_LOCK_HEAD), (sid, hk))
     head = cur.fetchone()
     if skip(head[0] if head is not None else None):
         return 0
-    cur.execute(ctx.q(_ITEMS), (sid, k))
+    cur.execute(ctx.q(sql.RELIST_ITEMS), (sid, k))
     have = cur.fetchall()
     datas = [_open_item(ctx, sid, k, r[0], p, r[1]) for p, r in enumerate(have)]
     if require_json and not all(_is_json(d) for d in datas):
@@ -428,20 +376,20 @@ def relist(cur: Any, ctx: Ctx, sid: str, k: str, skip: Callable[[Optional[str]],
     dig = ctx.current
     new_hash, _ = listsync.full_snapshot(b"[" + b",".join(datas) + b"]", datas, dig.digests(datas), dig)
     rows = [(k, i, ctx.seal(sid, k, i, d)) for i, d in enumerate(datas)] + [(hk, 0, new_hash.to_json())]
-    for statement, params in sql.upsert_rows((ctx.q(sql.UPSERT_ROWS_HEAD), ctx.q(_KEEP_TAIL)), sid, rows,
+    for statement, params in sql.upsert_rows((ctx.q(sql.UPSERT_ROWS_HEAD), ctx.q(sql.RELIST_KEEP_TAIL)), sid, rows,
                                               ctx.packet - 1024):
         cur.execute(statement, params)
-    cur.execute(ctx.q(_DELETE_OUTSIDE), (sid, k, len(datas)))
+    cur.execute(ctx.q(sql.RELIST_DELETE_OUTSIDE), (sid, k, len(datas)))
     if head is None:  # a new hash row: the key keeps the version its row 0 had
-        cur.execute(ctx.q(_SET_VERSION), (next((r[2] for r in have if r[0] == 0), 1), sid, hk))
+        cur.execute(ctx.q(sql.RELIST_SET_VERSION), (next((r[2] for r in have if r[0] == 0), 1), sid, hk))
     last = max((r[-1] for r in (*have, *([head] if head else ())) if r[-1] is not None), default=None)
     if last is not None:
-        cur.execute(ctx.q(_BACK_DATE), (last, sid, k, hk, last))
+        cur.execute(ctx.q(sql.RELIST_BACK_DATE), (last, sid, k, hk, last))
     ctx.forget((sid, k))
     return len(rows)
 
 
-def _fixed(ctx: Ctx, fix: bool, p: Problem) -> Problem:
+def _fixed(ctx: Ctx, fix: bool, p: DoctorFinding) -> DoctorFinding:
     """Repair a list (numbered 0..n-1 in order, its hash row recomputed) under its lock."""
     if not fix or p.key is None:
         return p
@@ -457,25 +405,25 @@ def _fixed(ctx: Ctx, fix: bool, p: Problem) -> Problem:
     return p
 
 
-def _catalog_problems(ctx: Ctx, catalog_rows: dict, last_write: dict, fix: bool) -> list[Problem]:
+def _catalog_problems(ctx: Ctx, catalog_rows: dict, last_write: dict, fix: bool) -> list[DoctorFinding]:
     out = []
     stale = []
     for sid, last in last_write.items():
         have = catalog_rows.get(sid)
         if have is None:
-            out.append(Problem("catalog", f"session {sid!r} has no catalog row (written behind the catalog's back)", sid))
+            out.append(DoctorFinding("catalog", f"session {sid!r} has no catalog row (written behind the catalog's back)", sid))
             stale.append(sid)
         elif last is not None and have is not None and have < last:
-            out.append(Problem("catalog", f"the catalog row of {sid!r} says {have}, its rows were written at {last}", sid))
+            out.append(DoctorFinding("catalog", f"the catalog row of {sid!r} says {have}, its rows were written at {last}", sid))
             stale.append(sid)
     orphans = [sid for sid in catalog_rows if sid not in last_write]
     for sid in orphans:
-        out.append(Problem("catalog", f"catalog row {sid!r} names a session with no rows", sid))
+        out.append(DoctorFinding("catalog", f"catalog row {sid!r} names a session with no rows", sid))
     if fix:
-        transfer.rebuild_catalog(ctx.run, ctx.q, stale)
+        transfer.rebuild_catalog(ctx.db, ctx.t, stale)
 
         def drop(cur: Any, sid: str) -> None:
-            cur.execute(ctx.q(_SESSION_ROWS), (sid,))
+            cur.execute(ctx.q(sql.DOCTOR_SESSION_ROWS), (sid,))
             if int(cur.fetchone()[0]) == 0:
                 cur.execute(ctx.q(sql.CATALOG_DELETE), (sid,))
 
@@ -487,7 +435,7 @@ def _catalog_problems(ctx: Ctx, catalog_rows: dict, last_write: dict, fix: bool)
     return out
 
 
-def _history_problems(ctx: Ctx, history: dict[str, int], last_write: dict, started: Any, fix: bool) -> list[Problem]:
+def _history_problems(ctx: Ctx, history: dict[str, int], last_write: dict, started: Any, fix: bool) -> list[DoctorFinding]:
     """History rows whose session has no data rows left (erased, or every key deleted): no read,
     ``sessions()`` or ``prune`` reaches them. ``fix`` deletes those archived before the doctor
     started, in batches."""
@@ -496,10 +444,10 @@ def _history_problems(ctx: Ctx, history: dict[str, int], last_write: dict, start
     for hsid, n in history.items():
         if hsid in reachable:
             continue
-        p = Problem("orphaned_history", f"{n} archived history rows under {hsid!r} belong to no session "
+        p = DoctorFinding("orphaned_history", f"{n} archived history rows under {hsid!r} belong to no session "
                                         "(it has no data rows): orphaned history", hsid)
         if fix:
-            statement = ctx.q(_DELETE_HISTORY)
+            statement = ctx.q(sql.DOCTOR_DELETE_HISTORY)
             while ctx.run(lambda cur: cur.execute(statement, (hsid, started, BATCH)), "doctor --fix", write=True) == BATCH:
                 pass
             p.fixed = True

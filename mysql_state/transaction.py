@@ -7,8 +7,10 @@ it meanwhile makes this transaction fail with a duplicate key and run again. The
 ``fn`` is re-run on a deadlock, a lock wait timeout, a duplicate key of a lost creation race or
 a cluster certification conflict, so ``fn`` must have no effect outside ``tx``.
 
-The operations themselves are the store's own cursor-level steps (passed in as ``store``), so
-a write inside a transaction is exactly the write outside one.
+The arguments are checked as the store checks them (:mod:`mysql_state.args`) and the writes are
+the engines' own (:mod:`mysql_state.values`, :mod:`mysql_state.list_write`,
+:mod:`mysql_state.sessions`), given the table context: a write inside a transaction is exactly
+the write outside one.
 
 Inside ``fn``, the store itself is for reads only. A write through the store (``store.save``,
 ``store.delete``, ..., or a nested ``store.transaction``) on the same thread would run on
@@ -26,9 +28,9 @@ import contextlib
 import contextvars
 from typing import Any, Iterator, Optional, Sequence
 
-from . import keys, locks
-from .errors import NestedTransactionError
-from .listsync import ListHash
+from . import args, list_read, list_write, locks, sessions, values
+from .errors import CorruptStateError, NestedTransactionError
+from .table import Table
 
 __all__ = ["Transaction", "running", "refuse_nested", "guard"]
 
@@ -78,9 +80,11 @@ class Transaction:
     >>> store.transaction(move)  # doctest: +SKIP
     """
 
-    def __init__(self, store: Any, cur: Any) -> None:
-        self._store = store
+    def __init__(self, table: Table, cur: Any, damaged: Optional[set] = None) -> None:
+        self._table = table
         self._cur = cur
+        #: The store's lists found damaged (shared): a read here adds to it, a save rewrites them.
+        self._damaged: set[tuple[str, str]] = set() if damaged is None else damaged
         self._absent: set[tuple[str, str]] = set()  # keys read as absent: create, never upsert
         #: (packed session id, key) pairs written; the store forgets their snapshots at the end.
         self.touched: set[tuple[str, Optional[str]]] = set()
@@ -90,11 +94,9 @@ class Transaction:
     def get(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None,
             default: Any = None) -> Any:
         """The value at ``key``, its row locked until the transaction ends."""
-        s = self._store
-        sid, k = s._key_ids(user_id, session_id, key)
-        hk = keys.hash_key(k)
-        self._cur.execute(s._sql["SELECT_VALUE_FOR_UPDATE"], (hk, sid, k, hk))
-        found = s._value_of(sid, k, self._cur.fetchall(), type)
+        t, model = self._table, type
+        sid, k = args.key_ids(t, user_id, session_id, key)
+        found = values.value_of(t, sid, k, values.read_for_update(self._cur, t, sid, k), model)
         if found is None:
             self._absent.add((sid, k))
             return default
@@ -103,68 +105,60 @@ class Transaction:
     def get_list(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None, *,
                  offset: int = 0, limit: Optional[int] = None) -> list:
         """The list's items (a window as in the store); its hash row locked until the end."""
-        s = self._store
-        sid, k = s._key_ids(user_id, session_id, key, is_list=True)
-        offset, limit = s._window_of(offset, limit)
-        self._lock_list(sid, k)
-        rows = s._read_list(self._cur, sid, k, offset, limit)
-        return s._check_list(rows, sid, k, offset, limit, type)[0]
+        t, model = self._table, type
+        sid, k = args.key_ids(t, user_id, session_id, key, is_list=True)
+        offset, limit = args.window(offset, limit)
+        list_read.read_hash(self._cur, t, sid, k, lock=True)
+        try:
+            return list_read.get(self._cur, t, sid, k, offset, limit, model)[0]
+        except CorruptStateError:
+            self._damaged.add((sid, k))
+            self.touched.add((sid, k))  # the store forgets what it remembers of the list
+            raise
 
     def list_length(self, user_id: Optional[str], session_id: str, key: str) -> int:
         """Number of items; the hash row locked until the end."""
-        s = self._store
-        sid, k = s._key_ids(user_id, session_id, key, is_list=True)
-        stored = self._lock_list(sid, k)
-        if stored is not None:
-            return stored.n
-        self._cur.execute(s._sql["COUNT_ITEMS"], (sid, k))
-        return int(self._cur.fetchone()[0])
-
-    def _lock_list(self, sid: str, k: str) -> Optional[ListHash]:
-        self._cur.execute(self._store._sql["LOCK_HASH_ROW"], (sid, keys.hash_key(k)))
-        row = self._cur.fetchone()
-        return self._store._usable(ListHash.parse(row[0] if row else None))[0]
+        sid, k = args.key_ids(self._table, user_id, session_id, key, is_list=True)
+        return list_read.length(self._cur, self._table, sid, k, lock=True)
 
     # ---- writes ------------------------------------------------------------------------------
 
     def save(self, user_id: Optional[str], session_id: str, key: str, value: Any) -> None:
         """Store one value (a list under the key is removed), as :meth:`MysqlAgentStateStore.save`."""
-        s = self._store
-        sid, k, text, _ = s._prepare_value(user_id, session_id, key, value)
+        t = self._table
+        sid, k, text, _ = args.prepare_value(t, user_id, session_id, key, value)
         if (sid, k) in self._absent:
             # Read as absent: a plain INSERT, so that if another writer created the key since,
             # its duplicate key (1062) makes the store run fn again on what that writer wrote.
-            self._cur.execute(s._sql["INSERT_VALUE"], (sid, k, text))
-            s._touch(self._cur, sid)
+            values.insert_new(self._cur, t, sid, k, text)
             self._absent.discard((sid, k))
         else:
-            s._value_tx(self._cur, sid, k, text)
+            values.write(self._cur, t, sid, k, text)
         self.touched.add((sid, k))
 
     def save_list(self, user_id: Optional[str], session_id: str, key: str, values: Sequence[Any]) -> None:
         """Store the whole list, writing only what changed, as :meth:`MysqlAgentStateStore.save_list`."""
-        s = self._store
-        w = s._prepare_list(user_id, session_id, key, values)
-        w.snapshot = None  # plan from the table: this transaction may have changed it already
-        s._list_tx(self._cur, w)
-        self.touched.add((w.sid, w.key))
+        t = self._table
+        sid, k, items, blob = args.prepare_list(t, user_id, session_id, key, values)
+        # no snapshot: plan from the table, which this transaction may have changed already
+        w = list_write.ListWrite(sid, k, items, blob, None, damaged=(sid, k) in self._damaged)
+        list_write.save(self._cur, t, w)
+        self.touched.add((sid, k))
 
     def append_list(self, user_id: Optional[str], session_id: str, key: str, items: Sequence[Any]) -> int:
         """Add items after the end; returns the new length."""
-        s = self._store
-        sid, k, datas = s._prepare_append(user_id, session_id, key, items)
+        sid, k, datas = args.prepare_append(self._table, user_id, session_id, key, items)
         self.touched.add((sid, k))
         if not datas:
             return self.list_length(user_id, session_id, key)
-        return s._append_tx(self._cur, sid, k, datas)[1].n
+        return list_write.append(self._cur, self._table, sid, k, datas)[1].n
 
     def delete(self, user_id: Optional[str], session_id: str, key: Optional[str] = None) -> None:
         """Delete the whole session, or one key."""
-        s = self._store
-        sid, k = s._ids(user_id, session_id, key)
+        t = self._table
+        sid, k = args.ids(t, user_id, session_id, key)
         if k is None:
-            s._delete_session_tx(self._cur, sid)
+            sessions.delete_session(self._cur, t, sid)
         else:
-            s._delete_key_tx(self._cur, sid, k)
+            sessions.delete_key(self._cur, t, sid, k)
         self.touched.add((sid, k))
-

@@ -71,7 +71,7 @@ def test_cold_save_after_one_appended_turn_touches_only_the_turn(store, raw, fre
     counted = Encoded(monkeypatch)
     items += [msg(2000), msg(2001)]
     plan, n = statements(raw, lambda: b.save_list_report("u", "s", "m", items))
-    assert (plan.kind, [i for i, _ in plan.upserts]) == ("append", [2000, 2001])
+    assert (plan.kind, list(plan.indexes)) == ("append", [2000, 2001])
     assert n == 3 and counted.items == 3  # lock, upsert, COMMIT; the old last item and the turn
     assert check_list_rows(raw, "u:s", "m") == items
 
@@ -84,13 +84,13 @@ def test_cold_save_after_the_last_message_grew_in_place(store, raw, fresh, monke
     b.save("u", "s", "other", 1)  # the write pool is connected
     counted = Encoded(monkeypatch)
     plan, n = statements(raw, lambda: b.save_list_report("u", "s", "m", items))
-    assert (plan.kind, [i for i, _ in plan.upserts]) == ("suffix", [499])
+    assert (plan.kind, list(plan.indexes)) == ("suffix", [499])
     assert n == 3 and counted.items == 1  # lock, upsert, COMMIT; no stored item read
     # grew in place and one more appended, cold again
     items[-1] = msg(499, "and even more")
     items.append(msg(500))
     plan = fresh().save_list_report("u", "s", "m", items)
-    assert (plan.kind, [i for i, _ in plan.upserts]) == ("suffix", [499, 500])
+    assert (plan.kind, list(plan.indexes)) == ("suffix", [499, 500])
     assert check_list_rows(raw, "u:s", "m") == items
 
 
@@ -101,7 +101,7 @@ def test_after_appends_the_items_since_the_checkpoint_are_checked(store, raw, fr
     items = [msg(i) for i in range(30)]
     items[20] = msg(20, "edited")
     plan = fresh().save_list_report("u", "s", "m", items)  # reads items 9.. once, writes 20
-    assert (plan.kind, [i for i, _ in plan.upserts]) == ("suffix", [20])
+    assert (plan.kind, list(plan.indexes)) == ("suffix", [20])
     assert check_list_rows(raw, "u:s", "m") == items
 
 

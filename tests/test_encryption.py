@@ -92,18 +92,18 @@ def test_incremental_paths_encrypt_only_what_they_write(open_store, raw, monkeyp
     s = open_store(ring("k1"))
     s.save_list("alice", "c1", "memory", msgs(50))
     sealed = []
-    real = s._cipher.seal
-    monkeypatch.setattr(s._cipher, "seal", lambda *a: sealed.append(a[2]) or real(*a))
+    real = s.table.sealer.cipher.seal
+    monkeypatch.setattr(s.table.sealer.cipher, "seal", lambda *a: sealed.append(a[2]) or real(*a))
     s.append_list("alice", "c1", "memory", msgs(1, 50))
     assert sealed == [50]
     sealed.clear()
     s.save_list("alice", "c1", "memory", msgs(53))
     assert sealed == [51, 52]
     cold = open_store(ring("k1"))
-    monkeypatch.setattr(cold._cipher, "seal", lambda *a: sealed.append(a[2]) or real(*a))
+    monkeypatch.setattr(cold.table.sealer.cipher, "seal", lambda *a: sealed.append(a[2]) or real(*a))
     opened = []
-    real_open = cold._cipher.open
-    monkeypatch.setattr(cold._cipher, "open", lambda *a: opened.append(a[2]) or real_open(*a))
+    real_open = cold.table.sealer.cipher.open
+    monkeypatch.setattr(cold.table.sealer.cipher, "open", lambda *a: opened.append(a[2]) or real_open(*a))
     sealed.clear()
     plan = cold.save_list_report("alice", "c1", "memory", msgs(54))
     assert (plan.kind, sealed, opened) == ("append", [53], [])  # cold: nothing decrypted

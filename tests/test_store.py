@@ -76,7 +76,7 @@ def test_unchanged_rows_are_not_rewritten_and_changes_anywhere_are_seen(store, r
     # a change in the middle (index 7, which no 5-point sample of 20 would look at)
     items[7] = {**items[7], "text": "edited"}
     plan = store.save_list_report("u", "s", "m", items)
-    assert plan.rows_written == 1 and plan.upserts[0][0] == 7
+    assert plan.rows_written == 1 and plan.indexes[0] == 7
     after = item_rows(raw, "u:s", "m")
     changed = [a[0] for a, b in zip(after, before) if a != b]
     assert changed == [7]
@@ -89,11 +89,11 @@ def test_in_place_growth_of_the_last_item_is_persisted(store, raw):
     store.save_list("u", "s", "m", items)
     items[-1]["text"] += " and more streamed text"  # the same dict, mutated in place
     plan = store.save_list_report("u", "s", "m", items)
-    assert [i for i, _ in plan.upserts] == [4]
+    assert list(plan.indexes) == [4]
     items.append({"role": "user", "text": "next"})
     items[-2]["text"] += " even more"
     plan = store.save_list_report("u", "s", "m", items)
-    assert [i for i, _ in plan.upserts] == [4, 5]
+    assert list(plan.indexes) == [4, 5]
     fresh = MysqlAgentStateStore.from_url(raw_url(raw), database_name=raw.database)
     assert fresh.get_list("u", "s", "m") == items
     fresh.close()
@@ -135,7 +135,7 @@ def test_append_writes_only_new_rows(store, raw):
     assert item_rows(raw, "u:s", "m")[1][1] == '{"edited":"behind"}'
     items[1] = {"role": "user", "text": "changed by the caller"}
     plan = store.save_list_report("u", "s", "m", items)
-    assert [i for i, _ in plan.upserts] == [1]
+    assert list(plan.indexes) == [1]
     assert orjson.loads(item_rows(raw, "u:s", "m")[1][1]) == items[1]
 
 
@@ -147,11 +147,11 @@ def test_append_keeps_the_hash_row_valid_for_a_later_save_list(store, raw, url, 
     # a process that never saw the list (cold) writes only the new item
     other = MysqlAgentStateStore.from_url(url, database_name=database)
     plan = other.save_list_report("u", "s", "m", items)
-    assert plan.kind == "append" and [i for i, _ in plan.upserts] == [5]
+    assert plan.kind == "append" and list(plan.indexes) == [5]
     # and the warm store, whose snapshot is now stale, still converges correctly
     items.append({"role": "user", "text": "x"})
     plan = store.save_list_report("u", "s", "m", items)
-    assert [i for i, _ in plan.upserts] == [6]
+    assert list(plan.indexes) == [6]
     assert other.get_list("u", "s", "m") == items
     other.close()
 
@@ -188,7 +188,7 @@ def test_cold_store_after_a_middle_edit_reads_and_writes_only_the_change(store, 
     items[3] = {"x": 1}
     other = MysqlAgentStateStore.from_url(url, database_name=database)
     plan = other.save_list_report("u", "s", "m", items)
-    assert [i for i, _ in plan.upserts] == [3]
+    assert list(plan.indexes) == [3]
     assert store.get_list("u", "s", "m") == items
     other.close()
 
@@ -365,12 +365,12 @@ def test_save_many_writes_values_and_lists_in_one_transaction(store, raw):
         store.save_many("u", "s", values={"summary": {"t": 3}}, lists={"context": [1, object()]})
     # a value too large for the server: refused before anything of the call is written
     store_small = store
-    store_small.max_allowed_packet, real = 10_000, store.max_allowed_packet
+    store_small.table.max_allowed_packet, real = 10_000, store.max_allowed_packet
     try:
         with pytest.raises(ValueError, match="max_allowed_packet"):
             store.save_many("u", "s", values={"summary": "x" * 20_000}, lists={"context": msgs(5)})
     finally:
-        store_small.max_allowed_packet = real
+        store_small.table.max_allowed_packet = real
     assert raw.rows() == before
     with pytest.raises(ValueError, match="both as a value and as a list"):
         store.save_many("u", "s", values={"k": 1}, lists={"k": [1]})

@@ -1,0 +1,172 @@
+"""Pure answers of :class:`~mysql_state.langgraph.MysqlStore`: filters, namespace matching and
+vector ranking, written to give what LangGraph's ``InMemoryStore`` (langgraph-checkpoint 4.3.2)
+gives for the same items in the same order, scores included.
+
+>>> compare_values({"n": 3}, {"n": {"$gte": 2}})
+True
+>>> does_match("prefix", ("a", "*"), ("a", "b", "c"))
+True
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+from typing import Any, Callable, Optional, Sequence
+
+OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
+
+
+def check_filter(filter: Any) -> None:
+    """Refuse, before any SQL, a filter that is not a dict or names an unknown ``$`` operator."""
+    if filter is None:
+        return
+    if not isinstance(filter, dict):
+        raise TypeError(f"filter must be a dict of field to value, got {type(filter).__name__}: {filter!r}")
+
+    def walk(f: Any) -> None:
+        if isinstance(f, dict):
+            for k, v in f.items():
+                if isinstance(k, str) and k.startswith("$") and k not in OPERATORS:
+                    raise ValueError(f"Unsupported operator: {k} (filter {filter!r}; supported: {', '.join(OPERATORS)})")
+                walk(v)
+        elif isinstance(f, (list, tuple)):
+            for v in f:
+                walk(v)
+
+    walk(filter)
+
+
+def matches(value: dict, filter: Optional[dict]) -> bool:
+    """Whether an item's value passes ``search(filter=...)``: every field compared as
+    :func:`compare_values` does."""
+    return not filter or all(compare_values(value.get(k), fv) for k, fv in filter.items())
+
+
+def compare_values(item_value: Any, filter_value: Any) -> bool:
+    """InMemoryStore's comparison: a dict with ``$`` keys applies operators, another dict
+    matches nested fields, a list matches element-wise, anything else by equality."""
+    if isinstance(filter_value, dict):
+        if any(k.startswith("$") for k in filter_value):
+            return all(apply_operator(item_value, op, v) for op, v in filter_value.items())
+        if not isinstance(item_value, dict):
+            return False
+        return all(compare_values(item_value.get(k), v) for k, v in filter_value.items())
+    if isinstance(filter_value, (list, tuple)):
+        return (
+            isinstance(item_value, (list, tuple))
+            and len(item_value) == len(filter_value)
+            and all(compare_values(iv, fv) for iv, fv in zip(item_value, filter_value))
+        )
+    return item_value == filter_value
+
+
+def apply_operator(value: Any, operator: str, op_value: Any) -> bool:
+    """One comparison operator; the ordering ones compare as floats (as InMemoryStore does)."""
+    if operator == "$eq":
+        return value == op_value
+    if operator == "$ne":
+        return value != op_value
+    if operator == "$gt":
+        return float(value) > float(op_value)
+    if operator == "$gte":
+        return float(value) >= float(op_value)
+    if operator == "$lt":
+        return float(value) < float(op_value)
+    if operator == "$lte":
+        return float(value) <= float(op_value)
+    raise ValueError(f"Unsupported operator: {operator}")
+
+
+def does_match(match_type: str, path: Sequence[str], namespace: tuple[str, ...]) -> bool:
+    """A ``list_namespaces`` condition: ``path`` a prefix (or suffix) of ``namespace``, label
+    by label, ``"*"`` matching any one label."""
+    if len(namespace) < len(path):
+        return False
+    if match_type == "prefix":
+        pairs = zip(namespace, path)
+    elif match_type == "suffix":
+        pairs = zip(reversed(namespace), reversed(path))
+    else:
+        raise ValueError(f"Unsupported match type: {match_type}")
+    return all(p == "*" or k == p for k, p in pairs)
+
+
+def literal_prefix(path: Sequence[str]) -> tuple[str, ...]:
+    """The labels of a prefix condition before its first wildcard: the key range to read."""
+    out = []
+    for label in path:
+        if label == "*":
+            break
+        out.append(label)
+    return tuple(out)
+
+
+def list_namespaces(namespaces: Sequence[tuple[str, ...]], conditions: Sequence[tuple[str, Sequence[str]]],
+                    max_depth: Optional[int], limit: int, offset: int) -> list[tuple[str, ...]]:
+    """``list_namespaces`` over the namespaces that hold items: matched, cut to ``max_depth``,
+    de-duplicated, sorted, then ``[offset:offset + limit]``."""
+    found = [ns for ns in namespaces if all(does_match(t, p, ns) for t, p in conditions)]
+    if max_depth is not None:
+        found = sorted({ns[:max_depth] for ns in found})
+    else:
+        found = sorted(set(found))
+    return found[offset : offset + limit]
+
+
+@functools.lru_cache(maxsize=1)
+def _numpy() -> Any:
+    return importlib.import_module("numpy") if importlib.util.find_spec("numpy") else None
+
+
+def cosine_similarity(x: Sequence[float], ys: Sequence[Sequence[float]]) -> list[float]:
+    """Cosine similarity of ``x`` with each of ``ys``, computed as InMemoryStore computes it
+    (with NumPy when it is installed, the same pure-Python sums otherwise), so scores agree."""
+    if not ys:
+        return []
+    np = _numpy()
+    if np is not None:
+        xa, ya = np.array(x), np.array(ys)
+        x_norm, y_norm = np.linalg.norm(xa), np.linalg.norm(ya, axis=1)
+        mask = y_norm != 0
+        out = np.zeros_like(y_norm)
+        out[mask] = np.dot(ya[mask], xa) / (y_norm[mask] * x_norm)
+        return out.tolist()
+    scores = []
+    for y in ys:
+        dot = sum(a * b for a, b in zip(x, y))
+        n1, n2 = sum(a * a for a in x) ** 0.5, sum(a * a for a in y) ** 0.5
+        scores.append(dot / (n1 * n2) if n1 > 0 and n2 > 0 else 0.0)
+    return scores
+
+
+def rank(query_vector: Sequence[float], candidates: Sequence[tuple[Any, Sequence[Sequence[float]]]],
+         limit: int, offset: int, ident: Callable[[Any], Any]) -> list[tuple[Optional[float], Any]]:
+    """``search(query=...)``: candidates (in listing order, each with its vectors) ranked by
+    their best vector's similarity (max pooling), ``[offset:offset + limit]``, then items with
+    no vector (unscored) filling what ``limit`` leaves, as InMemoryStore does."""
+    flat_items, flat_vectors, scoreless = [], [], []
+    for item, vectors in candidates:
+        for v in vectors:
+            flat_items.append(item)
+            flat_vectors.append(v)
+        if not vectors:
+            scoreless.append(item)
+    scores = cosine_similarity(query_vector, flat_vectors)
+    ordered = sorted(zip(scores, flat_items), key=lambda x: x[0], reverse=True)
+    seen: set = set()
+    kept: list[tuple[Optional[float], Any]] = []
+    for score, item in ordered:
+        k = ident(item)
+        if k in seen:
+            continue
+        ix = len(seen)
+        seen.add(k)
+        if ix >= offset + limit:
+            break
+        if ix < offset:
+            continue
+        kept.append((float(score), item))
+    if scoreless and len(kept) < limit:
+        kept.extend((None, item) for item in scoreless[: limit - len(kept)])
+    return kept

@@ -1,0 +1,933 @@
+"""MysqlSaver: LangGraph's checkpointer on the store's table, lists stored incrementally.
+
+A LangGraph thread is the session ``(user_id, thread_id)`` of the saver's user, so the
+operator's tools (``sessions()``, ``prune``, ``export``/``import_rows``, ``forget_user``,
+``delete``, ``doctor``, encryption at rest) cover threads with no code of their own. Inside
+the session the keys of :mod:`mysql_state.langgraph.layout` hold the checkpoints, their
+pending writes, channel values and, for a channel whose value is a list (the messages of
+``MessagesState``), an append-only log of items: each version of the list is a short list of
+ranges into the log, so a turn that adds one message writes one item, and every earlier
+checkpoint still reads back exactly (time travel, forks by ``update_state``).
+
+Only the store's public API is used. Values go through the saver's ``serde`` (LangGraph's
+``JsonPlusSerializer`` by default) and are kept as JSON rows (:mod:`.codec`).
+
+>>> from mysql_state.langgraph import MysqlSaver
+>>> with MysqlSaver.from_url(url, create_if_not_exist=True) as saver:  # doctest: +SKIP
+...     graph = builder.compile(checkpointer=saver)
+...     graph.invoke({"messages": [("user", "hi")]}, {"configurable": {"thread_id": "t1"}})
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import random
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, TypeVar
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    DeltaChannelHistory,
+    get_checkpoint_id,
+    get_serializable_checkpoint_metadata,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.types import _DeltaSnapshot
+
+from .. import keys
+from ..aio import AsyncMysqlAgentStateStore
+from ..errors import CorruptStateError, SessionNotFoundError
+from ..pool import DEFAULT_POOL_SIZE
+from ..store import MysqlAgentStateStore
+from . import layout
+from .codec import RowError, from_row, to_row
+
+__all__ = ["MysqlSaver", "PRUNE_STRATEGIES"]
+
+T = TypeVar("T")
+PRUNE_STRATEGIES = ("keep_latest", "delete")
+#: A string channel value at most this long is kept inside the checkpoint row (as Postgres
+#: keeps primitives); a longer one gets a row per version.
+INLINE_STR_CHARS = 512
+#: Checkpoint rows read per statement when listing or walking a parent chain.
+PAGE = 64
+#: Items (messages) the per-process identity cache may hold, over all threads.
+DEFAULT_CACHE_ITEMS = 200_000
+#: Objects remembered per log item: each read of a checkpoint decodes new ones, and LangGraph
+#: may go on with those of an earlier read (``update_state`` reads the checkpoint twice).
+OBJECTS_PER_ITEM = 4
+
+
+class _LogReset(Exception):
+    """The log a plan appended to is shorter than this process knew it: rebuilt elsewhere."""
+
+    def __init__(self, key: tuple) -> None:
+        self.key = key
+
+
+@dataclass
+class _View:
+    """What this process knows of one list channel's log: the items it holds, by identity."""
+
+    gen: str
+    known: dict = field(default_factory=dict)  # id(obj) -> (obj, log index)
+    by_index: dict = field(default_factory=dict)  # log index -> ids of its objects, oldest first
+    length: int = 0  # the log has at least this many items
+    refs: "OrderedDict[Any, dict]" = field(default_factory=OrderedDict)  # version -> reference
+
+
+@dataclass
+class _ListPlan:
+    """One list channel of one put: the items known by identity, the rows to append."""
+
+    where: tuple  # (thread, ns, channel)
+    key: str
+    gen: str
+    version: Any
+    delta: bool
+    items: list
+    indexes: list  # log index per item, -1 for an item appended by this put
+    missing: list  # positions of the items to append
+    rows: list  # their JSON rows
+    floor: int  # the log must have at least this many items before the append
+    ref: Optional[dict] = None
+    start: int = 0
+    reused: bool = False  # the reference of this very version, known already
+
+
+def _is_list(value: Any) -> bool:
+    return type(value) is list or (isinstance(value, _DeltaSnapshot) and type(value.value) is list)
+
+
+def _inline(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, float)) or (
+        isinstance(value, str) and len(value) <= INLINE_STR_CHARS)
+
+
+class MysqlSaver(BaseCheckpointSaver[str]):
+    """A LangGraph checkpointer (``BaseCheckpointSaver``) on a :class:`MysqlAgentStateStore`.
+
+    ``store`` is a ``MysqlAgentStateStore`` or an ``AsyncMysqlAgentStateStore`` (its ``.sync``
+    store is used; the saver never closes a store it was given). Threads are sessions of
+    ``user_id`` (None: the anonymous user). ``serde`` is LangGraph's serializer protocol
+    (default ``JsonPlusSerializer``). One saver serves ``invoke`` and ``ainvoke`` from many
+    threads and event loops: every ``a`` method runs its sync twin in a bounded thread pool
+    (as many threads as the store has connections), so the loop never waits on the network.
+
+    >>> saver = MysqlSaver(store, user_id="alice")  # doctest: +SKIP
+    >>> graph = builder.compile(checkpointer=saver)  # doctest: +SKIP
+    """
+
+    #: Items (messages) this saver remembers by identity, over all threads (0: none).
+    cache_items: int = DEFAULT_CACHE_ITEMS
+
+    def __init__(
+        self,
+        store: Any,
+        *,
+        user_id: Optional[str] = None,
+        serde: Optional[SerializerProtocol] = None,
+    ) -> None:
+        super().__init__(serde=serde)
+        if isinstance(store, AsyncMysqlAgentStateStore):
+            store = store.sync
+        if not isinstance(store, MysqlAgentStateStore):
+            raise TypeError(
+                f"store must be a MysqlAgentStateStore or an AsyncMysqlAgentStateStore, got {type(store).__name__}")
+        keys.user_part(user_id)  # validates before any SQL
+        self.store: MysqlAgentStateStore = store
+        self.user_id = user_id
+        self._owned = False
+        self._closed = False
+        self._executor = ThreadPoolExecutor(max_workers=store.pool_size or DEFAULT_POOL_SIZE,
+                                            thread_name_prefix="mysql-saver")
+        self._lock = threading.Lock()
+        self._views: "OrderedDict[tuple, _View]" = OrderedDict()
+        self._cached = 0
+        self._last: "OrderedDict[tuple, str]" = OrderedDict()  # (thread, ns) -> newest id indexed
+        self._seq = 0
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        user_id: Optional[str] = None,
+        database_name: Optional[str] = None,
+        create_if_not_exist: bool = False,
+        serde: Optional[SerializerProtocol] = None,
+        **store_options: Any,
+    ) -> "MysqlSaver":
+        """A saver with a store of its own (closed by :meth:`close`); ``store_options`` go to
+        :meth:`MysqlAgentStateStore.from_url` (``pool_size``, ``encryption``, ...).
+
+        >>> saver = MysqlSaver.from_url("mysql://root@127.0.0.1:3306/agentscope", create_if_not_exist=True)  # doctest: +SKIP
+        """
+        keys.user_part(user_id)
+        store = MysqlAgentStateStore.from_url(url, database_name=database_name,
+                                              create_if_not_exist=create_if_not_exist, **store_options)
+        try:
+            saver = cls(store, user_id=user_id, serde=serde)
+        except BaseException:
+            store.close()
+            raise
+        saver._owned = True
+        return saver
+
+    # ---- where things are ------------------------------------------------------------------------
+
+    @staticmethod
+    def _where(config: RunnableConfig) -> tuple[str, str]:
+        conf = config["configurable"]
+        ns = conf.get("checkpoint_ns") or ""
+        return layout.thread_of(conf["thread_id"]), ns
+
+    def _corrupt(self, thread: str, key: str, exc: Exception) -> CorruptStateError:
+        sid = keys.pack(self.user_id, thread)
+        return CorruptStateError(f"LangGraph row {key!r} of session {sid!r} cannot be read: {exc}", sid, key)
+
+    def _decode(self, thread: str, key: str, row: Any) -> Any:
+        try:
+            return from_row(self.serde, row)
+        except RowError as exc:
+            raise self._corrupt(thread, key, exc) from exc
+
+    def _record(self, thread: str, key: str, record: Any) -> dict:
+        if not isinstance(record, dict) or "id" not in record or "checkpoint" not in record:
+            raise self._corrupt(thread, key, ValueError("not a checkpoint row"))
+        return record
+
+    # ---- the per-process identity cache of list items --------------------------------------------
+
+    def _view(self, where: tuple) -> Optional[_View]:
+        view = self._views.get(where)
+        if view is not None:
+            self._views.move_to_end(where)
+        return view
+
+    def _learn(self, where: tuple, gen: str, pairs: Sequence[tuple[Any, int]], length: int,
+               version: Any = None, ref: Optional[dict] = None) -> None:
+        """Remember items of a log by identity (and a version's reference), within the budget."""
+        if self.cache_items <= 0:
+            return
+        with self._lock:
+            view = self._views.get(where)
+            if view is None or view.gen != gen:
+                if view is not None:
+                    self._cached -= len(view.known)
+                view = self._views[where] = _View(gen)
+            self._views.move_to_end(where)
+            before = len(view.known)
+            for obj, index in pairs:
+                ids = view.by_index.setdefault(index, [])
+                if id(obj) in ids:
+                    continue
+                ids.append(id(obj))
+                view.known[id(obj)] = (obj, index)
+                if len(ids) > OBJECTS_PER_ITEM:  # the oldest copy read of this item goes
+                    view.known.pop(ids.pop(0), None)
+            self._cached += len(view.known) - before
+            view.length = max(view.length, length)
+            if version is not None and ref is not None:
+                view.refs[version] = ref
+                while len(view.refs) > 8:
+                    view.refs.popitem(last=False)
+            while self._cached > self.cache_items and len(self._views) > 1:
+                _, old = self._views.popitem(last=False)
+                self._cached -= len(old.known)
+
+    def _forget(self, thread: Optional[str] = None) -> None:
+        with self._lock:
+            for where in [w for w in self._views if thread is None or w[0] == thread]:
+                self._cached -= len(self._views.pop(where).known)
+            for where in [w for w in self._last if thread is None or w[0] == thread]:
+                del self._last[where]
+
+    def _newest(self, where: tuple, cid: Optional[str]) -> None:
+        """Remember the newest checkpoint id indexed in a namespace (bounded)."""
+        if cid is None:
+            return
+        with self._lock:
+            if cid > self._last.get(where, ""):
+                self._last[where] = cid
+            self._last.move_to_end(where)
+            while len(self._last) > 10_000:
+                self._last.popitem(last=False)
+
+    def _next_seq(self) -> int:
+        """An increasing number per process (nanoseconds since the epoch, or one more)."""
+        with self._lock:
+            self._seq = max(self._seq + 1, time.time_ns())
+            return self._seq
+
+    # ---- put ---------------------------------------------------------------------------------------
+
+    def _plan_list(self, thread: str, ns: str, channel: str, value: Any, version: Any, fresh: bool) -> _ListPlan:
+        delta = isinstance(value, _DeltaSnapshot)
+        items = list(value.value if delta else value)
+        where = (thread, ns, channel)
+        with self._lock:
+            view = None if fresh else self._view(where)
+            if view is not None and version is not None and version in view.refs:
+                ref = view.refs[version]
+                if ref.get("d", 0) == int(delta) and ref["n"] == len(items):
+                    return _ListPlan(where, layout.log_key(ns, channel, ref["g"]), ref["g"], version, delta,
+                                     items, [], [], [], 0, ref=ref, reused=True)
+            known = view.known if view is not None else {}
+            indexes, missing = [], []
+            for pos, obj in enumerate(items):
+                hit = known.get(id(obj))
+                if hit is not None and hit[0] is obj:
+                    indexes.append(hit[1])
+                else:
+                    indexes.append(-1)
+                    missing.append(pos)
+            gen = view.gen if view is not None else secrets.token_hex(4)
+            floor = view.length if view is not None else 0
+        rows = [to_row(self.serde, items[p]) for p in missing]
+        return _ListPlan(where, layout.log_key(ns, channel, gen), gen, version, delta, items, indexes, missing,
+                         rows, floor)
+
+    def _prepare(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                 new_versions: ChannelVersions, fresh: set) -> tuple:
+        thread, ns = self._where(config)
+        parent = config["configurable"].get("checkpoint_id")
+        values = checkpoint["channel_values"]
+        versions = checkpoint.get("channel_versions", {})
+        body = {k: v for k, v in checkpoint.items() if k != "channel_values"}
+        record: dict = {
+            "ns": ns,
+            "id": checkpoint["id"],
+            "parent": parent,
+            "checkpoint": to_row(self.serde, body),
+            "metadata": to_row(self.serde, get_serializable_checkpoint_metadata(config, metadata)),
+            "values": {},
+            "lists": {},
+            "blobs": {},
+        }
+        blobs: dict[str, dict] = {}
+        plans: list[_ListPlan] = []
+        for ch, v in values.items():
+            version = versions.get(ch, new_versions.get(ch))
+            if _is_list(v):
+                plans.append(self._plan_list(thread, ns, ch, v, version, (thread, ns, ch) in fresh))
+            elif _inline(v) or version is None:
+                record["values"][ch] = to_row(self.serde, v)
+            else:
+                record["blobs"][ch] = version
+                if ch in new_versions:
+                    blobs[layout.blob_key(ns, ch, new_versions[ch])] = to_row(self.serde, v)
+        return thread, ns, record, blobs, plans
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint in ONE transaction: the new items of its list channels appended
+        to their logs, its other new channel values, its row, its place in the index.
+
+        Items of a list that this process already stored or read (the same objects) are not
+        serialised again: the new version refers to them.
+        """
+        fresh: set = set()
+        for _ in range(3):
+            thread, ns, record, blobs, plans = self._prepare(config, checkpoint, metadata, new_versions, fresh)
+            newest = self._last.get((thread, ns))
+            try:
+                self.store.transaction(lambda tx: self._put_tx(tx, thread, ns, record, blobs, plans, newest))
+                break
+            except _LogReset as reset:
+                fresh.add(reset.key)  # rebuilt by another process (prune): write it anew
+        else:  # pragma: no cover - needs three resets in a row
+            raise RuntimeError("put: the list logs kept being rebuilt under this put")
+        for p in plans:
+            if p.ref is not None:
+                pairs = [(p.items[pos], p.start + j) for j, pos in enumerate(p.missing)]
+                self._learn(p.where, p.gen, pairs, p.start + len(p.missing), p.version, p.ref)
+        self._newest((thread, ns), checkpoint["id"])
+        return {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+
+    def _put_tx(self, tx: Any, thread: str, ns: str, record: dict, blobs: dict, plans: list,
+                newest: Optional[str]) -> None:
+        u = self.user_id
+        for p in plans:
+            if p.reused:
+                record["lists"][p.where[2]] = p.ref
+                continue
+            if p.rows:
+                n = tx.append_list(u, thread, p.key, p.rows)
+                p.start = n - len(p.rows)
+                if p.start < p.floor:
+                    raise _LogReset(p.where)
+            elif p.floor and tx.list_length(u, thread, p.key) < p.floor:
+                raise _LogReset(p.where)
+            fill = iter(range(p.start, p.start + len(p.rows)))
+            indexes = [i if i >= 0 else next(fill) for i in p.indexes]
+            p.ref = {"g": p.gen, "r": layout.ranges_of(indexes), "n": len(indexes)}
+            if p.delta:
+                p.ref["d"] = 1
+            record["lists"][p.where[2]] = p.ref
+        for key, row in blobs.items():
+            tx.save(u, thread, key, row)
+        ix = layout.index_key(ns)
+        cid, parent = record["id"], record["parent"]
+        if newest is not None and cid > newest:  # newer than all this process indexed: append
+            tx.append_list(u, thread, ix, [[cid, parent]])
+        elif not (tail := tx.get_list(u, thread, ix, offset=-1)) or tail[-1][0] < cid:
+            tx.append_list(u, thread, ix, [[cid, parent]])
+        elif tail[-1][0] != cid:  # an older id than the newest: keep the index sorted
+            entries = [e for e in tx.get_list(u, thread, ix) if e[0] != cid]
+            entries.append([cid, parent])
+            entries.sort(key=lambda e: e[0])
+            tx.save_list(u, thread, ix, entries)
+        tx.save(u, thread, layout.checkpoint_key(ns, cid), record)
+
+    def put_writes(
+        self,
+        config: RunnableConfig,
+        writes: Sequence[tuple[str, Any]],
+        task_id: str,
+        task_path: str = "",
+    ) -> None:
+        """Store a task's writes beside the checkpoint: one row per call (one upsert).
+
+        Write indexes are LangGraph's: the position in ``writes``, or ``WRITES_IDX_MAP``'s
+        negative index for the special channels (error, interrupt, resume, scheduled). Read
+        back, a regular write stored twice counts once (the first), a special one is replaced
+        (the last), as in LangGraph's own savers.
+        """
+        thread, ns = self._where(config)
+        cid = config["configurable"]["checkpoint_id"]
+        rows = [{"i": WRITES_IDX_MAP.get(ch, i), "ch": ch, "v": to_row(self.serde, v)} for i, (ch, v) in enumerate(writes)]
+        if rows:
+            key = layout.writes_key(ns, cid, str(task_id), self._next_seq())
+            self.store.save(self.user_id, thread, key, {"cp": cid, "task": task_id, "path": task_path, "w": rows})
+
+    # ---- reading checkpoints -------------------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> Optional[CheckpointTuple]:
+        """The checkpoint ``config`` names (its ``checkpoint_id``, else the namespace's newest,
+        i.e. the greatest id), with its pending writes in ``writes_sort_key`` order; None when
+        there is none. The items it reads are remembered, so the next put of the thread in
+        this process does not serialise them again."""
+        thread, ns = self._where(config)
+        cid = get_checkpoint_id(config)
+        u = self.user_id
+        if not cid:
+            tail = self.store.get_list(u, thread, layout.index_key(ns), offset=-4)
+            if not tail:
+                return None
+            cid = max(e[0] for e in tail)
+            self._newest((thread, ns), cid)
+        key = layout.checkpoint_key(ns, cid)
+        record = self.store.get(u, thread, key)
+        if record is None:
+            return None
+        return self._load(thread, [self._record(thread, key, record)], learn=True)[0]
+
+    def _load(self, thread: str, records: Sequence[dict], *, learn: bool = False) -> list[CheckpointTuple]:
+        """Checkpoint tuples of rows of one thread: their blobs and pending writes in one
+        statement, each list log in one more (the window the rows refer to)."""
+        u = self.user_id
+        blob_keys = sorted({layout.blob_key(r["ns"], ch, v) for r in records for ch, v in r.get("blobs", {}).items()})
+        found = self.store.get_many(u, thread, values=blob_keys) if blob_keys else {}
+        writes = self._writes(thread, [(r["ns"], r["id"]) for r in records])
+        spans: dict[str, list[int]] = {}
+        for r in records:
+            for ch, ref in r.get("lists", {}).items():
+                lo, hi = layout.span_of(ref["r"])
+                if hi > lo:
+                    k = layout.log_key(r["ns"], ch, ref["g"])
+                    s = spans.setdefault(k, [lo, hi])
+                    s[0], s[1] = min(s[0], lo), max(s[1], hi)
+        logs = {k: (lo, self.store.get_list(u, thread, k, offset=lo, limit=hi - lo)) for k, (lo, hi) in spans.items()}
+        out = []
+        for r in records:
+            values: dict[str, Any] = {}
+            for ch, row in r.get("values", {}).items():
+                values[ch] = self._decode(thread, layout.checkpoint_key(r["ns"], r["id"]), row)
+            for ch, version in r.get("blobs", {}).items():
+                bk = layout.blob_key(r["ns"], ch, version)
+                if bk in found:
+                    values[ch] = self._decode(thread, bk, found[bk])
+            for ch, ref in r.get("lists", {}).items():
+                values[ch] = self._list_value(thread, r["ns"], ch, ref, logs, learn)
+            out.append(self._tuple(thread, r, values, writes[(r["ns"], r["id"])]))
+        return out
+
+    def _list_value(self, thread: str, ns: str, ch: str, ref: dict, logs: dict, learn: bool) -> Any:
+        k = layout.log_key(ns, ch, ref["g"])
+        indexes = layout.expand(ref["r"])
+        items: list = []
+        if indexes:
+            lo, rows = logs[k]
+            if max(indexes) - lo >= len(rows):
+                raise self._corrupt(thread, k, ValueError(
+                    f"the list log has {lo + len(rows)} items, a checkpoint refers to item {max(indexes)}"))
+            decoded: dict[int, Any] = {}
+            for i in indexes:
+                if i not in decoded:
+                    decoded[i] = self._decode(thread, k, rows[i - lo])
+                items.append(decoded[i])
+            if learn:
+                self._learn((thread, ns, ch), ref["g"], [(decoded[i], i) for i in decoded], max(indexes) + 1)
+        return _DeltaSnapshot(items) if ref.get("d") else items
+
+    def _tuple(self, thread: str, r: dict, values: dict, writes: list) -> CheckpointTuple:
+        ck = layout.checkpoint_key(r["ns"], r["id"])
+        checkpoint = self._decode(thread, ck, r["checkpoint"])
+        checkpoint["channel_values"] = values
+        metadata = self._decode(thread, ck, r["metadata"])
+        conf = {"thread_id": thread, "checkpoint_ns": r["ns"]}
+        parent = r.get("parent")
+        return CheckpointTuple(
+            config={"configurable": {**conf, "checkpoint_id": r["id"]}},
+            checkpoint=checkpoint,
+            metadata=metadata,
+            parent_config={"configurable": {**conf, "checkpoint_id": parent}} if parent else None,
+            pending_writes=self._pending(thread, layout.writes_prefix(r["ns"], r["id"]), writes),
+        )
+
+    def _pending(self, thread: str, key: str, rows: Sequence[dict]) -> list:
+        """Stored writes as LangGraph's pending writes: one per (task, index), sorted."""
+        chosen: dict[tuple, dict] = {}
+        for w in rows:
+            k = (w["task"], w["i"])
+            if w["i"] < 0 or k not in chosen:
+                chosen[k] = w
+        ordered = sorted(chosen.values(), key=lambda w: writes_sort_key(w.get("path", ""), w["task"], w["i"]))
+        return [(w["task"], w["ch"], self._decode(thread, key, w["v"])) for w in ordered]
+
+    def _writes(self, thread: str, wanted: Sequence[tuple[str, str]]) -> dict[tuple, list]:
+        """The stored writes of checkpoints ``(ns, id)``, each call's in key (arrival) order: a
+        key-range read per checkpoint for a few, of the whole namespace for more."""
+        out: dict[tuple, list] = {w: [] for w in wanted}
+        by_ns: dict[str, list] = {}
+        for ns, cid in out:
+            by_ns.setdefault(ns, []).append(cid)
+        for ns, ids in by_ns.items():
+            prefixes = [layout.writes_prefix(ns, c) for c in ids] if len(ids) <= 4 else [layout.writes_prefix(ns)]
+            for prefix in prefixes:
+                for key, row in self.store.get_prefix(self.user_id, thread, prefix).items():
+                    if not isinstance(row, dict) or not isinstance(row.get("w"), list):
+                        raise self._corrupt(thread, key, ValueError("not a row of pending writes"))
+                    found = out.get((ns, row.get("cp")))
+                    if found is not None:
+                        found.extend({"task": row["task"], "path": row.get("path") or "", **w} for w in row["w"])
+        return out
+
+    def _index(self, thread: str, ns: str) -> list:
+        return self.store.get_list(self.user_id, thread, layout.index_key(ns))
+
+    def _records(self, thread: str, ns: str, ids: Sequence[str]) -> list[dict]:
+        """Checkpoint rows by id, in the order given (missing ones left out), one statement."""
+        wanted = [layout.checkpoint_key(ns, i) for i in ids]
+        found = self.store.get_many(self.user_id, thread, values=wanted) if wanted else {}
+        return [self._record(thread, k, found[k]) for k in wanted if k in found]
+
+    def _namespaces(self, thread: str) -> list[str]:
+        rows = self.store.get_prefix(self.user_id, thread, layout.RECORDS)
+        return sorted({r["ns"] for r in rows.values() if isinstance(r, dict) and "ns" in r})
+
+    def list(
+        self,
+        config: Optional[RunnableConfig],
+        *,
+        filter: Optional[dict[str, Any]] = None,
+        before: Optional[RunnableConfig] = None,
+        limit: Optional[int] = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Checkpoints newest first (descending id): of the thread of ``config`` (of its
+        ``checkpoint_ns`` when given, else of all; only its ``checkpoint_id`` when given), or
+        of every thread of the saver's user when ``config`` is None; ``filter`` keeps those
+        whose metadata has these values, ``before`` those with a smaller id than its
+        checkpoint, ``limit`` the first ones. Rows are read a page at a time."""
+        if config is None:
+            threads = sorted(self.store.list_session_ids(self.user_id) - {layout.MEMORY_SESSION})
+            conf: Mapping[str, Any] = {}
+        else:
+            conf = config["configurable"]
+            threads = [layout.thread_of(conf["thread_id"])]
+        want_ns = conf.get("checkpoint_ns")
+        want_id = conf.get("checkpoint_id")
+        before_id = get_checkpoint_id(before) if before else None
+        left = limit
+        for thread in threads:
+            namespaces = [want_ns] if want_ns is not None else self._namespaces(thread)
+            entries = [(e[0], ns) for ns in namespaces for e in self._index(thread, ns)]
+            entries.sort(reverse=True)
+            entries = [e for e in entries if (not want_id or e[0] == want_id) and (not before_id or e[0] < before_id)]
+            for start in range(0, len(entries), PAGE):
+                if left is not None and left <= 0:
+                    return
+                page = entries[start:start + PAGE]
+                records = []
+                for ns in dict.fromkeys(ns for _, ns in page):
+                    records += self._records(thread, ns, [i for i, n in page if n == ns])
+                records.sort(key=lambda r: r["id"], reverse=True)
+                if filter:
+                    records = [r for r in records if self._matches(thread, r, filter)]
+                if left is not None:
+                    records = records[:left]
+                    left -= len(records)
+                if records:
+                    yield from self._load(thread, records)
+
+    def _matches(self, thread: str, record: dict, filter: Mapping[str, Any]) -> bool:
+        metadata = self._decode(thread, layout.checkpoint_key(record["ns"], record["id"]), record["metadata"])
+        return all(metadata.get(k) == v for k, v in filter.items())
+
+    # ---- DeltaChannel ------------------------------------------------------------------------------
+
+    def get_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """Per channel, the writes of the target's ancestors (oldest first) back to the nearest
+        one that stores the channel's value (its ``seed``), as LangGraph's base method walks
+        them, in a bounded number of statements: the index, the ancestors' rows a page of
+        64 per statement, then every needed write list and seed in one statement."""
+        if not channels:
+            return {}
+        channels = list(channels)
+        thread, ns = self._where(config)
+        entries = self._index(thread, ns)
+        parent_of = {e[0]: e[1] for e in entries}
+        target = get_checkpoint_id(config) or max(parent_of, default=None)
+        chain: list[str] = []
+        current = parent_of.get(target) if target in parent_of else None
+        while current is not None and current in parent_of and len(chain) <= len(parent_of):
+            chain.append(current)
+            current = parent_of[current]
+        remaining = set(channels)
+        records: list[dict] = []
+        seed_at: dict[str, dict] = {}
+        for start in range(0, len(chain), PAGE):
+            if not remaining:
+                break
+            for r in self._records(thread, ns, chain[start:start + PAGE]):
+                if not remaining:
+                    break
+                records.append(r)
+                for ch in list(remaining):
+                    if ch in r.get("values", {}) or ch in r.get("lists", {}) or ch in r.get("blobs", {}):
+                        seed_at[ch] = r
+                        remaining.discard(ch)
+        seeds = list({id(r): r for r in seed_at.values()}.values())
+        loaded = {r["id"]: t for r, t in zip(seeds, self._load(thread, seeds))} if seeds else {}
+        found = self._writes(thread, [(ns, r["id"]) for r in records])
+        collected: dict[str, list] = {ch: [] for ch in channels}
+        open_ = set(channels)
+        for r in records:
+            wk = layout.writes_prefix(ns, r["id"])
+            for w in reversed(self._pending(thread, wk, found[(ns, r["id"])])):
+                if w[1] in open_:
+                    collected[w[1]].append(w)
+            for ch in [c for c in open_ if seed_at.get(c) is r]:
+                open_.discard(ch)
+        result: dict[str, DeltaChannelHistory] = {}
+        for ch in channels:
+            entry: DeltaChannelHistory = {"writes": list(reversed(collected[ch]))}
+            seeded = loaded[seed_at[ch]["id"]].checkpoint["channel_values"] if ch in seed_at else {}
+            if ch in seeded:
+                entry["seed"] = seeded[ch]
+            result[ch] = entry
+        return result
+
+    # ---- deleting, copying, pruning ------------------------------------------------------------
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete the thread: its session, every row of it (one statement)."""
+        thread = layout.thread_of(thread_id)
+        self.store.delete(self.user_id, thread)
+        self._forget(thread)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy every checkpoint, write and list log of a thread to a new thread, server-side
+        in ONE statement (the store's ``fork``): the whole parent chain, so delta channels
+        rebuild on the copy. A source with no rows copies nothing; an existing target raises
+        :class:`SessionExistsError` and nothing is written."""
+        try:
+            self.store.fork(self.user_id, layout.thread_of(source_thread_id), layout.thread_of(target_thread_id))
+        except SessionNotFoundError:
+            return
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints (and their writes) whose metadata ``run_id`` is one of
+        ``run_ids``, in every thread of the saver's user: one transaction per thread touched.
+        It reads every checkpoint row of the user (as a metadata scan does in other savers).
+        Channel values and list items they alone used stay until :meth:`prune`."""
+        if isinstance(run_ids, str):
+            raise TypeError("run_ids must be a sequence of run ids, not one str")
+        runs = {str(r) for r in run_ids}
+        if not runs:
+            return
+        for thread in sorted(self.store.list_session_ids(self.user_id) - {layout.MEMORY_SESSION}):
+            rows = self.store.get_prefix(self.user_id, thread, layout.RECORDS)
+            doomed = [r for k, r in rows.items()
+                      if self._decode(thread, k, self._record(thread, k, r)["metadata"]).get("run_id") in runs]
+            if doomed:
+                prefixes = tuple(layout.writes_prefix(r["ns"], r["id"]) for r in doomed)
+                writes = [k for k in self.store.get_prefix(self.user_id, thread, "wr/") if k.startswith(prefixes)]
+                self.store.transaction(lambda tx: self._drop_tx(tx, thread, doomed, writes))
+
+    def _drop_tx(self, tx: Any, thread: str, doomed: Sequence[dict], writes: Sequence[str]) -> None:
+        u = self.user_id
+        by_ns: dict[str, set] = {}
+        for r in doomed:
+            by_ns.setdefault(r["ns"], set()).add(r["id"])
+        for ns, ids in by_ns.items():
+            ix = layout.index_key(ns)
+            entries = tx.get_list(u, thread, ix)
+            kept = [e for e in entries if e[0] not in ids]
+            if len(kept) != len(entries):
+                if kept:
+                    tx.save_list(u, thread, ix, kept)
+                else:
+                    tx.delete(u, thread, ix)
+            for cid in ids:
+                tx.delete(u, thread, layout.checkpoint_key(ns, cid))
+        for key in writes:
+            tx.delete(u, thread, key)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """Prune threads. ``"delete"`` removes them whole, in one transaction.
+
+        ``"keep_latest"`` keeps, per namespace, the newest checkpoint with its pending writes,
+        the values it refers to and only the list items it uses (each log rewritten compact),
+        and deletes the rest; a kept checkpoint whose parent goes is left with no parent. It
+        is ``DeltaChannel``-aware, as LangGraph requires: for each delta channel the kept
+        checkpoint does not store (its metadata's ``counters_since_delta_snapshot``), the
+        ancestors back to the one holding the channel's snapshot are kept too, with their
+        writes, so the channel rebuilds as before. One transaction per thread; a thread
+        written meanwhile is read again and pruned on what it holds then.
+        """
+        if isinstance(thread_ids, str):
+            raise TypeError("thread_ids must be a sequence of thread ids, not one str")
+        if strategy not in PRUNE_STRATEGIES:
+            raise ValueError(f"unknown prune strategy {strategy!r}: use one of {', '.join(PRUNE_STRATEGIES)}")
+        threads = [layout.thread_of(t) for t in thread_ids]
+        for t in threads:
+            keys.pack(self.user_id, t)
+        if not threads:
+            return
+        if strategy == "delete":
+            self.store.transaction(lambda tx: [tx.delete(self.user_id, t) for t in threads])
+        else:
+            for t in threads:
+                self._keep_latest(t)
+        for t in threads:
+            self._forget(t)
+
+    def _keep_latest(self, thread: str) -> None:
+        u = self.user_id
+        for _ in range(5):
+            rows = {k: r for k, r in self.store.get_prefix(u, thread, "").items() if k.startswith(layout.OWN_VALUES)}
+            records = {k: r for k, r in rows.items() if k.startswith(layout.RECORDS)}
+            if not records:
+                return
+            by_ns: dict[str, dict[str, dict]] = {}
+            for k, r in records.items():
+                r = self._record(thread, k, r)
+                by_ns.setdefault(r["ns"], {})[r["id"]] = r
+            indexes = {ns: self._index(thread, ns) for ns in by_ns}
+            kept: dict[str, list[dict]] = {ns: self._kept(thread, recs, indexes[ns]) for ns, recs in by_ns.items()}
+            plan = self._compaction(thread, kept)
+            if self.store.transaction(lambda tx: self._prune_tx(tx, thread, rows, indexes, kept, plan)):
+                return
+        raise RuntimeError(f"prune: thread {thread!r} kept changing while being pruned; try again")
+
+    def _kept(self, thread: str, records: dict[str, dict], entries: list) -> list[dict]:
+        """The newest checkpoint of a namespace and the ancestors its delta channels need."""
+        newest = max((e[0] for e in entries), default=None)
+        if newest not in records:
+            return []
+        latest = records[newest]
+        metadata = self._decode(thread, layout.checkpoint_key(latest["ns"], latest["id"]), latest["metadata"])
+        stored = lambda r, ch: ch in r.get("values", {}) or ch in r.get("lists", {}) or ch in r.get("blobs", {})  # noqa: E731
+        need = {ch for ch in (metadata.get("counters_since_delta_snapshot") or {}) if not stored(latest, ch)}
+        out = [latest]
+        current = latest.get("parent")
+        while need and current in records and len(out) <= len(records):
+            r = records[current]
+            out.append(r)
+            need = {ch for ch in need if not stored(r, ch)}
+            current = r.get("parent")
+        return out
+
+    def _compaction(self, thread: str, kept: dict[str, list[dict]]) -> dict:
+        """New logs holding only the items the kept checkpoints use: ``{old key: (new key,
+        rows, {old index: new index})}``, only for logs with unused items."""
+        u = self.user_id
+        used: dict[tuple, set] = {}
+        for ns, recs in kept.items():
+            for r in recs:
+                for ch, ref in r.get("lists", {}).items():
+                    used.setdefault((ns, ch, ref["g"]), set()).update(layout.expand(ref["r"]))
+        plan = {}
+        for (ns, ch, gen), indexes in used.items():
+            old = layout.log_key(ns, ch, gen)
+            length = self.store.list_length(u, thread, old)
+            if len(indexes) == length:
+                continue
+            lo, hi = min(indexes), max(indexes) + 1
+            window = self.store.get_list(u, thread, old, offset=lo, limit=hi - lo)
+            order = sorted(indexes)
+            new_gen = secrets.token_hex(4)
+            plan[old] = (layout.log_key(ns, ch, new_gen), new_gen, [window[i - lo] for i in order],
+                         {i: j for j, i in enumerate(order)})
+        return plan
+
+    def _prune_tx(self, tx: Any, thread: str, rows: dict, indexes: dict, kept: dict, plan: dict) -> bool:
+        u = self.user_id
+        for ns, entries in indexes.items():  # locks the indexes: puts wait; changed: read again
+            if tx.get_list(u, thread, layout.index_key(ns)) != entries:
+                return False
+        keep_keys: set[str] = set()
+        for ns, recs in kept.items():
+            ids = {r["id"] for r in recs}
+            for r in recs:
+                r = dict(r, lists=dict(r.get("lists", {})))
+                if r.get("parent") not in ids:
+                    r["parent"] = None
+                for ch, ref in r["lists"].items():
+                    old = layout.log_key(ns, ch, ref["g"])
+                    if old in plan:
+                        new_key, gen, _, moved = plan[old]
+                        r["lists"][ch] = dict(ref, g=gen, r=layout.ranges_of([moved[i] for i in layout.expand(ref["r"])]))
+                        keep_keys.add(new_key)
+                    else:
+                        keep_keys.add(old)
+                ck = layout.checkpoint_key(ns, r["id"])
+                keep_keys.add(ck)
+                keep_keys |= {k for k in rows if k.startswith(layout.writes_prefix(ns, r["id"]))}
+                keep_keys |= {layout.blob_key(ns, ch, v) for ch, v in r.get("blobs", {}).items()}
+                if r != rows.get(ck):
+                    tx.save(u, thread, ck, r)
+            ix = layout.index_key(ns)
+            new_index = sorted(([r["id"], r["parent"]] for r in recs), key=lambda e: e[0])
+            keep_keys.add(ix)
+            if new_index != indexes[ns]:
+                tx.save_list(u, thread, ix, new_index)
+        for old, (new_key, _, items, _) in plan.items():
+            tx.save_list(u, thread, new_key, items)
+        # everything else the thread holds: checkpoints, writes, values and logs no longer used
+        doomed = set(rows) - keep_keys
+        doomed |= {layout.log_key(r["ns"], ch, ref["g"]) for k, r in rows.items()
+                   if k.startswith(layout.RECORDS) and isinstance(r, dict)
+                   for ch, ref in r.get("lists", {}).items()} - keep_keys
+        for key in sorted(doomed):
+            tx.delete(u, thread, key)
+        return True
+
+    # ---- versions ----------------------------------------------------------------------------------
+
+    def get_next_version(self, current: Optional[str], channel: None) -> str:
+        """LangGraph's version scheme (as its in-memory and Postgres savers): an increasing
+        counter and a random fraction, so versions written on two forks of a thread differ."""
+        if current is None:
+            current_v = 0
+        elif isinstance(current, int):
+            current_v = current
+        else:
+            current_v = int(str(current).split(".")[0])
+        return f"{current_v + 1:032}.{random.random():016}"
+
+    # ---- async twins: the sync methods in a bounded thread pool --------------------------------
+
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        if self._closed:
+            raise RuntimeError("this MysqlSaver is closed")
+        call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+
+    async def aget_tuple(self, config: RunnableConfig) -> Optional[CheckpointTuple]:
+        """:meth:`get_tuple` without blocking the loop."""
+        return await self._run(self.get_tuple, config)
+
+    async def alist(
+        self,
+        config: Optional[RunnableConfig],
+        *,
+        filter: Optional[dict[str, Any]] = None,
+        before: Optional[RunnableConfig] = None,
+        limit: Optional[int] = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        """:meth:`list` without blocking the loop (read in the pool, then yielded)."""
+        found = await self._run(lambda: list(self.list(config, filter=filter, before=before, limit=limit)))
+        for tup in found:
+            yield tup
+
+    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                   new_versions: ChannelVersions) -> RunnableConfig:
+        """:meth:`put` without blocking the loop."""
+        return await self._run(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                          task_path: str = "") -> None:
+        """:meth:`put_writes` without blocking the loop."""
+        return await self._run(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        """:meth:`delete_thread` without blocking the loop."""
+        return await self._run(self.delete_thread, thread_id)
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """:meth:`delete_for_runs` without blocking the loop."""
+        return await self._run(self.delete_for_runs, run_ids)
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """:meth:`copy_thread` without blocking the loop."""
+        return await self._run(self.copy_thread, source_thread_id, target_thread_id)
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        """:meth:`prune` without blocking the loop."""
+        return await self._run(self.prune, thread_ids, strategy=strategy)
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        """:meth:`get_delta_channel_history` without blocking the loop."""
+        return await self._run(self.get_delta_channel_history, config=config, channels=channels)
+
+    # ---- lifecycle ---------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop the thread pool (after running calls) and close the store if the saver made it
+        (:meth:`from_url`). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._executor.shutdown(wait=True)
+        self._forget()
+        if self._owned:
+            self.store.close()
+
+    def __enter__(self) -> "MysqlSaver":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> "MysqlSaver":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await asyncio.to_thread(self.close)

@@ -1,0 +1,189 @@
+"""Where a LangGraph thread lives in its session: the state keys, and item ranges (pure).
+
+A thread is the session ``(user_id, thread_id)``; inside it every key names its checkpoint
+namespace and, where it has one, a checkpoint id, a channel, a version:
+
+==============================  =======  ==================================================
+key                             kind     holds
+==============================  =======  ==================================================
+``ix/<ns>``                     list     one ``[checkpoint_id, parent_id]`` per checkpoint,
+                                         sorted by id (the newest last)
+``cp/<ns>/<checkpoint_id>``     value    the checkpoint (without its values), its metadata,
+                                         its parent, small values inline, list references
+``wr/<ns>/<id>/<task>/<seq>``   value    one ``put_writes`` call: a task's writes
+``bl/<ns>/<channel>/<version>`` value    a channel's value at one version (not a list)
+``log/<ns>/<channel>/<gen>``    list     the items of a list channel (messages), append-only;
+                                         a version is a list of ranges into it
+==============================  =======  ==================================================
+
+Each part is percent-encoded: every character but ``A-Z a-z 0-9 . _ -`` becomes ``%XX`` of its
+UTF-8 bytes, so a part never holds ``/`` or ``:`` (no key can end in ``:_hash``), any
+LangGraph string fits, and keys are ASCII. The root namespace ``""`` is written ``~`` (a
+``~`` of a name is always ``%7E``). So that every key fits the store's limit of 255
+characters (249 for a list, whose hash row adds 6), a part longer than its budget
+(namespace 120, checkpoint or task id 54, channel or version 60) is written ``#`` and a
+BLAKE2b digest of it (a ``#`` of a name is always ``%23``); the real names are in the rows,
+which is where the saver reads them.
+
+>>> checkpoint_key("", "1ef4")
+'cp/~/1ef4'
+>>> log_key("child:1", "messages", "a1b2")
+'log/child%3A1/messages/a1b2'
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Optional, Sequence
+
+from .. import keys
+
+__all__ = [
+    "part",
+    "index_key",
+    "checkpoint_key",
+    "checkpoint_prefix",
+    "writes_key",
+    "writes_prefix",
+    "blob_key",
+    "log_key",
+    "ranges_of",
+    "span_of",
+    "expand",
+    "RECORDS",
+    "OWN_VALUES",
+]
+
+_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+_ROOT = "~"
+# Budgets per part, so that every key fits the store's 255 characters (249 for a list key):
+# wr/<ns 120>/<id 54>/<task 54>/<seq 20> is the longest, 254.
+_NS_CHARS, _ID_CHARS, _NAME_CHARS = 120, 54, 60
+assert 3 + _NS_CHARS + 1 + 2 * (_ID_CHARS + 1) + 20 <= keys.MAX_ID_CHARS
+assert 4 + _NS_CHARS + 1 + _NAME_CHARS + 1 + 16 <= keys.MAX_ID_CHARS - len(keys.HASH_SUFFIX)
+#: The prefix of every checkpoint row of a thread (all namespaces).
+RECORDS = "cp/"
+#: The prefixes of the single values the saver writes (the rest of a session is not its own).
+OWN_VALUES = ("cp/", "bl/", "wr/")
+
+
+#: The store session of the saver's user that :class:`~mysql_state.langgraph.MysqlStore` keeps
+#: its long-term memory in: no thread may take it.
+MEMORY_SESSION = "langgraph-store"
+
+
+def thread_of(thread_id: object) -> str:
+    """The store session of a LangGraph thread: ``str(thread_id)``, refusing the memory's.
+
+    >>> thread_of(7)
+    '7'
+    """
+    thread = str(thread_id)
+    if thread == MEMORY_SESSION:
+        raise ValueError(f"thread_id {thread!r} is reserved: MysqlStore keeps the user's long-term memory "
+                         "in that session of the store; use another thread id")
+    return thread
+
+
+def part(name: str) -> str:
+    """One key part: ``name`` percent-encoded (``~`` for ``""``).
+
+    >>> part("a/b:c é"), part("")
+    ('a%2Fb%3Ac%20%C3%A9', '~')
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"a LangGraph name must be a str, got {type(name).__name__}: {name!r}")
+    if name == "":
+        return _ROOT
+    if all(c in _SAFE for c in name):
+        return name
+    try:
+        return "".join(c if c in _SAFE else "".join(f"%{b:02X}" for b in c.encode("utf-8")) for c in name)
+    except UnicodeEncodeError:
+        raise ValueError(f"the LangGraph name {name[:60]!r} is not valid Unicode text (a lone surrogate)") from None
+
+
+def _digest(encoded: str) -> str:
+    return "#" + hashlib.blake2b(encoded.encode("ascii"), digest_size=12).hexdigest()
+
+
+def _fit(name: str, limit: int) -> str:
+    """A part of at most ``limit`` characters: encoded, or ``#`` and a digest when longer.
+    Each part is fitted on its own, so a prefix (namespace, checkpoint) is the same in every
+    key that starts with it."""
+    p = part(name)
+    return p if len(p) <= limit else _digest(p)
+
+
+def _ns(ns: str) -> str:
+    return _fit(ns, _NS_CHARS)
+
+
+def index_key(ns: str) -> str:
+    """The list of a namespace's checkpoints: ``[id, parent]`` items in id order."""
+    return f"ix/{_ns(ns)}"
+
+
+def checkpoint_prefix(ns: Optional[str] = None) -> str:
+    """The key prefix of a namespace's checkpoint rows (None: of every namespace)."""
+    return RECORDS if ns is None else f"cp/{_ns(ns)}/"
+
+
+def checkpoint_key(ns: str, checkpoint_id: str) -> str:
+    """The row of one checkpoint."""
+    return checkpoint_prefix(ns) + _fit(checkpoint_id, _ID_CHARS)
+
+
+def writes_prefix(ns: str, checkpoint_id: Optional[str] = None) -> str:
+    """The key prefix of one checkpoint's pending writes (None: of a namespace's)."""
+    head = f"wr/{_ns(ns)}/"
+    return head if checkpoint_id is None else head + _fit(checkpoint_id, _ID_CHARS) + "/"
+
+
+def writes_key(ns: str, checkpoint_id: str, task_id: str, seq: int) -> str:
+    """The row of one ``put_writes`` call: a task's writes; ``seq`` orders a task's calls."""
+    return writes_prefix(ns, checkpoint_id) + f"{_fit(task_id, _ID_CHARS)}/{seq:020d}"
+
+
+def blob_key(ns: str, channel: str, version: str) -> str:
+    """The row of one channel's value at one version."""
+    return f"bl/{_ns(ns)}/{_fit(channel, _NAME_CHARS)}/{_fit(str(version), _NAME_CHARS)}"
+
+
+def log_key(ns: str, channel: str, gen: str) -> str:
+    """The append-only item log of a list channel (``gen`` tells logs of one channel apart)."""
+    return f"log/{_ns(ns)}/{_fit(channel, _NAME_CHARS)}/{_fit(gen, 16)}"
+
+
+# ---- a list version as ranges of its log -------------------------------------------------------
+
+
+def ranges_of(indexes: Sequence[int]) -> list[list[int]]:
+    """Log indexes as ``[start, stop)`` ranges, consecutive runs merged.
+
+    >>> ranges_of([0, 1, 2, 7, 8, 3])
+    [[0, 3], [7, 9], [3, 4]]
+    """
+    out: list[list[int]] = []
+    for i in indexes:
+        if out and out[-1][1] == i:
+            out[-1][1] = i + 1
+        else:
+            out.append([i, i + 1])
+    return out
+
+
+def span_of(ranges: Sequence[Sequence[int]]) -> tuple[int, int]:
+    """``(lo, hi)``: the window of the log the ranges read (``(0, 0)`` for none)."""
+    if not ranges:
+        return 0, 0
+    return min(r[0] for r in ranges), max(r[1] for r in ranges)
+
+
+def expand(ranges: Sequence[Sequence[int]]) -> list[int]:
+    """The log indexes of ranges, in order.
+
+    >>> expand([[0, 2], [5, 6]])
+    [0, 1, 5]
+    """
+    return [i for lo, hi in ranges for i in range(lo, hi)]

@@ -1,0 +1,155 @@
+"""The list read engine: whole lists, windows and tails, each checked against its hash row.
+
+A read brings the list's hash row in the same statement (one snapshot), so the items are
+checked against it at no cost per row: rows missing or out of place raise
+:class:`CorruptStateError` (never a silently shorter list). :func:`read` runs on the
+connection, :func:`check` decodes; :func:`get` and :func:`many` do both (on the connection,
+so that a damaged or undecodable row is counted as the call's error).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from . import keys, sql, values
+from .errors import CorruptStateError
+from .listsync import ListHash
+from .table import Table
+
+__all__ = ["get", "many", "read", "check", "length", "read_many", "check_many", "read_hash"]
+
+Checked = tuple[list, int, Optional[ListHash]]
+
+
+def get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int], model: Any) -> Checked:
+    """A list read (whole, a window or a tail) and checked: (items, version, hash row)."""
+    return check(t, read(cur, t, sid, k, offset, limit), sid, k, offset, limit, model)
+
+
+def many(cur: Any, t: Table, sid: str, value_keys: Sequence[str], list_keys: Sequence[str]) -> dict[str, tuple[Any, int]]:
+    """Values and whole lists of one session, one statement: ``{key: (value or items, version)}``."""
+    return check_many(t, read_many(cur, t, sid, value_keys, list_keys), sid, value_keys, list_keys)
+
+
+def read(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int]) -> list:
+    """The rows of a list read (see :func:`check`): the whole list, a window, or a tail."""
+    s, hk = t.statements, keys.hash_key(k)
+    if offset < 0:
+        cur.execute(s["SELECT_TAIL"], (sid, k, -offset, sid, hk))
+    elif offset == 0 and limit is None:
+        cur.execute(s["SELECT_ITEMS"], (sid, k, sid, k, sid, k, sid, hk))
+    else:
+        cur.execute(s["SELECT_WINDOW"], (sid, k, offset, sql.NO_LIMIT if limit is None else limit, sid, hk))
+    return cur.fetchall()
+
+
+def check(t: Table, rows: Any, sid: str, k: str, offset: int, limit: Optional[int], model: Any) -> Checked:
+    """Items decoded and checked against the hash row read with them; (items, version, hash)."""
+    if offset == 0 and limit is None and (not rows or len(rows[0]) == 1):
+        return _check_whole(t, rows, sid, k, model)
+    rows = list(rows)
+    head = None
+    if rows and rows[-1][0] == -1:
+        head = rows.pop()
+    elif rows and rows[0][0] == -1:
+        head = rows.pop(0)
+    if len(rows) > 1 and rows[0][0] > rows[-1][0]:
+        rows.reverse()  # a tail is read newest first
+    stored = ListHash.parse(head[1]) if head is not None else None
+    version = int(head[2]) if head is not None else 0
+    got = len(rows)
+    first, last = (rows[0][0], rows[-1][0]) if rows else (None, None)
+    if offset < 0:
+        n = stored.n if stored is not None else (last + 1 if rows else 0)
+        start = max(0, n + offset)
+    else:
+        n = stored.n if stored is not None else offset + got
+        start = offset
+    stop = n if limit is None or offset < 0 else min(n, offset + limit)
+    want = max(0, stop - start)
+    if got != want or (got and (first != start or last != stop - 1)):
+        raise damaged(sid, k, stored, start, stop, got, first, last)
+    if offset < 0 and limit is not None:
+        rows = rows[:limit]
+    return t.sealer.decode_items(sid, k, rows, 1, start, model), version, stored
+
+
+def _check_whole(t: Table, rows: Any, sid: str, k: str, model: Any) -> Checked:
+    """:func:`check` for a whole list read by ``SELECT_ITEMS`` (one column, no index)."""
+    stored, version, got = None, 0, len(rows)
+    mark = sql.HEAD_MARK
+    at = -1 if rows and rows[-1][0].startswith(mark) else (0 if rows and rows[0][0].startswith(mark) else None)
+    if at is not None:
+        meta, _, head = rows[at][0][1:].partition(mark)
+        rows = rows[:-1] if at == -1 else rows[1:]
+        got -= 1
+        parts = meta.split(",")
+        version = int(parts[0])
+        first, last = (int(parts[1]), int(parts[2])) if parts[1] else (None, None)
+        stored = ListHash.parse(head)
+        n = stored.n if stored is not None else got
+        if got != n or (n and (first != 0 or last != n - 1)):
+            raise damaged(sid, k, stored, 0, n, got, first, last)
+    return t.sealer.decode_items(sid, k, rows, 0, 0, model), version, stored
+
+
+def damaged(sid: str, k: str, stored: Optional[ListHash], start: int, stop: int, got: int,
+            first: Optional[int], last: Optional[int]) -> CorruptStateError:
+    """The error of a list whose rows disagree with its hash row."""
+    said = f"its hash row says {stored.n} items" if stored is not None else "it has no hash row of this store"
+    return CorruptStateError(
+        f"list {k!r} of session {sid!r} is damaged: {said}, but items {start}..{stop - 1} are "
+        f"{got} rows numbered {first}..{last}; save the whole list again to repair it",
+        sid, k,
+    )
+
+
+def read_hash(cur: Any, t: Table, sid: str, k: str, *, lock: bool) -> tuple[Optional[tuple], Optional[ListHash]]:
+    """The list's hash row (locked with ``lock``): (the row, what it says if this store can
+    read it); a hash row keyed with a key this store lacks reads as None."""
+    cur.execute(t.statements["LOCK_HASH_ROW" if lock else "SELECT_HASH_ROW"], (sid, keys.hash_key(k)))
+    row = cur.fetchone()
+    return row, t.sealer.usable(ListHash.parse(row[0] if row else None))[0]
+
+
+def length(cur: Any, t: Table, sid: str, k: str, *, lock: bool = False) -> int:
+    """Number of items: from the hash row (no scan of the items), else counted; ``lock``
+    (a transaction) locks the hash row and reads one keyed with an unknown key as missing."""
+    cur.execute(t.statements["LOCK_HASH_ROW" if lock else "SELECT_HASH_ROW"], (sid, keys.hash_key(k)))
+    row = cur.fetchone()
+    stored = ListHash.parse(row[0] if row else None)
+    if lock:
+        stored = t.sealer.usable(stored)[0]
+    if stored is not None:
+        return stored.n
+    cur.execute(t.statements["COUNT_ITEMS"], (sid, k))
+    return int(cur.fetchone()[0])
+
+
+def read_many(cur: Any, t: Table, sid: str, value_keys: Sequence[str], list_keys: Sequence[str]) -> list:
+    """Values and whole lists of one session: one statement, rows in key order."""
+    hash_keys = [keys.hash_key(k) for k in (*value_keys, *list_keys)]
+    statement, params = sql.select_many(t.quoted, sid, value_keys, list_keys, hash_keys)
+    cur.execute(statement, params)
+    return cur.fetchall()
+
+
+def check_many(t: Table, rows: Sequence[tuple], sid: str, value_keys: Sequence[str],
+               list_keys: Sequence[str]) -> dict[str, tuple[Any, int]]:
+    """From :func:`read_many`'s rows: ``{key: (value or items, version)}``, absent keys left out."""
+    by_key: dict[str, list] = {}
+    for key, index, data, version in rows:
+        by_key.setdefault(key, []).append((index, data, version))
+    out: dict[str, tuple[Any, int]] = {}
+    for k in value_keys:
+        head = [(False, r[1], r[2]) for r in by_key.get(k, ()) if r[0] == 0]
+        head += [(True, r[1], r[2]) for r in by_key.get(keys.hash_key(k), ())]
+        found = values.value_of(t, sid, k, head, None)
+        if found is not None and not (found[2] and found[0] is None):
+            out[k] = found[:2]
+    for k in list_keys:
+        hash_row = [(-1, r[1], r[2]) for r in by_key.get(keys.hash_key(k), ())]
+        items = by_key.get(k, [])
+        if hash_row or items:
+            out[k] = check(t, items + hash_row, sid, k, 0, None, None)[:2]
+    return out

@@ -1,0 +1,328 @@
+"""The list write engine: plans applied, appends, pops, and ``save_many``'s transaction.
+
+Every list writer locks the list's hash row first (a new list: creates it, and of two
+creators the second fails with a duplicate key and is retried), so writers of one list are
+serialised and the hash row always describes the rows. What to write is planned by
+:mod:`mysql_state.listsync` (pure): from the process's snapshot when it still matches the
+stored hash row (warm), else from the stored checkpoint (cold), else item by item. A warm
+save or append that only adds items is ONE statement, checked against the hash row this
+process last saw (:func:`append_if_hash`): the common turn costs 2 round trips with COMMIT.
+
+Functions of ``(cursor, table, ...)`` on checked, encoded input; only the items a plan writes
+are checked here (:func:`mysql_state.args.check_upserts`), since only planning knows them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+from . import args, catalog, history, keys, listsync, serde, sql, values
+from .errors import CorruptStateError, StaleStateError, WrongTypeError
+from .listsync import Digester, ListHash, Plan, Snapshot
+from .results import UNVERSIONED, SaveReport
+from .table import Table
+
+__all__ = ["ListWrite", "save", "apply", "write_rows", "write_list", "append", "append_if_hash", "pop", "save_many", "report"]
+
+
+@dataclass
+class ListWrite:
+    """One list save, checked and encoded, on its way into a transaction."""
+
+    sid: str
+    key: str
+    values: Sequence[Any]
+    blob: bytes
+    snapshot: Optional[Snapshot]
+    new_snapshot: Optional[Snapshot] = None
+    expected: Optional[int] = None  # compare-and-set: the version the caller read (None: any)
+    version: int = UNVERSIONED  # the list's version after the write
+    damaged: bool = False  # a read found its rows damaged: the hash row cannot vouch for them
+
+    def lock(self) -> Any:
+        return lock_of(self.snapshot)
+
+
+def lock_of(snapshot: Optional[Snapshot]) -> Any:
+    """One writer per list key in this process while its snapshot is in use."""
+    return snapshot.lock if snapshot is not None else contextlib.nullcontext()
+
+
+def refuse_a_value(hash_row: Any, items: Sequence[tuple], sid: str, k: str, operation: str) -> None:
+    """Refuse a list operation on a key that holds a single value: no hash row (of any
+    format) and row 0 alone. (A key is a value or a list, never both: :class:`WrongTypeError`.)"""
+    if hash_row is None and len(items) == 1 and items[0][0] == 0:
+        raise WrongTypeError(sid, k, operation)
+
+
+def rows_are_whole(count: Any, lo: Any, hi: Any, stored: Optional[ListHash]) -> bool:
+    """Whether a list's item rows are exactly ``0..n-1`` for the ``n`` its hash row says."""
+    if stored is None:
+        return True  # no hash row of ours: the cold path reads the rows anyway
+    if stored.n == 0:
+        return int(count) == 0
+    return int(count) == stored.n and lo == 0 and hi == stored.n - 1
+
+
+def report(plan: Plan, version: int) -> SaveReport:
+    """The public report of a save (no bytes, no hashes)."""
+    return SaveReport(plan.kind, len(plan.upserts), version, tuple(i for i, _ in plan.upserts), plan.delete_from)
+
+
+# ---- rows ------------------------------------------------------------------------------------
+
+
+def write_rows(cur: Any, t: Table, sid: str, rows: list[tuple[str, int, bytes]]) -> None:
+    """Upsert rows ``(key, index, json)`` of ``sid`` (sealed), the session's catalog row riding last."""
+    rows = t.sealer.seal_rows(sid, rows)
+    for statement, params in sql.upsert_rows(t.upsert, sid, rows, t.max_allowed_packet - 1024, catalog.row(sid)):
+        cur.execute(statement, params)
+
+
+def write_list(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, bytes]], new_hash: ListHash,
+               with_hash: bool) -> None:
+    """Items, and the hash row in the same multi-row upsert when ``with_hash`` (a list
+    whose hash row exists; a new list's is created first by :func:`create_hash_row`)."""
+    rows = [(k, i, d) for i, d in items]
+    if with_hash:
+        rows.append((keys.hash_key(k), 0, new_hash.to_json()))
+    write_rows(cur, t, sid, rows)
+
+
+def create_hash_row(cur: Any, t: Table, sid: str, k: str, new_hash: ListHash) -> None:
+    """INSERT a new list's hash row, its version one past a value it replaces.
+
+    Of two writers racing to create one list, the second waits on the first's row and
+    then fails with 1062 (duplicate key): its whole transaction is retried against the
+    created list.
+    """
+    cur.execute(t.statements["INSERT_HASH_ROW"], (sid, keys.hash_key(k), new_hash.to_json().decode(), sid, k))
+
+
+def _lock_hash(cur: Any, t: Table, sid: str, k: str) -> tuple[Optional[tuple], Optional[ListHash], Digester]:
+    """Lock the hash row: (the row or None, what it says if usable, its digester)."""
+    cur.execute(t.statements["LOCK_HASH_ROW"], (sid, keys.hash_key(k)))
+    row = cur.fetchone()
+    stored, dig = t.sealer.usable(ListHash.parse(row[0] if row else None))
+    return row, stored, dig
+
+
+def _locked_items(cur: Any, t: Table, sid: str, k: str) -> list:
+    """The item rows ``(item_index, state_data)`` in order, locked."""
+    cur.execute(t.statements["LOCK_ITEMS"], (sid, k))
+    return cur.fetchall()
+
+
+def _opened(t: Table, sid: str, k: str, rows: Sequence[tuple]) -> list[bytes]:
+    """The plaintext JSON of stored rows ``(item_index, state_data)``."""
+    return [t.sealer.open(sid, k, r[0], r[1]) for r in rows]
+
+
+# ---- a whole list saved ----------------------------------------------------------------------
+
+
+def save(cur: Any, t: Table, w: ListWrite) -> Plan:
+    """Lock the hash row, plan (warm snapshot, else the checkpoint, else item by item), write.
+
+    A warm save that only appends is ONE statement, checked against the snapshot's hash
+    row as :func:`append_if_hash` does (the common turn: 2 round trips with the COMMIT).
+    """
+    encode = lambda vs, start: serde.encode_items(vs, w.key, start, check=False)  # noqa: E731
+    snap = w.snapshot
+    if snap is not None and w.expected is None:
+        planned = snap.diff(w.blob, w.values, encode)
+        if planned is not None and planned[0].kind == "append" and planned[0].delete_from is None:
+            plan = planned[0]
+            args.check_upserts(t, w.key, plan, w.values)
+            version = append_if_hash(cur, t, w.sid, w.key, plan.upserts, snap.hash, plan.new_hash)
+            if version:
+                w.new_snapshot, w.version = planned[1], version
+                return plan
+    row, stored, dig = _lock_hash(cur, t, w.sid, w.key)
+    before = int(row[1]) if row else (values.key_head(cur, t, w.sid, w.key)[0] if w.expected is not None else 0)
+    if w.expected is not None and w.expected != UNVERSIONED and w.expected != before:
+        raise StaleStateError(w.key, w.expected, before)
+    if w.damaged:
+        stored = None  # a read found its rows damaged: the hash row cannot vouch for them
+    planned = None
+    if snap is not None and stored is not None and stored == snap.hash:
+        planned = snap.diff(w.blob, w.values, encode)
+    if planned is None and stored is not None:
+        planned = _plan_from_checkpoint(cur, t, w, stored, encode, dig)
+    if planned is None:
+        planned = _plan_per_item(cur, t, w.sid, w.key, w.values, w.blob, stored, dig)
+    plan, w.new_snapshot = planned
+    if plan.kind == "unchanged" and stored is not None:
+        # Nothing to write by the hash row: check the rows still are what it describes
+        # (a row deleted by hand would otherwise never be repaired).
+        cur.execute(t.statements["ITEMS_SHAPE"], (w.sid, w.key))
+        if not rows_are_whole(*cur.fetchone(), stored):
+            plan, w.new_snapshot = _plan_per_item(cur, t, w.sid, w.key, w.values, w.blob, None, t.sealer.digester)
+    apply(cur, t, w.sid, w.key, plan, w.values, hash_row_exists=row is not None)
+    w.version = before if plan.new_hash is None else before + 1
+    return plan
+
+
+def _plan_from_checkpoint(cur: Any, t: Table, w: ListWrite, stored: ListHash, encode: Any,
+                          dig: Digester) -> Optional[tuple[Plan, Snapshot]]:
+    """A cold save that trusts the stored checkpoint (one hash over its bytes); reads the
+    stored items after it only when their digest sum says one changed."""
+    start = listsync.cold_start(w.blob, w.values, stored, encode, dig)
+    if start is None:
+        return None
+    tail = None
+    if start.needs_read():
+        cur.execute(t.statements["SELECT_ITEMS_FROM"], (w.sid, w.key, start.p))
+        rows = cur.fetchall()
+        if [r[0] for r in rows] != list(range(start.p, stored.n)):
+            return None  # the rows do not match the hash row: the per-item path repairs
+        tail = _opened(t, w.sid, w.key, rows)
+    return start.plan(tail)
+
+
+def _plan_per_item(cur: Any, t: Table, sid: str, k: str, items: Sequence[Any], blob: bytes,
+                   stored: Optional[ListHash], dig: Digester) -> tuple[Plan, Snapshot]:
+    """Plan without snapshot or checkpoint: digest every item, read the stored ones if needed."""
+    datas = serde.encode_items(items, k, check=False)
+    item_digests = dig.digests(datas)
+    new_hash, snap = listsync.full_snapshot(blob, datas, item_digests, dig)
+    # Without a hash row of ours a rewrite would do, but it cannot tell what a shrink drops:
+    # with history kept, the stored items are read so the archive gets them.
+    keep = stored is None and t.keep_history
+    plan = None if keep else listsync.plan_cold(datas, item_digests, stored)
+    if plan is None:
+        have = _locked_items(cur, t, sid, k)
+        if keep and not have:  # a new list, as plan_cold would have it
+            plan = listsync.plan_rewrite(datas)
+        elif [r[0] for r in have] == list(range(len(have))):
+            plan = listsync.plan_against_stored(datas, _opened(t, sid, k, have))
+        else:  # gaps in item_index: rewrite it whole
+            plan = listsync.plan_rewrite(datas)
+    if plan.kind != "unchanged" or stored != new_hash:
+        plan.new_hash = new_hash  # (an unchanged list may still get its checkpoint moved)
+    return plan, snap
+
+
+def apply(cur: Any, t: Table, sid: str, k: str, plan: Plan, items: Sequence[Any], *, hash_row_exists: bool) -> None:
+    """Write what ``plan`` says (history archived first when kept), the hash row last."""
+    if plan.new_hash is None:
+        return
+    args.check_upserts(t, k, plan, items)
+    if not hash_row_exists:
+        create_hash_row(cur, t, sid, k, plan.new_hash)
+    if t.keep_history:
+        history.archive(cur, t, sid, k, plan)
+    if plan.delete_all:
+        cur.execute(t.statements["DELETE_ITEMS_FROM"], (sid, k, 0))
+    elif plan.delete_from is not None:
+        cur.execute(t.statements["DELETE_ITEMS_FROM"], (sid, k, plan.delete_from))
+    write_list(cur, t, sid, k, plan.upserts, plan.new_hash, hash_row_exists)
+
+
+# ---- appends and pops ------------------------------------------------------------------------
+
+
+def append(cur: Any, t: Table, sid: str, k: str, datas: list[bytes], hint: Optional[ListHash] = None
+           ) -> tuple[Optional[ListHash], ListHash]:
+    """Append under the list's hash row: (the hash row found, the new one). With ``hint``
+    (the hash row this process last saw) it is ONE statement: the items and the new hash
+    row, the hash row written only if it still holds ``hint`` (checked under its lock); any
+    other outcome is rolled back and the append is made the locked way."""
+    hint, hint_dig = t.sealer.usable(hint)
+    if hint is not None:
+        new_hash = hint.extended(hint_dig.digests(datas, hint.n))
+        if append_if_hash(cur, t, sid, k, list(enumerate(datas, hint.n)), hint, new_hash):
+            return hint, new_hash
+    row, stored, dig = _lock_hash(cur, t, sid, k)
+    if stored is None:  # no hash row of ours: derive it from the items
+        have = _locked_items(cur, t, sid, k)
+        refuse_a_value(row, have, sid, k, "append_list")
+        existing = _opened(t, sid, k, have)
+        if [r[0] for r in have] != list(range(len(have))):  # gaps: renumber 0..n-1
+            cur.execute(t.statements["DELETE_ITEMS_FROM"], (sid, k, 0))
+            write_rows(cur, t, sid, [(k, i, d) for i, d in enumerate(existing)])
+        base = dig.of(dig.digests(existing))
+    else:
+        base = stored
+    new_hash = base.extended(dig.digests(datas, base.n))
+    if row is None:
+        create_hash_row(cur, t, sid, k, new_hash)
+    write_list(cur, t, sid, k, [(base.n + i, d) for i, d in enumerate(datas)], new_hash, with_hash=row is not None)
+    return stored, new_hash
+
+
+def append_if_hash(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, bytes]], expected: ListHash,
+                   new_hash: ListHash) -> int:
+    """Write new items and the new hash row in ONE statement, the hash row only if it still
+    holds ``expected`` (checked under its lock); returns the list's new version. 0 (all
+    undone, a new transaction begun): the caller goes the locked way."""
+    hk = keys.hash_key(k)
+    rows = t.sealer.seal_rows(sid, [(hk, 0, new_hash.to_json())] + [(k, i, d) for i, d in items])
+    statements = sql.upsert_rows((t.upsert[0], t.statements["APPEND_IF_HASH_TAIL"]), sid, rows,
+                                 t.max_allowed_packet - 1024, catalog.row(sid))
+    if len(statements) != 1:
+        return 0  # more than one packet: the locked way
+    statement, params = statements[0]
+    text = expected.to_json().decode()
+    affected = cur.execute(statement, params + (hk, text, hk, text))
+    # hash row updated (2, and LAST_INSERT_ID set) + 1 per new item + catalog row (1 or 2)
+    if cur.lastrowid and affected - len(items) in (3, 4):
+        return int(cur.lastrowid)
+    cur.execute(sql.ROLLBACK)  # another writer got there first: undo, then lock and read
+    if t.isolate_each:
+        cur.execute(sql.READ_COMMITTED_NEXT)
+    return 0
+
+
+def pop(cur: Any, t: Table, sid: str, k: str, model: Any = None) -> Any:
+    """Remove the last item under the hash row's lock and return it decoded (an instance of
+    ``model`` when given), or None when the list is empty. The hash row stays exact; an item
+    that does not decode raises here, so it is not popped."""
+    row, stored, dig = _lock_hash(cur, t, sid, k)
+    if stored is None:  # no hash row of ours: take the rows as they are, then index them
+        have = _locked_items(cur, t, sid, k)
+        if not have:
+            return None
+        refuse_a_value(row, have, sid, k, "pop_list")
+        rest = _opened(t, sid, k, have[:-1])
+        plan = listsync.plan_rewrite(rest)
+        plan.new_hash = dig.of(dig.digests(rest))
+        apply(cur, t, sid, k, plan, [None] * len(rest), hash_row_exists=row is not None)
+        return t.sealer.decode(sid, k, have[-1][0], have[-1][1], model)
+    if stored.n == 0:
+        return None
+    last = stored.n - 1
+    cur.execute(t.statements["SELECT_ITEM"], (sid, k, last))
+    item = cur.fetchone()
+    if item is None:
+        raise CorruptStateError(
+            f"list {k!r} of session {sid!r} is damaged: its hash row says {stored.n} items but item "
+            f"{last} is missing; save the whole list again to repair it", sid, k, last,
+        )
+    cur.execute(t.statements["DELETE_ITEMS_FROM"], (sid, k, last))
+    new_hash = stored.without_last(dig.digest(last, t.sealer.open(sid, k, last, item[0])), dig.empty)
+    write_list(cur, t, sid, k, [], new_hash, with_hash=True)
+    return t.sealer.decode(sid, k, last, item[0], model)
+
+
+# ---- several keys in one transaction ---------------------------------------------------------
+
+
+def save_many(cur: Any, t: Table, writes: Sequence[ListWrite], prepared: Sequence[tuple[str, str, str, int]],
+              expected: dict[str, int]) -> tuple[dict[str, Plan], dict[str, int]]:
+    """``save_many``'s transaction: every list, then every value (compare-and-set where
+    ``expected`` names the key, :class:`StaleStateError` otherwise); (plans, versions)."""
+    plans = {w.key: save(cur, t, w) for w in writes}
+    versions = {w.key: w.version for w in writes}
+    for sid, k, text, _ in prepared:
+        want = expected.get(k, UNVERSIONED)
+        if want != UNVERSIONED:
+            got = values.write(cur, t, sid, k, text, want)
+            if got == UNVERSIONED:
+                raise StaleStateError(k, want, values.key_head(cur, t, sid, k)[0])
+            versions[k] = got
+        else:
+            versions[k] = values.write(cur, t, sid, k, text)
+    return plans, versions

@@ -1,0 +1,75 @@
+"""What one process remembers of lists, and keeps right: the facade's cache upkeep in one room.
+
+* snapshots (:class:`~mysql_state.listsync.Snapshot`): the JSON last written per list, so a
+  warm ``save_list`` costs a comparison and its changed suffix (bounded in bytes);
+* hints: the hash row last seen per list, so an append is ONE statement (bounded in entries);
+* damaged: lists a read found damaged, so their next save rewrites the rows instead of
+  trusting the hash row (which a row damaged by hand still matches).
+
+Each is a hint only: every write checks it against the stored hash row under its lock, so a
+stale entry costs a round trip, never a wrong row. Keys are ``(packed session id, key)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterable, Iterator, Optional, Sequence
+
+from .cache import LRU
+from .errors import CorruptStateError
+from .listsync import ListHash, Snapshot
+
+__all__ = ["HASH_HINTS", "ListMemory"]
+
+HASH_HINTS = 4096  # lists whose last seen hash row is remembered (for one-statement appends)
+Key = tuple[str, str]
+
+
+class ListMemory:
+    """The snapshots, hints and damaged marks of one store (see the module doc)."""
+
+    def __init__(self, snapshot_bytes: int) -> None:
+        self.snapshots: LRU[Key, Snapshot] = LRU(max_bytes=snapshot_bytes, size_of=lambda s: s.nbytes)
+        self.hints: LRU[Key, ListHash] = LRU(max_entries=HASH_HINTS)
+        #: Lists a read found damaged (shared with transactions, which add to it and rewrite).
+        self.damaged: set[Key] = set()
+
+    def saved(self, key: Key, snap: Optional[Snapshot]) -> None:
+        """A list save wrote ``snap``: keep it, and its hash row as a hint for appends."""
+        self.snapshots.put(key, snap)
+        self.hints.put(key, snap.hash if snap is not None else None)
+        self.damaged.discard(key)
+
+    def appended(self, key: Key, snap: Optional[Snapshot], stored: Optional[ListHash], datas: Sequence[bytes],
+                 new_hash: ListHash) -> None:
+        """An append found ``stored`` and wrote ``new_hash``: the snapshot follows if it was
+        the stored list's, else it goes."""
+        if snap is not None and stored == snap.hash:
+            snap.extend(datas, new_hash)
+            self.snapshots.put(key, snap)
+        else:
+            self.snapshots.drop(key)
+        self.hints.put(key, new_hash)
+
+    def forget(self, key: Optional[Key] = None, session: Optional[str] = None) -> None:
+        """Drop what is remembered of a list, a session, or (no argument) everything."""
+        self.snapshots.drop(key, session)
+        self.hints.drop(key, session)
+
+    def forget_all_of(self, touched: Iterable[tuple[str, Optional[str]]]) -> None:
+        """Drop the lists (``(sid, key)``) and whole sessions (``(sid, None)``) written."""
+        for sid, k in touched:
+            if k is None:
+                self.forget(session=sid)
+            else:
+                self.forget((sid, k))
+
+    @contextlib.contextmanager
+    def noting_damage(self) -> Iterator[None]:
+        """Rows a read finds damaged: forget the list and mark it for a rewrite on save."""
+        try:
+            yield
+        except CorruptStateError as exc:
+            self.forget((exc.session_id, exc.key))
+            self.damaged.add((exc.session_id, exc.key))
+            raise

@@ -1,0 +1,98 @@
+"""The session engine: existence, deletes of keys and sessions, a user's sessions, erasure.
+
+Deletes first lock what they delete (under READ COMMITTED a DELETE skips rows a writer in
+flight inserted), so nothing a concurrent writer writes is left behind. Every session's
+catalog row follows its rows: touched by a write, gone with the session's last row.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import history, keys, sql
+from .table import Table
+
+__all__ = ["touch", "exists", "delete_session", "delete_key", "read_session_ids", "session_ids",
+           "forget_user", "truncate"]
+
+
+def touch(cur: Any, t: Table, sid: str) -> None:
+    """Mark the session active in its catalog row (paths with no upsert to carry it)."""
+    cur.execute(t.statements["CATALOG_TOUCH"], (sid,))
+
+
+def exists(cur: Any, t: Table, sid: str) -> bool:
+    """Whether the session has any row."""
+    cur.execute(t.statements["SESSION_EXISTS"], (sid,))
+    return cur.fetchone() is not None
+
+
+def delete_session(cur: Any, t: Table, sid: str) -> int:
+    """Delete the session's rows, history and catalog row; returns the rows deleted."""
+    cur.execute(t.statements["LOCK_SESSION"], (sid,))
+    return cur.execute(t.statements["DELETE_SESSION"], (sid, keys.history_session(sid), sid))
+
+
+def delete_key(cur: Any, t: Table, sid: str, k: str) -> None:
+    """Delete one key (a list with its hash row, its archived history); the catalog row is
+    touched, or goes with the session's last row."""
+    s = t.statements
+    hk = keys.hash_key(k)
+    cur.execute(s["LOCK_HASH_ROW"], (sid, hk))  # waits for a list writer
+    cur.execute(s["DELETE_KEY"], (sid, k, hk))
+    history.drop(cur, t, sid, k)  # the key's archived items go with it
+    if exists(cur, t, sid):
+        touch(cur, t, sid)
+    else:  # the last key: the session goes whole (history of keys no longer there too)
+        cur.execute(s["CATALOG_DELETE"], (sid,))
+        history.drop(cur, t, sid)
+
+
+def read_session_ids(cur: Any, t: Table, prefix: str) -> set[str]:
+    """The packed ids starting with a user's ``prefix`` (the exact prefix tested, so a table
+    whose collation is not exact is guarded too)."""
+    template, params = sql.sessions_of_user(prefix, t.exact_keys)
+    cur.execute(sql.render(template, t.quoted), params)
+    return {r[0] for r in cur.fetchall() if r[0].startswith(prefix)}
+
+
+def session_ids(cur: Any, t: Table, prefix: str) -> set[str]:
+    """The session ids (unpacked) of the user whose packed prefix is ``prefix``."""
+    return {sid[len(prefix):] for sid in read_session_ids(cur, t, prefix)}
+
+
+def forget_user(db: Any, t: Table, prefix: str, batch: int, what: str) -> int:
+    """Erase every row of a user (``prefix``): data rows, then each session's history, then
+    the catalog rows, each in transactions of at most ``batch`` rows (safe to re-run);
+    returns the rows removed. ``db`` is the connector: this runs many transactions."""
+    s = t.statements
+    end = prefix[:-1] + ";"
+
+    def sessions_of(cur: Any) -> set[str]:  # from the catalog and from the data rows
+        cur.execute(s["USER_SESSIONS_BY_CATALOG"], (keys.CATALOG_SESSION, prefix, end))
+        return {r[0] for r in cur.fetchall()} | read_session_ids(cur, t, prefix)
+
+    sids = db.run(sessions_of, what, write=False)
+    if t.exact_keys:
+        batches = [(s["FORGET_USER_BATCH"], (prefix, end, batch))]
+    else:
+        like = sql.sessions_of_user(prefix, exact=False)[1][0]
+        batches = [(s["FORGET_USER_BATCH_LIKE"], (like, len(prefix), prefix, batch))]
+    batches += [(s["DELETE_SESSION_BATCH"], (keys.history_session(sid), batch)) for sid in sorted(sids)]
+    batches.append((s["USER_CATALOG_BATCH"], (keys.CATALOG_SESSION, prefix, end, batch)))
+    removed = 0
+    for statement, params in batches:
+        while True:
+            n = db.run(lambda cur: cur.execute(statement, params), what, write=True, session=None)
+            removed += n
+            if n < batch:
+                break
+    return removed
+
+
+def truncate(cur: Any, t: Table) -> int:
+    """Remove every row (``TRUNCATE TABLE``); returns how many callers' rows there were."""
+    cur.execute(t.statements["COUNT_ROWS"])
+    count = int(cur.fetchone()[0])
+    cur.execute(t.statements["TRUNCATE"])
+    return count

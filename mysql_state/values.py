@@ -1,0 +1,119 @@
+"""The value engine: single values at ``item_index = 0``, and their compare-and-set.
+
+Functions of ``(cursor, table, ...)`` on checked, encoded input (see :mod:`mysql_state.args`);
+each runs inside the connector's transaction. A value replaces a list under its key: the
+key's head (hash row, row 0, row 1) is locked first, so a list writer in flight finishes and
+its rows are removed with it. Versions never go back: a key's version is its row 0's, or a
+list's hash row's.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from . import keys, sessions, sql
+from .errors import DUPLICATE_KEY, errno_of
+from .results import UNVERSIONED
+from .table import Table
+
+__all__ = ["key_head", "write", "compare_and_set", "insert_new", "get", "read_for_update", "value_of",
+           "get", "prefix_values"]
+
+
+def key_head(cur: Any, t: Table, sid: str, k: str) -> tuple[int, bool, bool]:
+    """Lock what is under ``k``: (its version, 0 when absent; is it a list; was there a row 0).
+
+    Waits for a list writer (who holds the hash row), so that rows it inserted are
+    committed, hence seen, by the DELETE that follows.
+    """
+    hk = keys.hash_key(k)
+    cur.execute(t.statements["LOCK_KEY_HEAD"], (hk, sid, k, hk))
+    rows = cur.fetchall()
+    hash_version = next((int(r[2]) for r in rows if r[0]), 0)
+    row0 = next((int(r[2]) for r in rows if not r[0] and r[1] == 0), 0)
+    is_list = bool(hash_version) or any(not r[0] and r[1] == 1 for r in rows)
+    return (hash_version or row0), is_list, bool(row0)
+
+
+def write(cur: Any, t: Table, sid: str, k: str, text: str, expected: Optional[int] = None) -> int:
+    """Write one value, removing a list under the key; returns the new version, or
+    ``UNVERSIONED`` when ``expected`` (compare-and-set) is not the stored version."""
+    s = t.statements
+    stored, is_list, had_row0 = key_head(cur, t, sid, k)
+    if expected is not None and stored != expected:
+        return UNVERSIONED
+    if is_list:
+        cur.execute(s["DELETE_LIST_REMAINS"], (sid, k, keys.hash_key(k)))
+    new = stored + 1 if expected is None else expected + 1
+    cur.execute(s["UPSERT_VALUE"], (sid, k, text, new, sid))  # + the catalog row
+    updated = int(cur.lastrowid or 0)  # the new version when row 0 was updated, 0 if inserted
+    if updated and not had_row0 and not is_list:
+        # Row 0 appeared after the lock: a list was being created beside us. It is
+        # committed now (the upsert waited for it), so its remains are visible.
+        cur.execute(s["DELETE_LIST_REMAINS"], (sid, k, keys.hash_key(k)))
+    return updated or new
+
+
+def insert_new(cur: Any, t: Table, sid: str, k: str, text: str) -> None:
+    """Create a key known to be absent with a plain INSERT (version 1): a creator racing us
+    makes it fail with a duplicate key (1062)."""
+    cur.execute(t.statements["INSERT_VALUE"], (sid, k, text))
+    sessions.touch(cur, t, sid)
+
+
+def compare_and_set(cur: Any, t: Table, sid: str, k: str, text: str, expected: int) -> int:
+    """Write only if the key's version is ``expected`` (0: absent; ``UNVERSIONED``: whatever
+    it is); the new version, or ``UNVERSIONED`` when nothing was written."""
+    if expected == UNVERSIONED:
+        return write(cur, t, sid, k, text)
+    if expected == 0:
+        if key_head(cur, t, sid, k)[0]:
+            return UNVERSIONED
+        try:  # absent: create it; a creator racing us (its row in flight) wins
+            insert_new(cur, t, sid, k, text)
+        except Exception as exc:
+            if errno_of(exc) == DUPLICATE_KEY:
+                return UNVERSIONED
+            raise
+        return 1
+    return write(cur, t, sid, k, text, expected)
+
+
+def get(cur: Any, t: Table, sid: str, k: str, model: Any) -> Optional[tuple[Any, int, bool]]:
+    """One statement: (row 0's value, the key's version, is it a list), None when absent."""
+    hk = keys.hash_key(k)
+    cur.execute(t.statements["SELECT_VALUE"], (hk, sid, k, hk))
+    return value_of(t, sid, k, cur.fetchall(), model)
+
+
+def read_for_update(cur: Any, t: Table, sid: str, k: str) -> list:
+    """:func:`read`, the rows locked until the transaction ends."""
+    hk = keys.hash_key(k)
+    cur.execute(t.statements["SELECT_VALUE_FOR_UPDATE"], (hk, sid, k, hk))
+    return cur.fetchall()
+
+
+def value_of(t: Table, sid: str, k: str, rows: Sequence[tuple], model: Any) -> Optional[tuple[Any, int, bool]]:
+    """From rows ``(is hash row, state_data, version)`` of a key: (row 0's value, the key's
+    version (a list's is its hash row's), is it a list), or None when the key is absent."""
+    listed = next((r for r in rows if r[0]), None)
+    row0 = next((r for r in rows if not r[0]), None)
+    if listed is None and row0 is None:
+        return None
+    value = None if row0 is None else t.sealer.decode(sid, k, 0, row0[1], model)
+    version = int(listed[2]) if listed is not None else int(row0[2])
+    return value, version, listed is not None
+
+
+def prefix_values(cur: Any, t: Table, sid: str, prefix: str) -> list[tuple[str, Any, int]]:
+    """``(key, value, version)`` of the single values of ``sid`` whose key starts with
+    ``prefix``, in key order, read as one primary-key range (keys holding a list left out: the
+    hash rows are read too; the exact prefix tested, whatever the collation)."""
+    statement, params = sql.select_prefix(t.quoted, sid, prefix, t.exact_keys)
+    cur.execute(statement, params)
+    rows = [r for r in cur.fetchall() if r[0].startswith(prefix)]
+    suffix = keys.HASH_SUFFIX
+    lists = {k[: -len(suffix)] for k, _, _ in rows if k.endswith(suffix)}
+    return [(k, t.sealer.decode(sid, k, 0, data), int(version))
+            for k, data, version in rows if k not in lists and not k.endswith(suffix)]
+

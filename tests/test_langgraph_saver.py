@@ -1,0 +1,421 @@
+"""MysqlSaver with real LangGraph graphs on the real server; plain SQL on the table is the truth.
+
+LangGraph's ``InMemorySaver`` runs the same scripted graphs as the oracle of what every
+checkpoint must read back as (time travel, forks, edits, trims, delta channels)."""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import os
+import subprocess
+import sys
+import threading
+import uuid
+from typing import Annotated
+
+import pytest
+
+pytest.importorskip("langgraph", reason="needs the langgraph extra (make test installs it)")
+
+from langchain_core.messages import AIMessage, HumanMessage, RemoveMessage  # noqa: E402
+from langgraph.channels.delta import DeltaChannel  # noqa: E402
+from langgraph.checkpoint.base import BaseCheckpointSaver  # noqa: E402
+from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+from langgraph.checkpoint.serde.types import ERROR, INTERRUPT  # noqa: E402
+from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
+from typing_extensions import TypedDict  # noqa: E402
+
+from mysql_state import Keyring, MysqlAgentStateStore, keys  # noqa: E402
+from mysql_state.aio import AsyncMysqlAgentStateStore  # noqa: E402
+from mysql_state.langgraph import MysqlSaver  # noqa: E402
+
+from .conftest import Raw  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEMO = os.path.join(ROOT, "examples", "langgraph_demo.py")
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+
+import langgraph_demo  # noqa: E402
+
+
+def chat_graph(checkpointer, *, keep: int | None = None, pad: int = 200):
+    """One agent node: the reply to each user message (``pad`` characters); with ``keep``,
+    only the last ``keep`` messages survive each turn (trimmed with RemoveMessage)."""
+
+    def agent(state: MessagesState) -> dict:
+        msgs = state["messages"]
+        reply = AIMessage(content=f"reply {len(msgs)} " + "x" * pad, id=f"ai-{len(msgs)}-{msgs[-1].id}")
+        out = [reply]
+        if keep is not None and len(msgs) + 1 > keep:
+            out = [RemoveMessage(id=m.id) for m in msgs[: len(msgs) + 1 - keep]] + out
+        return {"messages": out}
+
+    b = StateGraph(MessagesState)
+    b.add_node("agent", agent)
+    b.add_edge(START, "agent")
+    b.add_edge("agent", END)
+    return b.compile(checkpointer=checkpointer)
+
+
+def turn(graph, thread: str, i: int, text: str = "hello") -> dict:
+    return graph.invoke({"messages": [HumanMessage(content=f"{text} {i}", id=f"h-{thread}-{i}")]},
+                        {"configurable": {"thread_id": thread}})
+
+
+def history(graph, thread: str) -> list[tuple]:
+    """Each checkpoint's (values, next, metadata step, writes' channels) oldest first."""
+    out = []
+    for s in reversed(list(graph.get_state_history({"configurable": {"thread_id": thread}}))):
+        values = {k: ([(m.type, m.id, m.content) for m in v] if k == "messages" else v) for k, v in s.values.items()}
+        out.append((values, s.next, s.metadata.get("step"), s.metadata.get("source")))
+    return out
+
+
+@pytest.fixture
+def saver(store):
+    s = MysqlSaver(store)
+    yield s
+    s.close()
+
+
+def session_bytes(raw: Raw, user: str | None, thread: str) -> int:
+    return int(raw.query("SELECT COALESCE(SUM(LENGTH(state_data)), 0) FROM {t} WHERE session_id = %s",
+                         (keys.pack(user, thread),))[0][0])
+
+
+# ---- processes, time travel, forks -----------------------------------------------------------
+
+
+def test_interrupted_in_one_process_resumed_in_another(url, database, raw):
+    thread = f"t-{uuid.uuid4().hex[:6]}"
+    asked = langgraph_demo.run_phase(url, database, thread, "ask")
+    assert asked["interrupt"] == [{"tool": "transfer", "args": {"to": "Bob", "amount": 20}, "question": "approve?"}]
+    assert asked["next"] == ["tools"]
+    resumed = langgraph_demo.run_phase(url, database, thread, "resume", "yes")
+    assert resumed["pid"] != asked["pid"] and resumed["interrupt"] == [] and resumed["next"] == []
+    assert resumed["messages"][-2:] == ["tool: sent 20 EUR to Bob", "ai: Done: sent 20 EUR to Bob"]
+    sid = keys.pack(None, thread)
+    logs = raw.query("SELECT state_key, COUNT(*) FROM {t} WHERE session_id = %s AND state_key LIKE 'log/%%'"
+                     " AND state_key NOT LIKE '%%:_hash' GROUP BY state_key", (sid,))
+    # the resuming process wrote only the two new messages: one log, four items
+    assert [n for _, n in logs] == [4], logs
+
+
+def test_time_travel_and_forks_read_back_as_langgraph_own_saver(saver, raw):
+    oracle = InMemorySaver()
+    for checkpointer, thread in ((saver, "tt"), (oracle, "tt")):
+        graph = chat_graph(checkpointer)
+        for i in range(4):
+            turn(graph, thread, i)
+        cfg = {"configurable": {"thread_id": thread}}
+        old = [s for s in graph.get_state_history(cfg) if s.metadata["step"] == 4][0]
+        # fork 1: edit a message of an old checkpoint (same id: add_messages replaces it)
+        edited = graph.update_state(old.config, {"messages": [HumanMessage(content="edited", id=f"h-{thread}-1")]})
+        graph.invoke({"messages": [HumanMessage(content="after edit", id="h-e")]}, edited)
+        # fork 2: remove a message of an older checkpoint, then continue there
+        older = [s for s in graph.get_state_history(cfg) if s.metadata["step"] == 1][0]
+        removed = graph.update_state(older.config, {"messages": [RemoveMessage(id=f"h-{thread}-0")]})
+        graph.invoke({"messages": [HumanMessage(content="after removal", id="h-r")]}, removed)
+    mine, theirs = history(chat_graph(saver), "tt"), history(chat_graph(oracle), "tt")
+    assert len(mine) == len(theirs) > 12
+    assert mine == theirs
+    latest = chat_graph(saver).get_state({"configurable": {"thread_id": "tt"}}).values["messages"]
+    assert [m.content for m in latest][-2:] == ["after removal", latest[-1].content]
+    # only what changed was written: 4 turns (8 items), the edited message (1), two more turns
+    # on the forks (4); the removal wrote no item, every fork refers to the items it shares
+    items = raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = %s AND state_key LIKE 'log/%%'"
+                      " AND state_key NOT LIKE '%%:_hash'", (keys.pack(None, "tt"),))[0][0]
+    assert items == 13
+
+
+def test_trimmed_conversations_and_delta_channels_match_the_oracle(saver):
+    oracle = InMemorySaver()
+
+    class DeltaState(TypedDict):
+        items: Annotated[list, DeltaChannel(operator.add, snapshot_frequency=3)]
+        log: Annotated[list, operator.add]
+
+    def step(state: DeltaState) -> dict:
+        n = len(state.get("items", []))
+        return {"items": [f"item-{n}"], "log": [{"n": n}]}
+
+    def delta_graph(cp):
+        b = StateGraph(DeltaState)
+        b.add_node("step", step)
+        b.add_edge(START, "step")
+        b.add_edge("step", END)
+        return b.compile(checkpointer=cp)
+
+    for cp in (saver, oracle):
+        g = chat_graph(cp, keep=5)
+        for i in range(9):
+            turn(g, "trim", i)
+        d = delta_graph(cp)
+        for i in range(11):
+            d.invoke({"items": [f"in-{i}"]}, {"configurable": {"thread_id": "delta"}})
+    assert history(chat_graph(saver, keep=5), "trim") == history(chat_graph(oracle, keep=5), "trim")
+    mine = [s.values for s in delta_graph(saver).get_state_history({"configurable": {"thread_id": "delta"}})]
+    theirs = [s.values for s in delta_graph(oracle).get_state_history({"configurable": {"thread_id": "delta"}})]
+    assert mine == theirs and len(mine[0]["items"]) == 22
+    # the override answers as LangGraph's reference walk (get_tuple per ancestor) does
+    for tup in list(saver.list({"configurable": {"thread_id": "delta", "checkpoint_ns": ""}}))[:6]:
+        ours = saver.get_delta_channel_history(config=tup.config, channels=["items", "log", "nope"])
+        ref = BaseCheckpointSaver.get_delta_channel_history(saver, config=tup.config, channels=["items", "log", "nope"])
+        assert ours == ref
+
+
+def test_delta_history_takes_a_bounded_number_of_statements(saver, store):
+    class S(TypedDict):
+        items: Annotated[list, DeltaChannel(operator.add, snapshot_frequency=1000)]
+
+    b = StateGraph(S)
+    b.add_node("step", lambda s: {"items": ["x"]})
+    b.add_edge(START, "step")
+    b.add_edge("step", END)
+    g = b.compile(checkpointer=saver)
+    reads, ancestors = [], []
+    for depth in (10, 40):
+        for i in range(depth - (10 if depth == 40 else 0)):
+            g.invoke({"items": [i]}, {"configurable": {"thread_id": "deep"}})
+        before = store.metrics()["reads"]
+        got = saver.get_delta_channel_history(config={"configurable": {"thread_id": "deep", "checkpoint_ns": ""}},
+                                              channels=["items"])
+        reads.append(store.metrics()["reads"] - before)
+        ancestors.append(len(list(saver.list({"configurable": {"thread_id": "deep"}}))) - 1)
+        assert len(got["items"]["writes"]) > 2 * depth - 2
+    # the index, the ancestors' rows a page of 64 per statement, the writes: not one per ancestor
+    pages = [-(-a // 64) for a in ancestors]
+    assert reads == [2 + pages[0], 2 + pages[1]] and reads[1] < ancestors[1] / 10, (reads, ancestors)
+
+
+def test_prune_keep_latest_keeps_what_delta_channels_need(saver, raw):
+    class S(TypedDict):
+        items: Annotated[list, DeltaChannel(operator.add, snapshot_frequency=4)]
+
+    b = StateGraph(S)
+    b.add_node("step", lambda s: {"items": [len(s.get("items", []))]})
+    b.add_edge(START, "step")
+    b.add_edge("step", END)
+    g = b.compile(checkpointer=saver)
+    cfg = {"configurable": {"thread_id": "pd"}}
+    for i in range(7):
+        g.invoke({"items": [f"in{i}"]}, cfg)
+    before = g.get_state(cfg).values
+    rows_before = raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = %s", (keys.pack(None, "pd"),))[0][0]
+    saver.prune(["pd"], strategy="keep_latest")
+    assert g.get_state(cfg).values == before and len(before["items"]) == 14
+    kept = list(saver.list(cfg))
+    assert 1 < len(kept) < 15  # the latest, and its ancestors back to the snapshot
+    assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = %s", (keys.pack(None, "pd"),))[0][0] < rows_before
+    g.invoke({"items": ["more"]}, cfg)
+    assert len(g.get_state(cfg).values["items"]) == 16
+
+
+def test_prune_compacts_logs_and_a_saver_that_cached_them_writes_safely(store, raw):
+    a, b = MysqlSaver(store), MysqlSaver(store)  # two caches: as two processes
+    ga, gb = chat_graph(a, keep=4), chat_graph(b, keep=4)
+    for i in range(8):
+        turn(ga, "pc", i)
+    cfg = {"configurable": {"thread_id": "pc", "checkpoint_ns": ""}}
+    seen = a.get_tuple(cfg)  # a now knows the log's items by identity
+    sid = keys.pack(None, "pc")
+    items = lambda: raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = %s AND state_key LIKE 'log/%%'"  # noqa: E731
+                              " AND state_key NOT LIKE '%%:_hash'", (sid,))[0][0]
+    assert items() == 16
+    b.prune(["pc"])
+    assert items() == 4 and len(list(a.list(cfg))) == 1
+    assert len(gb.get_state(cfg).values["messages"]) == 4
+    # a's cache points into the log prune replaced: puts that reuse those objects, with a new
+    # item and with none (a trim), must notice and write the items again, never refer to it
+    msgs = seen.checkpoint["channel_values"]["messages"]
+    for new in ([*msgs, AIMessage(content="after prune", id="ap")], msgs[1:]):
+        version = a.get_next_version(seen.checkpoint["channel_versions"]["messages"], None)
+        checkpoint = {**seen.checkpoint, "id": str(uuid.uuid4()), "channel_values": {"messages": new},
+                      "channel_versions": {**seen.checkpoint["channel_versions"], "messages": version}}
+        stored = a.put({"configurable": {**cfg["configurable"], "checkpoint_id": seen.config["configurable"][
+            "checkpoint_id"]}}, checkpoint, {"source": "update", "step": 99}, {"messages": version})
+        got = b.get_tuple(stored).checkpoint["channel_values"]["messages"]
+        assert [(m.id, m.content) for m in got] == [(m.id, m.content) for m in new]
+    a.close(), b.close()
+
+
+def test_ainvoke_several_threads_at_once_from_several_event_loops(store):
+    astore = AsyncMysqlAgentStateStore(store, close_store=False)
+    saver = MysqlSaver(astore)
+    graph = chat_graph(saver)
+
+    async def one(thread: str, turns: int) -> list:
+        for i in range(turns):
+            await graph.ainvoke({"messages": [HumanMessage(content=f"{thread} {i}", id=f"{thread}-{i}")]},
+                                {"configurable": {"thread_id": thread}})
+        return (await graph.aget_state({"configurable": {"thread_id": thread}})).values["messages"]
+
+    async def many(prefix: str) -> list:
+        return await asyncio.gather(*(one(f"{prefix}-{k}", 4) for k in range(5)))
+
+    results: dict = {}
+    loops = [threading.Thread(target=lambda p=p: results.__setitem__(p, asyncio.run(many(p)))) for p in "ab"]
+    for t in loops:
+        t.start()
+    for t in loops:
+        t.join(120)
+    for p in "ab":
+        for k, msgs in enumerate(results[p]):
+            thread = f"{p}-{k}"
+            assert [m.content for m in msgs if m.type == "human"] == [f"{thread} {i}" for i in range(4)]
+            assert len(msgs) == 8
+    assert {f"{p}-{k}" for p in "ab" for k in range(5)} <= store.list_session_ids(None)
+    saver.close()
+    asyncio.run(astore.aclose())
+
+
+# ---- storage ---------------------------------------------------------------------------------
+
+
+def test_stored_bytes_grow_linearly_with_the_conversation(saver, raw, report):
+    graph = chat_graph(saver, pad=300)
+    sizes, done = {}, 0
+    for mark in (15, 30, 60, 90):
+        while done < mark:
+            turn(graph, "long", done, "a user message of some length " * 3)
+            done += 1
+        sizes[mark] = session_bytes(raw, None, "long")
+    per_turn = [(sizes[30] - sizes[15]) / 15, (sizes[60] - sizes[30]) / 30, (sizes[90] - sizes[60]) / 30]
+    assert max(per_turn) <= 1.2 * min(per_turn), (sizes, per_turn)
+    # every message is stored once: the log holds 2 items per turn
+    logs = raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = %s AND state_key LIKE 'log/%%'"
+                     " AND state_key NOT LIKE '%%:_hash'", (keys.pack(None, "long"),))[0][0]
+    assert logs == 180
+    report(f"LangGraph thread bytes after 15/30/60/90 turns: {sizes[15]}/{sizes[30]}/{sizes[60]}/{sizes[90]} "
+           f"(per turn {per_turn[0]:.0f}, {per_turn[1]:.0f}, {per_turn[2]:.0f})")
+
+
+def test_keys_hold_any_langgraph_names(saver, raw):
+    ns = "outer:" + "é/:_hash|" * 40
+    cfg = {"configurable": {"thread_id": "names", "checkpoint_ns": ns}}
+    checkpoint = {"v": 1, "id": "1f0-" + "z" * 30, "ts": "2026-01-01T00:00:00+00:00", "channel_values": {
+        "ch/with:odd names:_hash": [1, {"a": b"\x00"}], "x" * 300: {"big": "y" * 1000}},
+        "channel_versions": {"ch/with:odd names:_hash": "1.0", "x" * 300: "1.0"}, "versions_seen": {}}
+    stored = saver.put(cfg, checkpoint, {"source": "input", "step": -1}, dict(checkpoint["channel_versions"]))
+    saver.put_writes(stored, [("c" * 400, "v"), (ERROR, "boom"), (INTERRUPT, {"q": 1})], "task-1", "p")
+    saver.put_writes(stored, [("c" * 400, "second"), (ERROR, "boom again")], "task-1", "p")
+    got = saver.get_tuple(stored)
+    assert got.checkpoint["channel_values"] == checkpoint["channel_values"]
+    assert got.config["configurable"]["checkpoint_ns"] == ns
+    # LangGraph's write indexes: a regular write kept once (the first), a special one replaced
+    assert sorted((c, v) for _, c, v in got.pending_writes) == sorted(
+        [("c" * 400, "v"), (ERROR, "boom again"), (INTERRUPT, {"q": 1})])
+    for key, in raw.query("SELECT state_key FROM {t} WHERE session_id = %s", (keys.pack(None, "names"),)):
+        assert len(key) <= 255 and key.isascii()
+        assert not key.endswith(":_hash") or ":" not in key[:-6]
+
+
+def test_bad_input_is_refused_before_any_sql(saver, raw):
+    with pytest.raises(ValueError, match="blank"):
+        saver.put({"configurable": {"thread_id": "  ", "checkpoint_ns": ""}},
+                  {"v": 1, "id": "1", "ts": "", "channel_values": {}, "channel_versions": {}, "versions_seen": {}}, {}, {})
+    with pytest.raises(TypeError, match="not one str"):
+        saver.prune("thread-1")
+    with pytest.raises(ValueError, match="unknown prune strategy 'all'"):
+        saver.prune(["thread-1"], strategy="all")
+    with pytest.raises(TypeError, match="not one str"):
+        saver.delete_for_runs("run-1")
+    with pytest.raises(TypeError, match="MysqlAgentStateStore"):
+        MysqlSaver(object())
+    with pytest.raises(ValueError, match="':'"):
+        MysqlSaver(saver.store, user_id="a:b")
+    assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id LIKE '%%:%%'")[0][0] == 0
+
+
+def test_the_memory_stores_session_is_no_thread(store, raw):
+    """A saver and a MysqlStore of one user share the store: the memory's session is refused as
+    a thread id, and listing or deleting the saver's threads never reaches the memory."""
+    from mysql_state.langgraph import MysqlStore
+
+    memory = MysqlStore(store)
+    memory.put(("prefs",), "lang", {"v": "fr"})
+    saver = MysqlSaver(store)
+    graph = chat_graph(saver)
+    turn(graph, "t1", 0)
+    before = raw.rows("__anon__:langgraph-store")
+    with pytest.raises(ValueError, match="'langgraph-store' is reserved"):
+        turn(graph, "langgraph-store", 0)
+    with pytest.raises(ValueError, match="reserved"):
+        saver.delete_thread("langgraph-store")
+    assert {c.config["configurable"]["thread_id"] for c in saver.list(None)} == {"t1"}
+    saver.delete_for_runs(["no-such-run"])
+    assert raw.rows("__anon__:langgraph-store") == before and memory.get(("prefs",), "lang").value == {"v": "fr"}
+
+
+# ---- the operator's tools over LangGraph threads --------------------------------------------
+
+
+def test_sessions_catalog_export_import_and_forget_user_cover_threads(url, database, store, raw):
+    saver = MysqlSaver(store, user_id="alice")
+    graph = chat_graph(saver)
+    for thread in ("t1", "t2"):
+        for i in range(3):
+            turn(graph, thread, i)
+    page = store.sessions("alice")
+    assert {s.session_id for s in page.items} == {"t1", "t2"} and all(len(s.keys) > 3 for s in page.items)
+    assert store.list_session_ids("alice") == {"t1", "t2"}
+    assert store.doctor() == []
+    lines = list(store.export("alice"))
+    other = database + "_copy"
+    copy = MysqlAgentStateStore.from_url(url, database_name=other, create_if_not_exist=True)
+    try:
+        assert copy.import_rows(lines) == len(lines)
+        copied = chat_graph(MysqlSaver(copy, user_id="alice"))
+        assert history(copied, "t1") == history(graph, "t1")
+        turn(copied, "t1", 3)  # the imported thread goes on
+        assert len(copied.get_state({"configurable": {"thread_id": "t1"}}).values["messages"]) == 8
+    finally:
+        Raw(url, other).execute(f"DROP DATABASE `{other}`")
+        copy.close()
+    removed = store.forget_user("alice")
+    assert removed > 0 and saver.get_tuple({"configurable": {"thread_id": "t1"}}) is None
+    assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id LIKE 'alice:%%'")[0][0] == 0
+    saver.close()
+
+
+def test_encryption_at_rest_hides_message_text(url, database, raw):
+    secret = "SECRET-BANANA-42"
+    for encryption, thread in ((None, "plain"), (Keyring({"k1": os.urandom(32)}, current="k1"), "sealed")):
+        with MysqlSaver.from_url(url, database_name=database, create_if_not_exist=True,
+                                 encryption=encryption) as saver:
+            graph = chat_graph(saver)
+            turn(graph, thread, 0, secret)
+            turn(graph, thread, 1, secret)
+            got = graph.get_state({"configurable": {"thread_id": thread}}).values["messages"]
+            assert [m.content for m in got if m.type == "human"] == [f"{secret} 0", f"{secret} 1"]
+        leaked = raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = %s AND state_data LIKE %s",
+                           (keys.pack(None, thread), f"%{secret}%"))[0][0]
+        if encryption is None:
+            assert leaked > 0  # rows are readable JSON: the text is there without a keyring
+        else:
+            assert leaked == 0
+    with pytest.raises(Exception, match="(?i)decrypt|keyring|sealed"):
+        with MysqlSaver.from_url(url, database_name=database) as blind:
+            blind.get_tuple({"configurable": {"thread_id": "sealed"}})
+
+
+def test_the_demo_runs(url):
+    done = subprocess.run([sys.executable, DEMO, "--database", "lgdemo_" + uuid.uuid4().hex[:8]],
+                          env=dict(os.environ, MYSQL_URL=url), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "resumed with 'yes'" in done.stdout and "Cancelled" in done.stdout and "SESSION" in done.stdout
+
+
+def test_the_docs_examples_run(url, database):
+    """Every python block of docs/langgraph.md, run as a script against the test server."""
+    import re
+
+    with open(os.path.join(ROOT, "docs", "langgraph.md")) as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), re.S)
+    assert len(blocks) >= 2
+    for code in blocks:
+        code = code.replace('database_name="agentscope"', f'database_name="{database}"')
+        done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, MYSQL_URL=url), cwd=ROOT,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, code + done.stdout + done.stderr
