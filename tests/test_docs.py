@@ -163,3 +163,27 @@ def test_every_cli_command_the_docs_show_exists_with_its_options():
         known = common | set(re.findall(r"--[a-z][a-z-]*", cli_help(command)))
         wrong += [f"mysql-state {command} {option}" for option in sorted(options - known)]
     assert not wrong, "options the CLI does not take:\n" + "\n".join(wrong)
+
+
+def test_every_public_name_of_the_store_is_in_the_api_page():
+    """docs/api.md names every public method and attribute of the sync store, and every public
+    name the package exports (a method added later cannot stay undocumented)."""
+    import mysql_state
+    from mysql_state import MysqlAgentStateStore
+
+    text = (ROOT / "docs" / "api.md").read_text() + (ROOT / "docs" / "operating.md").read_text()
+    code = " ".join(re.findall(r"```.*?```|`[^`\n]+`", text, re.S))  # code spans and blocks only
+    names = {n for n in dir(MysqlAgentStateStore) if not n.startswith("_")} | set(mysql_state.__all__)
+    missing = sorted(n for n in names if not re.search(rf"(?<![\w.]){re.escape(n)}\b", code))
+    assert not missing, f"not in docs/api.md (or operating.md): {missing}"
+
+
+def test_every_cli_command_is_in_the_cli_page():
+    """docs/cli.md has a row for every command ``mysql-state --help`` lists, and its aliases."""
+    commands = []
+    for name, aliases in re.findall(r"^    ([a-z][a-z-]*)(?: \(([a-z, -]+)\))?", cli_help(), re.M):
+        commands += [name, *(a.strip() for a in aliases.split(",") if a.strip())]
+    assert {"sessions", "get", "show", "delete", "rm"} <= set(commands), commands
+    page = (ROOT / "docs" / "cli.md").read_text()
+    missing = [c for c in commands if not re.search(rf"`{re.escape(c)}\b", page)]
+    assert not missing, f"commands not in docs/cli.md: {missing}"
