@@ -448,6 +448,15 @@ RELIST_DELETE_OUTSIDE = "DELETE FROM {t} WHERE session_id = %s AND state_key = %
 RELIST_SET_VERSION = "UPDATE {t} SET version = %s, updated_at = updated_at WHERE session_id = %s AND state_key = %s AND item_index = 0"
 RELIST_BACK_DATE = "UPDATE {t} SET updated_at = %s WHERE session_id = %s AND state_key IN (%s, %s) AND updated_at > %s"
 
+# ---- replicas: read-your-writes by GTID (replicas.py) -----------------------------------
+
+# The GTID of the commit just made on this connection (MariaDB), or the server's executed set (MySQL).
+LAST_GTID_MARIADB = "SELECT @@last_gtid"
+LAST_GTID_MYSQL = "SELECT @@global.gtid_executed"
+# A replica waits (at most the seconds given) until it has applied that GTID: 0 when it has.
+GTID_WAIT_MARIADB = "SELECT MASTER_GTID_WAIT(%s, %s)"
+GTID_WAIT_MYSQL = "SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, %s)"
+
 
 def render(template: str, table: str, collation: str = "") -> str:
     """Fill ``{t}`` (quoted table) and ``{c}`` (collation) once, at store construction."""
