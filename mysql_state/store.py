@@ -639,6 +639,7 @@ class MysqlAgentStateStore:
         in bounded transactions, safe beside live writers and resumable; the rows rewritten.
 
         >>> import os
+        >>> from mysql_state import Keyring
         >>> k1, k2 = os.urandom(32), os.urandom(32)
         >>> with MysqlAgentStateStore.from_url(url, table_name="sealed", create_if_not_exist=True,
         ...                                    encryption=Keyring({"k1": k1}, current="k1")) as s:
