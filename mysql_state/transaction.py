@@ -73,11 +73,16 @@ def guard(connector: Any, what: str, write: bool) -> None:
 class Transaction:
     """The ``tx`` of :meth:`MysqlAgentStateStore.transaction`; valid only inside ``fn``.
 
+    >>> store.save("alice", "inbox", "next", {"text": "hi"})
     >>> def move(tx):
     ...     item = tx.get("alice", "inbox", "next")
     ...     tx.append_list("alice", "chat-1", "memory", [item])
     ...     tx.delete("alice", "inbox", "next")
-    >>> store.transaction(move)  # doctest: +SKIP
+    ...     return item
+    >>> store.transaction(move)
+    {'text': 'hi'}
+    >>> store.get_list("alice", "chat-1", "memory")
+    [{'text': 'hi'}]
     """
 
     def __init__(self, table: Table, cur: Any, damaged: Optional[set] = None) -> None:

@@ -26,8 +26,8 @@ from mysql_state import MysqlAgentStateStore
 
 #: Modules whose examples need a framework that the main environment does not hold.
 IN_THEIR_VIRTUALENV = {"mysql_state.adk", "mysql_state.agentscope1", "mysql_state.openai_agents"}
-MODULES = sorted(m.name for m in pkgutil.walk_packages(mysql_state.__path__, "mysql_state.")
-                 if m.name not in IN_THEIR_VIRTUALENV and not m.name.endswith("__main__"))
+MODULES = ["mysql_state"] + sorted(m.name for m in pkgutil.walk_packages(mysql_state.__path__, "mysql_state.")
+                                   if m.name not in IN_THEIR_VIRTUALENV and not m.name.endswith("__main__"))
 
 
 def namespace(url: str) -> dict:
