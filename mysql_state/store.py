@@ -730,12 +730,12 @@ class MysqlAgentStateStore:
         each key imported; the rows inserted or changed (twice: 0); the catalog made right.
 
         >>> store.save("gina", "import-1", "plan", {"step": 1})
-        >>> lines = list(store.export("gina", ["import-1"]))
-        >>> store.delete("gina", "import-1")
-        >>> store.import_rows(lines)  # the row and its catalog row
-        2
-        >>> store.get("gina", "import-1", "plan")
-        {'step': 1}
+        >>> backup = list(store.export("gina", ["import-1"]))
+        >>> with MysqlAgentStateStore.from_url(url, table_name="restored", create_if_not_exist=True) as restored:
+        ...     restored.import_rows(backup), restored.get("gina", "import-1", "plan")
+        ...     restored.import_rows(backup)  # again: nothing to do
+        (2, {'step': 1})
+        0
         """
         n = transfer.import_rows(self._db, self.table, lines, on_conflict, progress)
         self._forget()
