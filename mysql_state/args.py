@@ -20,7 +20,7 @@ from .sql import NO_LIMIT
 from .table import Table
 
 __all__ = ["SAME_USER", "ids", "key_ids", "version", "window", "check_size", "check_upserts",
-           "save_many", "many_keys", "session_page", "export_sessions", "prepare_value", "prepare_list", "prepare_append"]
+           "save_many", "many_keys", "delete_keys", "flag", "session_page", "export_sessions", "prepare_value", "prepare_list", "prepare_append"]
 
 #: ``fork``'s default ``new_user_id``: the source's user (None would mean the anonymous one).
 SAME_USER: Any = type("SameUser", (), {"__repr__": lambda self: "<same user>"})()
@@ -120,6 +120,21 @@ def many_keys(t: Table, user_id: Optional[str], session_id: str, values: Any,
     if both:
         raise ValueError(f"keys {sorted(both)} are asked for both as a value and as a list")
     return keys.pack(user_id, session_id), value_keys, list_keys
+
+
+def flag(v: Any, name: str) -> bool:
+    """A keyword that must be a bool (``maintenance=``): 0, 1 or "yes" are refused."""
+    if not isinstance(v, bool):
+        raise TypeError(f"{name} must be a bool, got {type(v).__name__}: {v!r}")
+    return v
+
+
+def delete_keys(t: Table, user_id: Optional[str], session_id: str, names: Any,
+                maintenance: Any) -> tuple[str, list[str]]:
+    """``delete_keys``' arguments checked: (packed session id, the keys, each once, in order)."""
+    flag(maintenance, "maintenance")
+    ks = [key_ids(t, user_id, session_id, k)[1] for k in serde.check_keys(names, "keys")]
+    return keys.pack(user_id, session_id), list(dict.fromkeys(ks))
 
 
 def session_page(user_id: Any, limit: Any, cursor: Any, updated_before: Any,

@@ -205,6 +205,17 @@ CATALOG_TOUCH = (
     f" VALUES ('{CATALOG_SESSION}', %s, 0, '{{}}', 1) ON DUPLICATE KEY UPDATE version = version + 1"
 )
 CATALOG_DELETE = f"DELETE FROM {{t}} WHERE session_id = '{CATALOG_SESSION}' AND state_key = %s AND item_index = 0"
+# Maintenance that rewrites rows (a prune keeping what it compacts) leaves the session's
+# activity as it was: the catalog row is locked and read first, then its version and
+# updated_at put back (an explicit updated_at is kept: ON UPDATE does not apply).
+CATALOG_PIN = (
+    f"SELECT version, updated_at FROM {{t}} WHERE session_id = '{CATALOG_SESSION}' AND state_key = %s"
+    " AND item_index = 0 FOR UPDATE"
+)
+CATALOG_RESTORE = (
+    f"UPDATE {{t}} SET version = %s, updated_at = %s WHERE session_id = '{CATALOG_SESSION}' AND state_key = %s"
+    " AND item_index = 0"
+)
 UPSERT_ROWS_TAIL = " ON DUPLICATE KEY UPDATE state_data = VALUES(state_data), version = version + 1"
 
 # ---- history (keep_history=True) -----------------------------------------------------------

@@ -691,6 +691,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
     def _drop_tx(self, tx: Any, thread: str, doomed: Sequence[dict], writes: Sequence[str]) -> None:
         u = self.user_id
         by_ns: dict[str, set] = {}
+        doomed_keys: list[str] = []
         for r in doomed:
             by_ns.setdefault(r["ns"], set()).add(r["id"])
         for ns, ids in by_ns.items():
@@ -699,13 +700,11 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             kept = [e for e in entries if e[0] not in ids]
             if len(kept) != len(entries):
                 if kept:
-                    tx.save_list(u, thread, ix, kept)
+                    tx.save_list(u, thread, ix, kept, maintenance=True)
                 else:
-                    tx.delete(u, thread, ix)
-            for cid in ids:
-                tx.delete(u, thread, layout.checkpoint_key(ns, cid))
-        for key in writes:
-            tx.delete(u, thread, key)
+                    tx.delete(u, thread, ix, maintenance=True)
+            doomed_keys += [layout.checkpoint_key(ns, cid) for cid in sorted(ids)]
+        tx.delete_keys(u, thread, doomed_keys + list(writes), maintenance=True)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune threads. ``"delete"`` removes them whole, in one transaction.
@@ -820,21 +819,20 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 keep_keys |= {k for k in rows if k.startswith(layout.writes_prefix(ns, r["id"]))}
                 keep_keys |= {layout.blob_key(ns, ch, v) for ch, v in r.get("blobs", {}).items()}
                 if r != rows.get(ck):
-                    tx.save(u, thread, ck, r)
+                    tx.save(u, thread, ck, r, maintenance=True)
             ix = layout.index_key(ns)
             new_index = sorted(([r["id"], r["parent"]] for r in recs), key=lambda e: e[0])
             keep_keys.add(ix)
             if new_index != indexes[ns]:
-                tx.save_list(u, thread, ix, new_index)
+                tx.save_list(u, thread, ix, new_index, maintenance=True)
         for old, (new_key, _, items, _) in plan.items():
-            tx.save_list(u, thread, new_key, items)
+            tx.save_list(u, thread, new_key, items, maintenance=True)
         # everything else the thread holds: checkpoints, writes, values and logs no longer used
         doomed = set(rows) - keep_keys
         doomed |= {layout.log_key(r["ns"], ch, ref["g"]) for k, r in rows.items()
                    if k.startswith(layout.RECORDS) and isinstance(r, dict)
                    for ch, ref in r.get("lists", {}).items()} - keep_keys
-        for key in sorted(doomed):
-            tx.delete(u, thread, key)
+        tx.delete_keys(u, thread, sorted(doomed), maintenance=True)
         return True
 
     # ---- versions ----------------------------------------------------------------------------------
