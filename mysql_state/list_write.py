@@ -24,7 +24,7 @@ from .listsync import Digester, ListHash, Plan, Snapshot
 from .results import UNVERSIONED, SaveReport
 from .table import Table
 
-__all__ = ["ListWrite", "save", "apply", "write_rows", "write_list", "append", "append_if_hash", "pop", "save_many", "report"]
+__all__ = ["ListWrite", "save", "apply", "write_rows", "write_list", "append", "append_many", "append_if_hash", "pop", "save_many", "report"]
 
 
 @dataclass
@@ -251,6 +251,31 @@ def append(cur: Any, t: Table, sid: str, k: str, datas: list[bytes], hint: Optio
         create_hash_row(cur, t, sid, k, new_hash)
     write_list(cur, t, sid, k, [(base.n + i, d) for i, d in enumerate(datas)], new_hash, with_hash=row is not None)
     return stored, new_hash
+
+
+def append_many(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[bytes]]]) -> dict[str, ListHash]:
+    """Append to several lists of one session in the caller's transaction: their hash rows
+    locked in ONE statement, every new item and hash row written in ONE multi-row upsert (the
+    catalog row riding last), so 2 statements for any number of lists; the new hash row per
+    key. A list with no usable hash row of ours (a new list, one the Java store wrote) goes
+    :func:`append`'s locked way."""
+    hash_keys = [keys.hash_key(k) for k, _ in appends]
+    marks = ", ".join(["%s"] * len(hash_keys))
+    cur.execute(t.statements["LOCK_HASH_ROWS"].replace("{marks}", marks), (sid, *hash_keys))
+    found = {r[0]: r[1] for r in cur.fetchall()}
+    rows: list[tuple[str, int, bytes]] = []
+    out: dict[str, ListHash] = {}
+    for (k, datas), hk in zip(appends, hash_keys):
+        stored, dig = t.sealer.usable(ListHash.parse(found.get(hk)))
+        if stored is None:
+            out[k] = append(cur, t, sid, k, datas)[1]
+            continue
+        out[k] = stored.extended(dig.digests(datas, stored.n))
+        rows += [(k, stored.n + i, d) for i, d in enumerate(datas)]
+        rows.append((hk, 0, out[k].to_json()))
+    if rows:
+        write_rows(cur, t, sid, rows)
+    return out
 
 
 def append_if_hash(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, bytes]], expected: ListHash,

@@ -131,6 +131,12 @@ LOCK_HASH_ROW = (
     "SELECT state_data, GREATEST(version, 1) FROM {t}"
     " WHERE session_id = %s AND state_key = %s AND item_index = 0 FOR UPDATE"
 )
+# The hash rows of several lists of one session, locked in one statement ({marks}: one %s
+# per hash key): an append to several lists (a LangGraph step's log and index) reads them once.
+LOCK_HASH_ROWS = (
+    "SELECT state_key, state_data FROM {t}"
+    " WHERE session_id = %s AND state_key IN ({marks}) AND item_index = 0 FOR UPDATE"
+)
 # What the item rows are (count, lowest and highest index): a save that finds nothing to
 # write checks them against the hash row, so a row lost behind its back is written again.
 ITEMS_SHAPE = (

@@ -311,6 +311,49 @@ def test_keys_hold_any_langgraph_names(saver, raw):
         assert not key.endswith(":_hash") or ":" not in key[:-6]
 
 
+def statements(raw) -> dict:
+    """The server's statement counters (Com_*), but the SHOWs that read them."""
+    return {r[0]: int(r[1]) for r in raw.query("SHOW GLOBAL STATUS LIKE 'Com\\_%%'")
+            if int(r[1]) and r[0] != "Com_show_status"}
+
+
+def test_a_step_is_six_statements_and_two_commits(saver, raw):
+    """put: the log's new message and the index entry appended together (their hash rows
+    locked in ONE statement, every row written in ONE), the checkpoint row (2); put_writes (2)."""
+    msgs = [HumanMessage(content=f"m{i}", id=f"m{i}") for i in range(50)]
+    conf, version = {"thread_id": "steps", "checkpoint_ns": ""}, None
+    for k in range(4):
+        msgs = msgs + [AIMessage(content=f"step {k}", id=f"s{k}")]
+        version = saver.get_next_version(version, None)
+        ck = {"v": 4, "id": f"1f{k:034d}", "ts": "",
+              "channel_values": {"messages": msgs}, "channel_versions": {"messages": version}, "versions_seen": {}}
+        before = statements(raw)
+        stored = saver.put({"configurable": conf}, ck, {"source": "loop", "step": k}, {"messages": version})
+        saver.put_writes(stored, [("messages", [msgs[-1]])], f"task-{k}")
+        after = statements(raw)
+        conf = stored["configurable"]
+    diff = {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
+    assert diff == {"Com_select": 3, "Com_insert": 3, "Com_commit": 2}, diff
+    got = saver.get_tuple({"configurable": {"thread_id": "steps", "checkpoint_ns": ""}})
+    assert [m.content for m in got.checkpoint["channel_values"]["messages"]] == [m.content for m in msgs]
+    assert [w[2] for w in got.pending_writes] == [[msgs[-1]]]
+    assert saver.store.doctor() == []
+
+
+def test_tx_append_lists_appends_to_several_lists_as_append_list_does(store, raw):
+    store.save_list("alice", "s", "a", [1, 2])
+    store.save_list("alice", "s", "b", ["x"])
+    got = store.transaction(lambda tx: tx.append_lists("alice", "s", {"a": [3], "b": ["y", "z"], "new": [0], "c": []}))
+    assert got == {"a": 3, "b": 3, "new": 1, "c": 0}
+    assert store.get_many("alice", "s", lists=["a", "b", "new"]) == {"a": [1, 2, 3], "b": ["x", "y", "z"], "new": [0]}
+    assert store.doctor() == []  # every hash row says what its rows are
+    with pytest.raises(TypeError, match="appends must be a mapping"):
+        store.transaction(lambda tx: tx.append_lists("alice", "s", [("a", [1])]))
+    with pytest.raises(TypeError):
+        store.transaction(lambda tx: tx.append_lists("alice", "s", {"a": "not a list of items"}))
+    assert store.get_list("alice", "s", "a") == [1, 2, 3]
+
+
 def test_bad_input_is_refused_before_any_sql(saver, raw):
     with pytest.raises(ValueError, match="blank"):
         saver.put({"configurable": {"thread_id": "  ", "checkpoint_ns": ""}},

@@ -342,7 +342,9 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Store a checkpoint in ONE transaction: the new items of its list channels appended
-        to their logs, its other new channel values, its row, its place in the index.
+        to their logs, its other new channel values, its row, its place in the index. The
+        usual step is 4 statements and the COMMIT: the logs and the index appended together
+        (their hash rows locked in one statement, every row written in one), the row (2).
 
         Items of a list that this process already stored or read (the same objects) are not
         serialised again: the new version refers to them.
@@ -368,13 +370,21 @@ class MysqlSaver(BaseCheckpointSaver[str]):
     def _put_tx(self, tx: Any, thread: str, ns: str, record: dict, blobs: dict, plans: list,
                 newest: Optional[str]) -> None:
         u = self.user_id
+        ix = layout.index_key(ns)
+        cid, parent = record["id"], record["parent"]
+        # The logs' new items and, when this process knows the id is the newest, the index
+        # entry: appended together, in 2 statements (their hash rows locked in one).
+        appends = {p.key: p.rows for p in plans if not p.reused and p.rows}
+        indexed = newest is not None and cid > newest
+        if indexed:
+            appends[ix] = [[cid, parent]]
+        lengths = tx.append_lists(u, thread, appends) if appends else {}
         for p in plans:
             if p.reused:
                 record["lists"][p.where[2]] = p.ref
                 continue
             if p.rows:
-                n = tx.append_list(u, thread, p.key, p.rows)
-                p.start = n - len(p.rows)
+                p.start = lengths[p.key] - len(p.rows)
                 if p.start < p.floor:
                     raise _LogReset(p.where)
             elif p.floor and tx.list_length(u, thread, p.key) < p.floor:
@@ -387,17 +397,15 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             record["lists"][p.where[2]] = p.ref
         for key, row in blobs.items():
             tx.save(u, thread, key, row)
-        ix = layout.index_key(ns)
-        cid, parent = record["id"], record["parent"]
-        if newest is not None and cid > newest:  # newer than all this process indexed: append
-            tx.append_list(u, thread, ix, [[cid, parent]])
-        elif not (tail := tx.get_list(u, thread, ix, offset=-1)) or tail[-1][0] < cid:
-            tx.append_list(u, thread, ix, [[cid, parent]])
-        elif tail[-1][0] != cid:  # an older id than the newest: keep the index sorted
-            entries = [e for e in tx.get_list(u, thread, ix) if e[0] != cid]
-            entries.append([cid, parent])
-            entries.sort(key=lambda e: e[0])
-            tx.save_list(u, thread, ix, entries)
+        if not indexed:  # not known to be the newest: read the index's tail, keep it sorted
+            tail = tx.get_list(u, thread, ix, offset=-1)
+            if not tail or tail[-1][0] < cid:
+                tx.append_list(u, thread, ix, [[cid, parent]])
+            elif tail[-1][0] != cid:  # an older id than the newest
+                entries = [e for e in tx.get_list(u, thread, ix) if e[0] != cid]
+                entries.append([cid, parent])
+                entries.sort(key=lambda e: e[0])
+                tx.save_list(u, thread, ix, entries)
         tx.save(u, thread, layout.checkpoint_key(ns, cid), record)
 
     def put_writes(
