@@ -253,26 +253,43 @@ def append(cur: Any, t: Table, sid: str, k: str, datas: list[bytes], hint: Optio
     return stored, new_hash
 
 
-def append_many(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[bytes]]]) -> dict[str, ListHash]:
-    """Append to several lists of one session in the caller's transaction: their hash rows
-    locked in ONE statement, every new item and hash row written in ONE multi-row upsert (the
-    catalog row riding last), so 2 statements for any number of lists; the new hash row per
-    key. A list with no usable hash row of ours (a new list, one the Java store wrote) goes
-    :func:`append`'s locked way."""
-    hash_keys = [keys.hash_key(k) for k, _ in appends]
+def append_many(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[bytes]]],
+                at: Optional[dict[str, int]] = None, value_rows: Sequence[tuple[str, bytes]] = ()
+                ) -> dict[str, ListHash]:
+    """Append to several lists of one session, and write values (``value_rows``: ``(key, JSON)``) beside,
+    in the caller's transaction: the hash rows locked in ONE statement, then every new item,
+    hash row and value written in ONE multi-row upsert (the catalog row riding last), so 2
+    statements for them all; the new hash row per list key. ``at`` (list key -> length)
+    makes the appends a compare-and-set: a list of another length raises
+    :class:`StaleStateError`, nothing written. A list with no usable hash row of ours (a
+    new list, one the Java store wrote) goes :func:`append`'s locked way; a value key that
+    holds a list goes :func:`values.write`'s."""
+    hash_keys = [keys.hash_key(k) for k, _ in appends] + [keys.hash_key(k) for k, _ in value_rows]
     marks = ", ".join(["%s"] * len(hash_keys))
     cur.execute(t.statements["LOCK_HASH_ROWS"].replace("{marks}", marks), (sid, *hash_keys))
     found = {r[0]: r[1] for r in cur.fetchall()}
     rows: list[tuple[str, int, bytes]] = []
     out: dict[str, ListHash] = {}
-    for (k, datas), hk in zip(appends, hash_keys):
+    for k, datas in appends:
+        hk = keys.hash_key(k)
         stored, dig = t.sealer.usable(ListHash.parse(found.get(hk)))
+        want = (at or {}).get(k)
+        if want is not None and (stored.n if stored is not None else 0) != want:
+            raise StaleStateError(k, want, stored.n if stored is not None else 0)
+        if not datas:  # only checked (``at``)
+            out[k] = stored if stored is not None else dig.of([])
+            continue
         if stored is None:
             out[k] = append(cur, t, sid, k, datas)[1]
             continue
         out[k] = stored.extended(dig.digests(datas, stored.n))
         rows += [(k, stored.n + i, d) for i, d in enumerate(datas)]
         rows.append((hk, 0, out[k].to_json()))
+    for k, data in value_rows:
+        if keys.hash_key(k) in found:  # a list under the key: the value replaces it
+            values.write(cur, t, sid, k, t.sealer.seal(sid, k, 0, data).decode())
+        else:  # a value or nothing: row 0 upserted (its version grows by one, a new one is 1)
+            rows.append((k, 0, data))
     if rows:
         write_rows(cur, t, sid, rows)
     return out

@@ -28,7 +28,7 @@ import contextlib
 import contextvars
 from typing import Any, Iterator, Mapping, Optional, Sequence
 
-from . import args, list_read, list_write, locks, sessions, values
+from . import args, keys, list_read, list_write, locks, sessions, values
 from .errors import CorruptStateError, NestedTransactionError
 from .table import Table
 
@@ -166,20 +166,42 @@ class Transaction:
             return self.list_length(user_id, session_id, key)
         return list_write.append(self._cur, self._table, sid, k, datas)[1].n
 
-    def append_lists(self, user_id: Optional[str], session_id: str, appends: Mapping[str, Sequence[Any]]) -> dict[str, int]:
+    def append_lists(self, user_id: Optional[str], session_id: str, appends: Mapping[str, Sequence[Any]], *,
+                     at: Optional[Mapping[str, int]] = None, values: Optional[Mapping[str, Any]] = None
+                     ) -> dict[str, int]:
         """Append items to several lists of one session (``{key: items}``), each as
-        :meth:`append_list` does, in 2 statements for all of them (their hash rows locked in
-        one, every row written in one); returns the new length per key."""
+        :meth:`append_list` does, and save ``values`` (``{key: value}``, as :meth:`save`) beside,
+        in 2 statements for all of them (the hash rows locked in one, every row written in
+        one); returns the new length per list key. ``at`` (``{key: length}``) makes the appends
+        a compare-and-set: a list of another length raises :class:`StaleStateError` (the
+        transaction's ``fn`` sees it; nothing of this call is written)."""
         t = self._table
-        if not isinstance(appends, Mapping):
-            raise TypeError(f"appends must be a mapping of list key to items, got {type(appends).__name__}")
+        for name, m in (("appends", appends), ("at", at), ("values", values)):
+            if (m is not None or name == "appends") and not isinstance(m, Mapping):
+                raise TypeError(f"{name} must be a mapping of key to {name}, got {type(m).__name__}")
         prepared = [args.prepare_append(t, user_id, session_id, k, items) for k, items in appends.items()]
-        self.touched.update((sid, k) for sid, k, _ in prepared)
-        lengths = {k: self.list_length(user_id, session_id, k) for _, k, datas in prepared if not datas}
-        todo = [(k, datas) for _, k, datas in prepared if datas]
-        if todo:
-            new = list_write.append_many(self._cur, t, prepared[0][0], todo)
+        value_rows = [args.encode_value(t, user_id, session_id, k, v) for k, v in (values or {}).items()]
+        both = {k for _, k, _ in prepared} & {k for _, k, _ in value_rows}
+        if both:
+            raise ValueError(f"keys {sorted(both)} are given both as a list to append to and as a value")
+        want = dict(at or {})
+        for k, v in want.items():
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise TypeError(f"at[{k!r}] must be a list's length (an int >= 0), got {v!r}")
+        unknown = set(want) - {k for _, k, _ in prepared}
+        if unknown:
+            raise ValueError(f"at names keys {sorted(unknown)} that are not appended to")
+        sid = keys.pack(user_id, session_id)
+        self.touched.update((sid, k) for _, k, _ in prepared + value_rows)
+        lengths = {k: self.list_length(user_id, session_id, k) for _, k, datas in prepared if not datas and k not in want}
+        todo = [(k, datas) for _, k, datas in prepared if datas or k in want]
+        absent = [(k, v) for k, v in (values or {}).items() if (sid, k) in self._absent]
+        value_rows = [r for r in value_rows if (sid, r[1]) not in self._absent]
+        if todo or value_rows:
+            new = list_write.append_many(self._cur, t, sid, todo, want, [(k, d) for _, k, d in value_rows])
             lengths.update((k, h.n) for k, h in new.items())
+        for k, v in absent:  # read as absent: created by a plain INSERT, as save does
+            self.save(user_id, session_id, k, v)
         return lengths
 
     def delete(self, user_id: Optional[str], session_id: str, key: Optional[str] = None, *,

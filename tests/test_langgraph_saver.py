@@ -317,9 +317,9 @@ def statements(raw) -> dict:
             if int(r[1]) and r[0] != "Com_show_status"}
 
 
-def test_a_step_is_six_statements_and_two_commits(saver, raw):
-    """put: the log's new message and the index entry appended together (their hash rows
-    locked in ONE statement, every row written in ONE), the checkpoint row (2); put_writes (2)."""
+def test_a_step_is_four_statements_and_two_commits(saver, raw):
+    """put: the log's new message, the index entry and the checkpoint row written together
+    (the hash rows locked in ONE statement, every row written in ONE); put_writes (2)."""
     msgs = [HumanMessage(content=f"m{i}", id=f"m{i}") for i in range(50)]
     conf, version = {"thread_id": "steps", "checkpoint_ns": ""}, None
     for k in range(4):
@@ -333,11 +333,44 @@ def test_a_step_is_six_statements_and_two_commits(saver, raw):
         after = statements(raw)
         conf = stored["configurable"]
     diff = {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
-    assert diff == {"Com_select": 3, "Com_insert": 3, "Com_commit": 2}, diff
+    assert diff == {"Com_select": 2, "Com_insert": 2, "Com_commit": 2}, diff
     got = saver.get_tuple({"configurable": {"thread_id": "steps", "checkpoint_ns": ""}})
     assert [m.content for m in got.checkpoint["channel_values"]["messages"]] == [m.content for m in msgs]
     assert [w[2] for w in got.pending_writes] == [[msgs[-1]]]
     assert saver.store.doctor() == []
+
+
+def test_two_savers_appending_to_one_thread_each_read_back_exactly(store, raw):
+    """Each saver takes the log to be as long as it last saw it; when the other appended
+    meanwhile, the compare-and-set of the length fails and the put reads the length instead."""
+    a, b = MysqlSaver(store), MysqlSaver(store)
+    ga, gb = chat_graph(a), chat_graph(b)
+    for i in range(6):
+        turn(ga if i % 2 == 0 else gb, "two", i)
+    cfg = {"configurable": {"thread_id": "two"}}
+    want = [f"hello {i}" for i in range(6)]
+    for g in (ga, gb):
+        assert [m.content for m in g.get_state(cfg).values["messages"] if m.type == "human"] == want
+    oracle = chat_graph(InMemorySaver())
+    for i in range(6):
+        turn(oracle, "two", i)
+    assert history(ga, "two") == history(oracle, "two")
+    # a knows the log as it is now; b appends to it; a's put (a fork of what a read) finds the
+    # log longer than it knew, and refers to the items where they are
+    cfg = {"configurable": {"thread_id": "two", "checkpoint_ns": ""}}
+    seen = a.get_tuple(cfg)
+    turn(gb, "two", 6)
+    msgs = [*seen.checkpoint["channel_values"]["messages"], AIMessage(content="from a", id="fa")]
+    version = a.get_next_version(seen.checkpoint["channel_versions"]["messages"], None)
+    checkpoint = {**seen.checkpoint, "id": str(uuid.uuid4()), "channel_values": {"messages": msgs},
+                  "channel_versions": {**seen.checkpoint["channel_versions"], "messages": version}}
+    stored = a.put(seen.config, checkpoint, {"source": "update", "step": 99}, {"messages": version})
+    for s in (a, b):
+        got = s.get_tuple(stored).checkpoint["channel_values"]["messages"]
+        assert [(m.id, m.content) for m in got] == [(m.id, m.content) for m in msgs]
+    assert len(gb.get_state({"configurable": {"thread_id": "two"}}).values["messages"]) in (14, 13)
+    assert store.doctor() == []
+    a.close(), b.close()
 
 
 def test_tx_append_lists_appends_to_several_lists_as_append_list_does(store, raw):

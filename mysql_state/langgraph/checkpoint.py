@@ -51,7 +51,7 @@ from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 from .. import keys
 from ..aio import AsyncMysqlAgentStateStore
-from ..errors import CorruptStateError, SessionNotFoundError
+from ..errors import CorruptStateError, SessionNotFoundError, StaleStateError
 from ..pool import DEFAULT_POOL_SIZE
 from ..store import MysqlAgentStateStore
 from . import layout
@@ -350,12 +350,15 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         serialised again: the new version refers to them.
         """
         fresh: set = set()
-        for _ in range(3):
+        exact = True
+        for _ in range(4):
             thread, ns, record, blobs, plans = self._prepare(config, checkpoint, metadata, new_versions, fresh)
             newest = self._last.get((thread, ns))
             try:
-                self.store.transaction(lambda tx: self._put_tx(tx, thread, ns, record, blobs, plans, newest))
+                self.store.transaction(lambda tx: self._put_tx(tx, thread, ns, record, blobs, plans, newest, exact))
                 break
+            except StaleStateError:
+                exact = False  # a log is not as long as this process knew: read its length
             except _LogReset as reset:
                 fresh.add(reset.key)  # rebuilt by another process (prune): write it anew
         else:  # pragma: no cover - needs three resets in a row
@@ -368,35 +371,35 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         return {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
 
     def _put_tx(self, tx: Any, thread: str, ns: str, record: dict, blobs: dict, plans: list,
-                newest: Optional[str]) -> None:
+                newest: Optional[str], exact: bool) -> None:
         u = self.user_id
         ix = layout.index_key(ns)
         cid, parent = record["id"], record["parent"]
         # The logs' new items and, when this process knows the id is the newest, the index
-        # entry: appended together, in 2 statements (their hash rows locked in one).
-        appends = {p.key: p.rows for p in plans if not p.reused and p.rows}
+        # entry: appended together (their hash rows locked in one statement, the rows written
+        # in one). ``exact``: each log is taken to be as long as this process knows it, so the
+        # references (and the checkpoint row, the blobs) are known before and ride in the same
+        # statement; a log of another length raises StaleStateError and put goes the other way.
+        appends = {p.key: p.rows for p in plans if not p.reused and (p.rows or (exact and p.floor))}
         indexed = newest is not None and cid > newest
         if indexed:
             appends[ix] = [[cid, parent]]
-        lengths = tx.append_lists(u, thread, appends) if appends else {}
-        for p in plans:
-            if p.reused:
-                record["lists"][p.where[2]] = p.ref
-                continue
-            if p.rows:
-                p.start = lengths[p.key] - len(p.rows)
-                if p.start < p.floor:
+        if exact:
+            for p in plans:
+                self._refer(p, record, p.floor)
+            tx.append_lists(u, thread, appends, at={p.key: p.floor for p in plans if p.key in appends},
+                            values={**blobs, layout.checkpoint_key(ns, cid): record})
+        else:
+            lengths = tx.append_lists(u, thread, appends) if appends else {}
+            for p in plans:
+                if not p.reused and p.rows:
+                    if lengths[p.key] - len(p.rows) < p.floor:
+                        raise _LogReset(p.where)
+                elif not p.reused and p.floor and tx.list_length(u, thread, p.key) < p.floor:
                     raise _LogReset(p.where)
-            elif p.floor and tx.list_length(u, thread, p.key) < p.floor:
-                raise _LogReset(p.where)
-            fill = iter(range(p.start, p.start + len(p.rows)))
-            indexes = [i if i >= 0 else next(fill) for i in p.indexes]
-            p.ref = {"g": p.gen, "r": layout.ranges_of(indexes), "n": len(indexes)}
-            if p.delta:
-                p.ref["d"] = 1
-            record["lists"][p.where[2]] = p.ref
-        for key, row in blobs.items():
-            tx.save(u, thread, key, row)
+                self._refer(p, record, lengths[p.key] - len(p.rows) if p.key in lengths else 0)
+            for key, row in blobs.items():
+                tx.save(u, thread, key, row)
         if not indexed:  # not known to be the newest: read the index's tail, keep it sorted
             tail = tx.get_list(u, thread, ix, offset=-1)
             if not tail or tail[-1][0] < cid:
@@ -406,7 +409,21 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 entries.append([cid, parent])
                 entries.sort(key=lambda e: e[0])
                 tx.save_list(u, thread, ix, entries)
-        tx.save(u, thread, layout.checkpoint_key(ns, cid), record)
+        if not exact:
+            tx.save(u, thread, layout.checkpoint_key(ns, cid), record)
+
+    @staticmethod
+    def _refer(p: _ListPlan, record: dict, start: int) -> None:
+        """The plan's reference (its items' ranges in the log, its new items from ``start``),
+        into the checkpoint row."""
+        if not p.reused:
+            p.start = start
+            fill = iter(range(start, start + len(p.rows)))
+            indexes = [i if i >= 0 else next(fill) for i in p.indexes]
+            p.ref = {"g": p.gen, "r": layout.ranges_of(indexes), "n": len(indexes)}
+            if p.delta:
+                p.ref["d"] = 1
+        record["lists"][p.where[2]] = p.ref
 
     def put_writes(
         self,
