@@ -459,7 +459,12 @@ class MysqlAgentStateStore:
         transaction, as :meth:`delete` does each; returns the rows removed. With
         ``maintenance=True`` (a TTL sweep, a prune) the deletes do not look like activity: the
         session's catalog row (``updated_at``, which ``sessions()`` and :meth:`prune` read) and
-        every other row are left as they are; a session left empty goes whole either way."""
+        every other row are left as they are; a session left empty goes whole either way.
+
+        >>> store.save("alice", "chat-1", "draft", "hi")
+        >>> store.delete_keys("alice", "chat-1", ["draft", "absent"], maintenance=True)
+        1
+        """
         t = self.table
         sid, ks = args.delete_keys(t, user_id, session_id, keys, maintenance)
         if not ks:
