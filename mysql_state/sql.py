@@ -131,10 +131,11 @@ LOCK_HASH_ROW = (
     "SELECT state_data, GREATEST(version, 1) FROM {t}"
     " WHERE session_id = %s AND state_key = %s AND item_index = 0 FOR UPDATE"
 )
-# The hash rows of several lists of one session, locked in one statement ({marks}: one %s
-# per hash key): an append to several lists (a LangGraph step's log and index) reads them once.
+# The hash rows of several lists of one session, and the row 0 of values written beside, locked
+# in one statement ({marks}: one %s per key): an append to several lists (a LangGraph step's
+# log and index, its checkpoint row) reads them once.
 LOCK_HASH_ROWS = (
-    "SELECT state_key, state_data FROM {t}"
+    "SELECT state_key, state_data, version FROM {t}"
     " WHERE session_id = %s AND state_key IN ({marks}) AND item_index = 0 FOR UPDATE"
 )
 # What the item rows are (count, lowest and highest index): a save that finds nothing to

@@ -173,8 +173,8 @@ class Transaction:
         :meth:`append_list` does, and save ``values`` (``{key: value}``, as :meth:`save`) beside,
         in 2 statements for all of them (the hash rows locked in one, every row written in
         one); returns the new length per list key. ``at`` (``{key: length}``) makes the appends
-        a compare-and-set: a list of another length raises :class:`StaleStateError` (the
-        transaction's ``fn`` sees it; nothing of this call is written)."""
+        a compare-and-set: a list of another length raises :class:`StaleStateError` before
+        this call writes anything."""
         t = self._table
         for name, m in (("appends", appends), ("at", at), ("values", values)):
             if (m is not None or name == "appends") and not isinstance(m, Mapping):
@@ -199,7 +199,7 @@ class Transaction:
         value_rows = [r for r in value_rows if (sid, r[1]) not in self._absent]
         if todo or value_rows:
             new = list_write.append_many(self._cur, t, sid, todo, want, [(k, d) for _, k, d in value_rows])
-            lengths.update((k, h.n) for k, h in new.items())
+            lengths.update(new)
         for k, v in absent:  # read as absent: created by a plain INSERT, as save does
             self.save(user_id, session_id, k, v)
         return lengths

@@ -26,7 +26,7 @@ from langgraph.checkpoint.serde.types import ERROR, INTERRUPT  # noqa: E402
 from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
 from typing_extensions import TypedDict  # noqa: E402
 
-from mysql_state import Keyring, MysqlAgentStateStore, keys  # noqa: E402
+from mysql_state import Keyring, MysqlAgentStateStore, StaleStateError, keys  # noqa: E402
 from mysql_state.aio import AsyncMysqlAgentStateStore  # noqa: E402
 from mysql_state.langgraph import MysqlSaver  # noqa: E402
 
@@ -385,6 +385,31 @@ def test_tx_append_lists_appends_to_several_lists_as_append_list_does(store, raw
     with pytest.raises(TypeError):
         store.transaction(lambda tx: tx.append_lists("alice", "s", {"a": "not a list of items"}))
     assert store.get_list("alice", "s", "a") == [1, 2, 3]
+    # values beside, in the same statement: a new one, one replaced, one that was a list
+    store.save("alice", "s", "v", {"old": 1})
+    store.save_list("alice", "s", "was-list", [7, 8])
+    raw.execute("UPDATE {t} SET version = 0 WHERE session_id = 'alice:s' AND state_key = 'v'")  # as Java leaves it
+    got = store.transaction(lambda tx: tx.append_lists("alice", "s", {"a": [4]}, at={"a": 3},
+                                                       values={"v": {"new": 2}, "n": 1, "was-list": "value"}))
+    assert got == {"a": 4}
+    assert store.get_many("alice", "s", values=["v", "n", "was-list"], lists=["a"], versioned=True) == {
+        "v": ({"new": 2}, 2), "n": (1, 1), "was-list": ("value", 2), "a": ([1, 2, 3, 4], 3)}
+    # a compare-and-set of the length: another length raises before anything is written
+    before = raw.all_rows()
+    with pytest.raises(StaleStateError):
+        store.transaction(lambda tx: tx.append_lists("alice", "s", {"a": [5], "b": ["w"]}, at={"a": 3},
+                                                     values={"n": 2}))
+    with pytest.raises(StaleStateError):  # a new list is of length 0
+        store.transaction(lambda tx: tx.append_lists("alice", "s", {"fresh": [1]}, at={"fresh": 1}))
+    for bad in ({"a": -1}, {"a": True}, {"a": "3"}):
+        with pytest.raises(TypeError, match="at"):
+            store.transaction(lambda tx: tx.append_lists("alice", "s", {"a": [5]}, at=bad))
+    with pytest.raises(ValueError, match="not appended to"):
+        store.transaction(lambda tx: tx.append_lists("alice", "s", {"a": [5]}, at={"zz": 0}))
+    with pytest.raises(ValueError, match="both as a list"):
+        store.transaction(lambda tx: tx.append_lists("alice", "s", {"a": [5]}, values={"a": 1}))
+    assert raw.all_rows() == before
+    assert store.doctor() == []
 
 
 def test_bad_input_is_refused_before_any_sql(saver, raw):
