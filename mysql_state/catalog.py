@@ -73,22 +73,6 @@ def row(sid: str) -> tuple[tuple[str, str, int, bytes]]:
     return ((keys.CATALOG_SESSION, sid, 0, sql.CATALOG_DATA),)
 
 
-# The page: catalog rows newest first, by_activity's order (updated_at, then the primary key).
-_PAGE = (
-    "SELECT state_key, created_at, updated_at FROM {t} WHERE session_id = %s{where}"
-    " ORDER BY updated_at DESC, state_key DESC LIMIT %s"
-)
-# One user's sessions: that user's catalog rows by the primary key (a range), sorted after.
-_PAGE_OF_USER = (
-    "SELECT state_key, created_at, updated_at FROM {t} FORCE INDEX (PRIMARY) WHERE session_id = %s{where}"
-    " ORDER BY updated_at DESC, state_key DESC LIMIT %s"
-)
-_SHAPE = (
-    "SELECT session_id, state_key, COUNT(*), COALESCE(SUM(LENGTH(state_data)), 0) FROM {t}"
-    " WHERE session_id IN ({ids}) GROUP BY session_id, state_key"
-)
-
-
 def user_range(user_id: Any, exact: bool, column: str = "state_key") -> tuple[str, tuple]:
     """A WHERE fragment (`` AND ...``) keeping the packed ids of one user in ``column``; ``""``
     for :data:`ALL_USERS`. A primary-key range on exact tables, an escaped LIKE otherwise."""
@@ -134,7 +118,7 @@ def sessions(
         at, sid = decode_cursor(cursor)
         where += " AND (updated_at < %s OR (updated_at = %s AND state_key < %s))"
         params += (at, at, sid)
-    template = _PAGE if user_id is ALL_USERS else _PAGE_OF_USER
+    template = sql.CATALOG_PAGE if user_id is ALL_USERS else sql.CATALOG_PAGE_OF_USER
     prefix = "" if user_id is ALL_USERS else keys.user_prefix(user_id)  # exact, whatever the collation
     page_sql = q(template.replace("{where}", where))
 
@@ -145,7 +129,7 @@ def sessions(
         shape: list = []
         if page:
             ids = [r[0] for r in page] + [keys.history_session(r[0]) for r in page]
-            cur.execute(q(_SHAPE.replace("{ids}", ", ".join(["%s"] * len(ids)))), ids)
+            cur.execute(q(sql.CATALOG_SHAPE.replace("{ids}", ", ".join(["%s"] * len(ids)))), ids)
             shape = list(cur.fetchall())
         return found, shape
 

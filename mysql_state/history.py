@@ -15,22 +15,12 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, NamedTuple, Optional
 
-from . import keys
+from . import keys, sql
 from .listsync import Plan
 from .sql import NO_LIMIT
 from .table import Table
 
 __all__ = ["HistoryItem", "archive", "drop", "first_dropped", "read"]
-
-#: Archived items of one key, oldest first (a window as get_list's).
-SELECT_HISTORY = (
-    "SELECT item_index, state_data, created_at FROM {t} WHERE session_id = %s AND state_key = %s"
-    " ORDER BY item_index LIMIT %s, %s"
-)
-
-
-DELETE_KEY_HISTORY = "DELETE FROM {t} WHERE session_id = %s AND state_key = %s"
-DELETE_HISTORY = "DELETE FROM {t} WHERE session_id = %s"
 
 
 class HistoryItem(NamedTuple):
@@ -73,14 +63,14 @@ def drop(cur: Any, t: Table, sid: str, k: Optional[str] = None) -> int:
     erases its history: nothing of it is left where no catalog row leads."""
     hsid = keys.history_session(sid)
     if k is None:
-        return cur.execute(t.q(DELETE_HISTORY), (hsid,))
-    return cur.execute(t.q(DELETE_KEY_HISTORY), (hsid, k))
+        return cur.execute(t.q(sql.DELETE_HISTORY), (hsid,))
+    return cur.execute(t.q(sql.DELETE_KEY_HISTORY), (hsid, k))
 
 
 def read(db: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int]) -> list[HistoryItem]:
     """Archived items of ``k``, oldest first, from ``offset`` (>= 0), at most ``limit``
     (``db`` is the connector); sealed rows are opened by the table's sealer."""
-    statement, hsid = t.q(SELECT_HISTORY), keys.history_session(sid)
+    statement, hsid = t.q(sql.SELECT_HISTORY), keys.history_session(sid)
 
     def fetch(cur: Any) -> list:
         cur.execute(statement, (hsid, k, offset, NO_LIMIT if limit is None else limit))

@@ -32,34 +32,6 @@ from .listsync import Digester, ListHash
 
 __all__ = ["MigrationStep", "DoctorFinding", "STEPS", "pending", "migrate", "doctor", "relist", "Step", "Problem", "Ctx"]
 
-RECORD_TABLE = (
-    "CREATE TABLE IF NOT EXISTS `{db}`.`mysql_state_migrations` (table_name VARCHAR(64) NOT NULL,"
-    " step VARCHAR(64) NOT NULL, applied_at DATETIME DEFAULT CURRENT_TIMESTAMP,"
-    " PRIMARY KEY (table_name, step)) DEFAULT CHARACTER SET utf8mb4"
-)
-RECORD_STEP = (
-    "INSERT INTO `{db}`.`mysql_state_migrations` (table_name, step) VALUES (%s, %s)"
-    " ON DUPLICATE KEY UPDATE applied_at = CURRENT_TIMESTAMP"
-)
-INDEXES = (
-    "SELECT INDEX_NAME, GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX) FROM information_schema.STATISTICS"
-    " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s GROUP BY INDEX_NAME"
-)
-COLUMNS = (
-    "SELECT COLUMN_NAME, DATA_TYPE, COLLATION_NAME FROM information_schema.COLUMNS"
-    " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s"
-)
-ADD_ACTIVITY_INDEX = "ALTER TABLE {t} ADD KEY by_activity (session_id, updated_at)"
-HAS_UNVERSIONED = "SELECT 1 FROM {t} WHERE version < 1 LIMIT 1"
-BACKFILL_VERSION = "UPDATE {t} SET version = 1, updated_at = updated_at WHERE version < 1 LIMIT 10000"
-# Sessions whose catalog row is missing or older than their rows (written behind its back).
-STALE_CATALOG = (
-    "SELECT s.session_id FROM (SELECT session_id, MAX(updated_at) AS last FROM {t}"
-    " WHERE session_id LIKE '%%:%%' GROUP BY session_id) s"
-    f" LEFT JOIN {{t}} c ON c.session_id = '{keys.CATALOG_SESSION}' AND c.state_key = s.session_id"
-    " AND c.item_index = 0 WHERE c.state_key IS NULL OR c.updated_at < s.last LIMIT %s"
-)
-SESSION_IDS_AFTER = "SELECT DISTINCT session_id FROM {t} WHERE session_id > %s ORDER BY session_id LIMIT %s"
 ACTIVITY_COLUMNS = "session_id,updated_at"
 WANTED_COLUMNS = {"session_id", "state_key", "item_index", "state_data", "version", "created_at", "updated_at"}
 PRIMARY_KEY = "session_id,state_key,item_index"
@@ -112,13 +84,13 @@ Problem = DoctorFinding
 
 
 def _columns(ctx: Ctx) -> dict[str, tuple[str, Optional[str]]]:
-    rows = ctx.run(lambda cur: (cur.execute(COLUMNS, (ctx.database, ctx.table)), cur.fetchall())[1],
+    rows = ctx.run(lambda cur: (cur.execute(sql.TABLE_COLUMN_TYPES, (ctx.database, ctx.table)), cur.fetchall())[1],
                    "read the schema", write=False)
     return {r[0]: (r[1], r[2]) for r in rows}
 
 
 def _indexes(ctx: Ctx) -> dict[str, str]:
-    rows = ctx.run(lambda cur: (cur.execute(INDEXES, (ctx.database, ctx.table)), cur.fetchall())[1],
+    rows = ctx.run(lambda cur: (cur.execute(sql.TABLE_INDEXES, (ctx.database, ctx.table)), cur.fetchall())[1],
                    "read the schema", write=False)
     return {r[0]: r[1] for r in rows}
 
@@ -140,14 +112,14 @@ def _do_exact(ctx: Ctx) -> None:
 
 
 def _need_version(ctx: Ctx) -> bool:
-    return "version" not in _columns(ctx) or _one(ctx, ctx.q(HAS_UNVERSIONED)) is not None
+    return "version" not in _columns(ctx) or _one(ctx, ctx.q(sql.HAS_UNVERSIONED)) is not None
 
 
 def _do_version(ctx: Ctx) -> None:
     if "version" not in _columns(ctx):
         ctx.run(lambda cur: cur.execute(ctx.q(sql.ADD_VERSION_COLUMN)), "migrate", write=True)
     # Rows written unaware of the column read as version 1 already: make it so, in short batches.
-    while ctx.run(lambda cur: cur.execute(ctx.q(BACKFILL_VERSION)), "migrate", write=True):
+    while ctx.run(lambda cur: cur.execute(ctx.q(sql.BACKFILL_VERSION)), "migrate", write=True):
         pass
 
 
@@ -156,11 +128,11 @@ def _need_index(ctx: Ctx) -> bool:
 
 
 def _do_index(ctx: Ctx) -> None:
-    ctx.run(lambda cur: cur.execute(ctx.q(ADD_ACTIVITY_INDEX)), "migrate", write=True)
+    ctx.run(lambda cur: cur.execute(ctx.q(sql.ADD_ACTIVITY_INDEX)), "migrate", write=True)
 
 
 def _need_catalog(ctx: Ctx) -> bool:
-    return _one(ctx, ctx.q(STALE_CATALOG), (1,)) is not None
+    return _one(ctx, ctx.q(sql.STALE_CATALOG), (1,)) is not None
 
 
 def _do_catalog(ctx: Ctx) -> None:
@@ -171,7 +143,7 @@ def _do_catalog(ctx: Ctx) -> None:
 def session_batches(ctx: Ctx, size: int = 500) -> Iterator[list[str]]:
     """Every packed session id of the table, ``size`` at a time (a loose index scan)."""
     last = ""
-    statement = ctx.q(SESSION_IDS_AFTER)
+    statement = ctx.q(sql.SESSION_IDS_AFTER)
     while True:
         rows = ctx.run(lambda cur: (cur.execute(statement, (last, size)), cur.fetchall())[1], "migrate", write=False)
         if not rows:
@@ -184,9 +156,9 @@ def session_batches(ctx: Ctx, size: int = 500) -> Iterator[list[str]]:
 
 _STEPS: list[tuple[str, str, Callable[[Ctx], bool], Callable[[Ctx], None]]] = [
     ("0001_exact_key_collation", sql.MAKE_KEYS_EXACT, _need_exact, _do_exact),
-    ("0002_version_column", sql.ADD_VERSION_COLUMN + "; " + BACKFILL_VERSION, _need_version, _do_version),
-    ("0003_activity_index", ADD_ACTIVITY_INDEX, _need_index, _do_index),
-    ("0004_session_catalog", transfer.REBUILD_CATALOG, _need_catalog, _do_catalog),
+    ("0002_version_column", sql.ADD_VERSION_COLUMN + "; " + sql.BACKFILL_VERSION, _need_version, _do_version),
+    ("0003_activity_index", sql.ADD_ACTIVITY_INDEX, _need_index, _do_index),
+    ("0004_session_catalog", sql.REBUILD_CATALOG, _need_catalog, _do_catalog),
 ]
 STEPS = [name for name, *_ in _STEPS]
 
@@ -203,7 +175,7 @@ def migrate(ctx: Ctx, dry_run: bool) -> list[MigrationStep]:
     todo = pending(ctx)
     if dry_run or not todo:
         return todo
-    ctx.run(lambda cur: cur.execute(RECORD_TABLE.replace("{db}", ctx.database)), "migrate", write=True)
+    ctx.run(lambda cur: cur.execute(sql.MIGRATIONS_RECORD_TABLE.replace("{db}", ctx.database)), "migrate", write=True)
     steps = {name: (need, do) for name, _, need, do in _STEPS}
     for step in todo:
         need, do = steps[step.name]
@@ -213,45 +185,20 @@ def migrate(ctx: Ctx, dry_run: bool) -> list[MigrationStep]:
             except MysqlStateError as exc:
                 if exc.errno not in ALREADY_DONE_ERRNOS:
                     raise
-        ctx.run(lambda cur: cur.execute(RECORD_STEP.replace("{db}", ctx.database), (ctx.table, step.name)),
+        ctx.run(lambda cur: cur.execute(sql.MIGRATIONS_RECORD_STEP.replace("{db}", ctx.database), (ctx.table, step.name)),
                 "migrate", write=True)
     return todo
 
 
 # ---- the doctor ------------------------------------------------------------------------------
 
-_SCAN = (
-    "SELECT session_id, state_key, item_index, state_data, updated_at FROM {t} WHERE " + sql.KEYSET_AFTER +
-    " ORDER BY session_id, state_key, item_index LIMIT %s"
-)
-_SESSION_ROWS = "SELECT COUNT(*) FROM {t} WHERE session_id = %s FOR UPDATE"
-_NOW = "SELECT NOW()"
-# Orphaned history rows, archived before the doctor started (a session reborn since keeps its own).
-_DELETE_HISTORY = (
-    "DELETE FROM {t} WHERE session_id = %s AND (created_at IS NULL OR created_at <= %s) LIMIT %s"
-)
-# A list rewritten as maintenance (relist): under its hash row's lock, rows with their version
-# and activity time; the rewrite keeps both (``updated_at = updated_at``), deletes the rows
-# outside 0..n-1, and gives the rows it had to insert the list's last activity time.
-_LOCK_HEAD = (
-    "SELECT state_data, GREATEST(version, 1), updated_at FROM {t}"
-    " WHERE session_id = %s AND state_key = %s AND item_index = 0 FOR UPDATE"
-)
-_ITEMS = (
-    "SELECT item_index, state_data, GREATEST(version, 1), updated_at FROM {t}"
-    " WHERE session_id = %s AND state_key = %s ORDER BY item_index FOR UPDATE"
-)
-_KEEP_TAIL = " ON DUPLICATE KEY UPDATE state_data = VALUES(state_data), updated_at = updated_at"
-_DELETE_OUTSIDE = "DELETE FROM {t} WHERE session_id = %s AND state_key = %s AND (item_index < 0 OR item_index >= %s)"
-_SET_VERSION = "UPDATE {t} SET version = %s, updated_at = updated_at WHERE session_id = %s AND state_key = %s AND item_index = 0"
-_BACK_DATE = "UPDATE {t} SET updated_at = %s WHERE session_id = %s AND state_key IN (%s, %s) AND updated_at > %s"
 CHUNK = 2000
 BATCH = 500
 
 
 def scan(ctx: Ctx) -> Iterator[tuple[str, list]]:
     """Every row, a session at a time: ``(session_id, [(key, index, data, updated_at)])``."""
-    statement = ctx.q(_SCAN)
+    statement = ctx.q(sql.DOCTOR_SCAN)
     last = ("", "", -1)
     current: Optional[str] = None
     rows: list = []
@@ -299,7 +246,7 @@ def doctor(ctx: Ctx, fix: bool) -> list[DoctorFinding]:
                 p.message += " (fixed: migrated)"
     if any(p.kind in ("columns", "primary_key") for p in problems):
         return problems  # the rows cannot be read as this store's
-    started = _one(ctx, _NOW)[0]
+    started = _one(ctx, sql.DOCTOR_NOW)[0]
     catalog_rows: dict[str, dt.datetime] = {}
     last_write: dict[str, dt.datetime] = {}
     history: dict[str, int] = {}
@@ -417,11 +364,11 @@ def relist(cur: Any, ctx: Ctx, sid: str, k: str, skip: Callable[[Optional[str]],
     for an item that cannot be opened, ``ValueError`` (``require_json``) for one not JSON.
     """
     hk = keys.hash_key(k)
-    cur.execute(ctx.q(_LOCK_HEAD), (sid, hk))
+    cur.execute(ctx.q(sql.RELIST_LOCK_HEAD), (sid, hk))
     head = cur.fetchone()
     if skip(head[0] if head is not None else None):
         return 0
-    cur.execute(ctx.q(_ITEMS), (sid, k))
+    cur.execute(ctx.q(sql.RELIST_ITEMS), (sid, k))
     have = cur.fetchall()
     datas = [_open_item(ctx, sid, k, r[0], p, r[1]) for p, r in enumerate(have)]
     if require_json and not all(_is_json(d) for d in datas):
@@ -429,15 +376,15 @@ def relist(cur: Any, ctx: Ctx, sid: str, k: str, skip: Callable[[Optional[str]],
     dig = ctx.current
     new_hash, _ = listsync.full_snapshot(b"[" + b",".join(datas) + b"]", datas, dig.digests(datas), dig)
     rows = [(k, i, ctx.seal(sid, k, i, d)) for i, d in enumerate(datas)] + [(hk, 0, new_hash.to_json())]
-    for statement, params in sql.upsert_rows((ctx.q(sql.UPSERT_ROWS_HEAD), ctx.q(_KEEP_TAIL)), sid, rows,
+    for statement, params in sql.upsert_rows((ctx.q(sql.UPSERT_ROWS_HEAD), ctx.q(sql.RELIST_KEEP_TAIL)), sid, rows,
                                               ctx.packet - 1024):
         cur.execute(statement, params)
-    cur.execute(ctx.q(_DELETE_OUTSIDE), (sid, k, len(datas)))
+    cur.execute(ctx.q(sql.RELIST_DELETE_OUTSIDE), (sid, k, len(datas)))
     if head is None:  # a new hash row: the key keeps the version its row 0 had
-        cur.execute(ctx.q(_SET_VERSION), (next((r[2] for r in have if r[0] == 0), 1), sid, hk))
+        cur.execute(ctx.q(sql.RELIST_SET_VERSION), (next((r[2] for r in have if r[0] == 0), 1), sid, hk))
     last = max((r[-1] for r in (*have, *([head] if head else ())) if r[-1] is not None), default=None)
     if last is not None:
-        cur.execute(ctx.q(_BACK_DATE), (last, sid, k, hk, last))
+        cur.execute(ctx.q(sql.RELIST_BACK_DATE), (last, sid, k, hk, last))
     ctx.forget((sid, k))
     return len(rows)
 
@@ -476,7 +423,7 @@ def _catalog_problems(ctx: Ctx, catalog_rows: dict, last_write: dict, fix: bool)
         transfer.rebuild_catalog(ctx.db, ctx.t, stale)
 
         def drop(cur: Any, sid: str) -> None:
-            cur.execute(ctx.q(_SESSION_ROWS), (sid,))
+            cur.execute(ctx.q(sql.DOCTOR_SESSION_ROWS), (sid,))
             if int(cur.fetchone()[0]) == 0:
                 cur.execute(ctx.q(sql.CATALOG_DELETE), (sid,))
 
@@ -500,7 +447,7 @@ def _history_problems(ctx: Ctx, history: dict[str, int], last_write: dict, start
         p = DoctorFinding("orphaned_history", f"{n} archived history rows under {hsid!r} belong to no session "
                                         "(it has no data rows): orphaned history", hsid)
         if fix:
-            statement = ctx.q(_DELETE_HISTORY)
+            statement = ctx.q(sql.DOCTOR_DELETE_HISTORY)
             while ctx.run(lambda cur: cur.execute(statement, (hsid, started, BATCH)), "doctor --fix", write=True) == BATCH:
                 pass
             p.fixed = True

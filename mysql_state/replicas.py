@@ -32,6 +32,7 @@ import threading
 from collections import OrderedDict
 from typing import Any, Callable, Optional, Protocol, TypeVar
 
+from . import sql
 from .errors import ServerUnavailableError
 
 __all__ = ["STRONG", "SESSION", "EVENTUAL", "CONSISTENCIES", "DEFAULT_SESSION_WAIT", "check_consistency",
@@ -147,10 +148,10 @@ class Router:
         """Read and record the GTID of the commit just made on ``raw`` for ``session`` (the
         packed id the write named; None: every session). Never raises: a GTID that could not
         be read sends that session's "session" reads to the primary."""
-        sql = "SELECT @@last_gtid" if _is_mariadb(raw) else "SELECT @@global.gtid_executed"
+        statement = sql.LAST_GTID_MARIADB if _is_mariadb(raw) else sql.LAST_GTID_MYSQL
         try:
             with raw.cursor() as cur:
-                cur.execute(sql)
+                cur.execute(statement)
                 row = cur.fetchone()
             gtid = (row[0] or None) if row else None
         except Exception:  # noqa: BLE001 - the write is committed; only its GTID is unknown
@@ -181,8 +182,7 @@ class Router:
 
             def run(cur: Any) -> Any:
                 mariadb = _is_mariadb(cur.connection)
-                cur.execute("SELECT MASTER_GTID_WAIT(%s, %s)" if mariadb else
-                            "SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, %s)", (wait, limit))
+                cur.execute(sql.GTID_WAIT_MARIADB if mariadb else sql.GTID_WAIT_MYSQL, (wait, limit))
                 row = cur.fetchone()
                 if not row or row[0] is None or int(row[0]) != 0:
                     return _BEHIND  # timed out (-1 / 1) or not a replica (NULL)

@@ -14,29 +14,10 @@ import datetime as dt
 import functools
 from typing import Any, Callable, NamedTuple, Optional
 
-from . import catalog, keys
+from . import catalog, keys, sql
 from .table import Table
 
 __all__ = ["PruneReport", "prune", "cutoff"]
-
-_CANDIDATES = (
-    "SELECT state_key, updated_at FROM {t} WHERE session_id = %s AND updated_at < %s{user}{after}"
-    " ORDER BY updated_at, state_key LIMIT %s"
-)
-_AFTER = " AND (updated_at > %s OR (updated_at = %s AND state_key > %s))"
-_COUNT = "SELECT COUNT(*) FROM {t} WHERE session_id = %s AND updated_at < %s{user}"
-_LOCK_SESSIONS = "SELECT COUNT(*) FROM {t} WHERE session_id IN ({ids}) FOR UPDATE"
-_STILL_IDLE = (
-    "SELECT state_key FROM {t} WHERE session_id = %s AND state_key IN ({ids}) AND item_index = 0"
-    " AND updated_at < %s FOR UPDATE"
-)
-_COUNT_ROWS = "SELECT COUNT(*) FROM {t} WHERE session_id IN ({ids})"
-_DELETE_ROWS = "DELETE FROM {t} WHERE session_id IN ({ids})"
-_DELETE_CATALOG = "DELETE FROM {t} WHERE session_id = %s AND state_key IN ({ids}) AND item_index = 0"
-# The server's clock, for a cutoff given as a duration, and its offset from UTC.
-SERVER_CUTOFF = "SELECT NOW() - INTERVAL %s SECOND"
-SERVER_UTC_OFFSET = "SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), NOW())"
-SERVER_NOW = "SELECT NOW(6)"
 
 
 class PruneReport(NamedTuple):
@@ -59,10 +40,10 @@ def cutoff(run: Callable[..., Any], older_than: Any) -> dt.datetime:
         if older_than < dt.timedelta(0):
             raise ValueError(f"older_than must not be negative, got {older_than}")
         secs = int(older_than.total_seconds())
-        return run(lambda cur: (cur.execute(SERVER_CUTOFF, (secs,)), cur.fetchone()[0])[1], "prune", write=False)
+        return run(lambda cur: (cur.execute(sql.SERVER_CUTOFF, (secs,)), cur.fetchone()[0])[1], "prune", write=False)
     if isinstance(older_than, dt.datetime):
         when = to_server_time(run, older_than)
-        now = run(lambda cur: (cur.execute(SERVER_NOW), cur.fetchone()[0])[1], "server clock", write=False)
+        now = run(lambda cur: (cur.execute(sql.SERVER_NOW), cur.fetchone()[0])[1], "server clock", write=False)
         if when > now:
             raise ValueError(f"older_than {older_than} is in the future (the server's time is {now:%Y-%m-%d %H:%M:%S}):"
                              " every session, live ones included, would be idle since then")
@@ -74,7 +55,7 @@ def to_server_time(run: Callable[..., Any], when: dt.datetime) -> dt.datetime:
     """``when`` as the server's naive local time (naive datetimes are taken as already so)."""
     if when.tzinfo is None:
         return when
-    offset = run(lambda cur: (cur.execute(SERVER_UTC_OFFSET), cur.fetchone()[0])[1], "server clock", write=False)
+    offset = run(lambda cur: (cur.execute(sql.SERVER_UTC_OFFSET), cur.fetchone()[0])[1], "server clock", write=False)
     return when.astimezone(dt.timezone.utc).replace(tzinfo=None) + dt.timedelta(seconds=int(offset))
 
 
@@ -85,14 +66,14 @@ def prune(db: Any, t: Table, user_id: Any, when: dt.datetime,
     user, uparams = catalog.user_range(user_id, exact)
     prefix = "" if user_id is catalog.ALL_USERS else keys.user_prefix(user_id)
     cat = keys.CATALOG_SESSION
-    count_sql = q(_COUNT.replace("{user}", user))
+    count_sql = q(sql.PRUNE_COUNT.replace("{user}", user))
     total = run(lambda cur: (cur.execute(count_sql, (cat, when, *uparams)), cur.fetchone()[0])[1], "prune", write=False)
     done_sessions = done_rows = 0
     last: Optional[tuple] = None
     if progress is not None:
         progress(0, int(total))
     while True:
-        statement = q(_CANDIDATES.replace("{user}", user).replace("{after}", _AFTER if last else ""))
+        statement = q(sql.PRUNE_CANDIDATES.replace("{user}", user).replace("{after}", sql.PRUNE_AFTER if last else ""))
         args = (cat, when, *uparams, *((last[1], last[1], last[0]) if last else ()), batch)
         found = run(lambda cur: (cur.execute(statement, args), cur.fetchall())[1], "prune", write=False)
         if not found:
@@ -116,16 +97,16 @@ def _batch(cur: Any, q: Callable[[str], str], sids: list[str], when: dt.datetime
     if dry_run:
         idle = sids
     else:
-        cur.execute(q(_LOCK_SESSIONS.replace("{ids}", m)), sids)  # as delete(): wait for writers
-        cur.execute(q(_STILL_IDLE.replace("{ids}", m)), (keys.CATALOG_SESSION, *sids, when))
+        cur.execute(q(sql.PRUNE_LOCK_SESSIONS.replace("{ids}", m)), sids)  # as delete(): wait for writers
+        cur.execute(q(sql.PRUNE_STILL_IDLE.replace("{ids}", m)), (keys.CATALOG_SESSION, *sids, when))
         idle = [r[0] for r in cur.fetchall()]
     if not idle:
         return 0, 0
     ids = idle + [keys.history_session(s) for s in idle]
     mi = _marks(len(ids))
     if dry_run:
-        cur.execute(q(_COUNT_ROWS.replace("{ids}", mi)), ids)
+        cur.execute(q(sql.PRUNE_COUNT_ROWS.replace("{ids}", mi)), ids)
         return len(idle), int(cur.fetchone()[0])
-    rows = cur.execute(q(_DELETE_ROWS.replace("{ids}", mi)), ids)
-    cur.execute(q(_DELETE_CATALOG.replace("{ids}", _marks(len(idle)))), (keys.CATALOG_SESSION, *idle))
+    rows = cur.execute(q(sql.PRUNE_DELETE_ROWS.replace("{ids}", mi)), ids)
+    cur.execute(q(sql.PRUNE_DELETE_CATALOG.replace("{ids}", _marks(len(idle)))), (keys.CATALOG_SESSION, *idle))
     return len(idle), rows

@@ -314,6 +314,168 @@ TRUNCATE = "TRUNCATE TABLE {t}"
 ROW_OVERHEAD = 40
 
 
+# ---- the columns of an export line, in order
+EXPORT_COLUMNS = ("session_id", "state_key", "item_index", "state_data", "version", "created_at", "updated_at")
+
+
+# ---- history: archived list items (history.py) -------------------------------
+
+#: Archived items of one key, oldest first (a window as get_list's).
+SELECT_HISTORY = (
+    "SELECT item_index, state_data, created_at FROM {t} WHERE session_id = %s AND state_key = %s"
+    " ORDER BY item_index LIMIT %s, %s"
+)
+DELETE_KEY_HISTORY = "DELETE FROM {t} WHERE session_id = %s AND state_key = %s"
+DELETE_HISTORY = "DELETE FROM {t} WHERE session_id = %s"
+
+
+# ---- retention: prune (retention.py) -----------------------------------------
+
+PRUNE_CANDIDATES = (
+    "SELECT state_key, updated_at FROM {t} WHERE session_id = %s AND updated_at < %s{user}{after}"
+    " ORDER BY updated_at, state_key LIMIT %s"
+)
+PRUNE_AFTER = " AND (updated_at > %s OR (updated_at = %s AND state_key > %s))"
+PRUNE_COUNT = "SELECT COUNT(*) FROM {t} WHERE session_id = %s AND updated_at < %s{user}"
+PRUNE_LOCK_SESSIONS = "SELECT COUNT(*) FROM {t} WHERE session_id IN ({ids}) FOR UPDATE"
+PRUNE_STILL_IDLE = (
+    "SELECT state_key FROM {t} WHERE session_id = %s AND state_key IN ({ids}) AND item_index = 0"
+    " AND updated_at < %s FOR UPDATE"
+)
+PRUNE_COUNT_ROWS = "SELECT COUNT(*) FROM {t} WHERE session_id IN ({ids})"
+PRUNE_DELETE_ROWS = "DELETE FROM {t} WHERE session_id IN ({ids})"
+PRUNE_DELETE_CATALOG = "DELETE FROM {t} WHERE session_id = %s AND state_key IN ({ids}) AND item_index = 0"
+# The server's clock, for a cutoff given as a duration, and its offset from UTC.
+SERVER_CUTOFF = "SELECT NOW() - INTERVAL %s SECOND"
+SERVER_UTC_OFFSET = "SELECT TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), NOW())"
+SERVER_NOW = "SELECT NOW(6)"
+
+
+# ---- catalog: pages of sessions (catalog.py) ---------------------------------
+
+# The page: catalog rows newest first, by_activity's order (updated_at, then the primary key).
+CATALOG_PAGE = (
+    "SELECT state_key, created_at, updated_at FROM {t} WHERE session_id = %s{where}"
+    " ORDER BY updated_at DESC, state_key DESC LIMIT %s"
+)
+# One user's sessions: that user's catalog rows by the primary key (a range), sorted after.
+CATALOG_PAGE_OF_USER = (
+    "SELECT state_key, created_at, updated_at FROM {t} FORCE INDEX (PRIMARY) WHERE session_id = %s{where}"
+    " ORDER BY updated_at DESC, state_key DESC LIMIT %s"
+)
+CATALOG_SHAPE = (
+    "SELECT session_id, state_key, COUNT(*), COALESCE(SUM(LENGTH(state_data)), 0) FROM {t}"
+    " WHERE session_id IN ({ids}) GROUP BY session_id, state_key"
+)
+
+
+# ---- transfer: fork, export, import (transfer.py) ----------------------------
+
+# Every row of a session (and of its history) under the new ids, plus the new catalog row:
+# one statement, so no row crosses the network and the copy is atomic.
+FORK_ROWS = (
+    "INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+    " SELECT IF(session_id = %s, %s, %s), state_key, item_index, state_data, version FROM {t}"
+    " WHERE session_id IN (%s, %s)"
+    f" UNION ALL SELECT '{CATALOG_SESSION}', %s, 0, '{{}}', 1"
+)
+# An export reads one snapshot: the next transaction REPEATABLE READ, opened at once.
+REPEATABLE_READ_NEXT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
+CONSISTENT_SNAPSHOT = "START TRANSACTION WITH CONSISTENT SNAPSHOT"
+EXPORT_SELECT = "SELECT " + ", ".join(EXPORT_COLUMNS) + " FROM {t} o WHERE {where}"
+# A catalog row is exported only with a session that has rows.
+EXPORT_HAS_ROWS = " AND EXISTS (SELECT 1 FROM {t} d WHERE d.session_id = o.state_key)"
+# "replace": the rows of keys the import does not hold (conditions by key, OR-ed).
+IMPORT_DELETE_WHERE = "DELETE FROM {t} WHERE "
+# "skip": which of the keys met (with their hash rows, as (session_id, state_key) pairs) exist.
+IMPORT_EXISTING_KEYS = "SELECT DISTINCT session_id, state_key FROM {t} WHERE (session_id, state_key) IN ({pairs})"
+EXPORT_AFTER = " AND " + KEYSET_AFTER
+EXPORT_ORDER = " ORDER BY session_id, state_key, item_index LIMIT %s"
+IMPORT_INSERT_HEAD = "INSERT INTO {t} (" + ", ".join(EXPORT_COLUMNS) + ") VALUES "
+IMPORT_ROW = "(%s, %s, %s, %s, %s, %s, %s)"
+# "skip": a row whose key exists is left as it is; "replace": it takes the imported content.
+IMPORT_ON_SKIP = " ON DUPLICATE KEY UPDATE session_id = session_id"
+IMPORT_ON_REPLACE = (
+    " ON DUPLICATE KEY UPDATE state_data = VALUES(state_data), version = VALUES(version),"
+    " created_at = VALUES(created_at), updated_at = VALUES(updated_at)"
+)
+# The catalog rows of sessions written behind the catalog's back (an import without them, the
+# Java store): first write and last activity from the rows; an existing row only widens.
+REBUILD_CATALOG = (
+    "INSERT INTO {t} (session_id, state_key, item_index, state_data, version, created_at, updated_at)"
+    f" SELECT '{CATALOG_SESSION}', session_id, 0, '{{}}', 1, MIN(created_at), MAX(updated_at) FROM {{t}}"
+    " WHERE session_id IN ({ids}) GROUP BY session_id"
+    " ON DUPLICATE KEY UPDATE created_at = COALESCE(LEAST(created_at, VALUES(created_at)), created_at),"
+    " updated_at = COALESCE(GREATEST(updated_at, VALUES(updated_at)), updated_at)"
+)
+
+
+# ---- migrations and the doctor (migrations.py) -------------------------------
+
+MIGRATIONS_RECORD_TABLE = (
+    "CREATE TABLE IF NOT EXISTS `{db}`.`mysql_state_migrations` (table_name VARCHAR(64) NOT NULL,"
+    " step VARCHAR(64) NOT NULL, applied_at DATETIME DEFAULT CURRENT_TIMESTAMP,"
+    " PRIMARY KEY (table_name, step)) DEFAULT CHARACTER SET utf8mb4"
+)
+MIGRATIONS_RECORD_STEP = (
+    "INSERT INTO `{db}`.`mysql_state_migrations` (table_name, step) VALUES (%s, %s)"
+    " ON DUPLICATE KEY UPDATE applied_at = CURRENT_TIMESTAMP"
+)
+TABLE_INDEXES = (
+    "SELECT INDEX_NAME, GROUP_CONCAT(COLUMN_NAME ORDER BY SEQ_IN_INDEX) FROM information_schema.STATISTICS"
+    " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s GROUP BY INDEX_NAME"
+)
+TABLE_COLUMN_TYPES = (
+    "SELECT COLUMN_NAME, DATA_TYPE, COLLATION_NAME FROM information_schema.COLUMNS"
+    " WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s"
+)
+ADD_ACTIVITY_INDEX = "ALTER TABLE {t} ADD KEY by_activity (session_id, updated_at)"
+HAS_UNVERSIONED = "SELECT 1 FROM {t} WHERE version < 1 LIMIT 1"
+BACKFILL_VERSION = "UPDATE {t} SET version = 1, updated_at = updated_at WHERE version < 1 LIMIT 10000"
+# Sessions whose catalog row is missing or older than their rows (written behind its back).
+STALE_CATALOG = (
+    "SELECT s.session_id FROM (SELECT session_id, MAX(updated_at) AS last FROM {t}"
+    " WHERE session_id LIKE '%%:%%' GROUP BY session_id) s"
+    f" LEFT JOIN {{t}} c ON c.session_id = '{CATALOG_SESSION}' AND c.state_key = s.session_id"
+    " AND c.item_index = 0 WHERE c.state_key IS NULL OR c.updated_at < s.last LIMIT %s"
+)
+SESSION_IDS_AFTER = "SELECT DISTINCT session_id FROM {t} WHERE session_id > %s ORDER BY session_id LIMIT %s"
+DOCTOR_SCAN = (
+    "SELECT session_id, state_key, item_index, state_data, updated_at FROM {t} WHERE " + KEYSET_AFTER +
+    " ORDER BY session_id, state_key, item_index LIMIT %s"
+)
+DOCTOR_SESSION_ROWS = "SELECT COUNT(*) FROM {t} WHERE session_id = %s FOR UPDATE"
+DOCTOR_NOW = "SELECT NOW()"
+# Orphaned history rows, archived before the doctor started (a session reborn since keeps its own).
+DOCTOR_DELETE_HISTORY = (
+    "DELETE FROM {t} WHERE session_id = %s AND (created_at IS NULL OR created_at <= %s) LIMIT %s"
+)
+# A list rewritten as maintenance (relist): under its hash row's lock, rows with their version
+# and activity time; the rewrite keeps both (``updated_at = updated_at``), deletes the rows
+# outside 0..n-1, and gives the rows it had to insert the list's last activity time.
+RELIST_LOCK_HEAD = (
+    "SELECT state_data, GREATEST(version, 1), updated_at FROM {t}"
+    " WHERE session_id = %s AND state_key = %s AND item_index = 0 FOR UPDATE"
+)
+RELIST_ITEMS = (
+    "SELECT item_index, state_data, GREATEST(version, 1), updated_at FROM {t}"
+    " WHERE session_id = %s AND state_key = %s ORDER BY item_index FOR UPDATE"
+)
+RELIST_KEEP_TAIL = " ON DUPLICATE KEY UPDATE state_data = VALUES(state_data), updated_at = updated_at"
+RELIST_DELETE_OUTSIDE = "DELETE FROM {t} WHERE session_id = %s AND state_key = %s AND (item_index < 0 OR item_index >= %s)"
+RELIST_SET_VERSION = "UPDATE {t} SET version = %s, updated_at = updated_at WHERE session_id = %s AND state_key = %s AND item_index = 0"
+RELIST_BACK_DATE = "UPDATE {t} SET updated_at = %s WHERE session_id = %s AND state_key IN (%s, %s) AND updated_at > %s"
+
+# ---- replicas: read-your-writes by GTID (replicas.py) -----------------------------------
+
+# The GTID of the commit just made on this connection (MariaDB), or the server's executed set (MySQL).
+LAST_GTID_MARIADB = "SELECT @@last_gtid"
+LAST_GTID_MYSQL = "SELECT @@global.gtid_executed"
+# A replica waits (at most the seconds given) until it has applied that GTID: 0 when it has.
+GTID_WAIT_MARIADB = "SELECT MASTER_GTID_WAIT(%s, %s)"
+GTID_WAIT_MYSQL = "SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, %s)"
+
+
 def render(template: str, table: str, collation: str = "") -> str:
     """Fill ``{t}`` (quoted table) and ``{c}`` (collation) once, at store construction."""
     return template.replace("{t}", table).replace("{c}", collation)

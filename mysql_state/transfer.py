@@ -30,57 +30,20 @@ from .errors import (
 
 __all__ = ["COLUMNS", "fork", "export", "import_rows", "rebuild_catalog"]
 
-COLUMNS = ("session_id", "state_key", "item_index", "state_data", "version", "created_at", "updated_at")
+COLUMNS = sql.EXPORT_COLUMNS
 CHUNK = 1000  # rows per SELECT of an export (constant memory)
 IDS_PER_STATEMENT = 500
 
-# Every row of a session (and of its history) under the new ids, plus the new catalog row:
-# one statement, so no row crosses the network and the copy is atomic.
-FORK_ROWS = (
-    "INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
-    " SELECT IF(session_id = %s, %s, %s), state_key, item_index, state_data, version FROM {t}"
-    " WHERE session_id IN (%s, %s)"
-    f" UNION ALL SELECT '{keys.CATALOG_SESSION}', %s, 0, '{{}}', 1"
-)
 MAX_INT = 2**31 - 1  # item_index is an INT
 MAX_BIGINT = 2**63 - 1  # version is a BIGINT
 _HISTORY_ID = re.compile(re.escape(keys.HISTORY_PREFIX) + "[0-9a-f]{40}")
-# An export reads one snapshot: the next transaction REPEATABLE READ, opened at once.
-REPEATABLE_READ_NEXT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
-CONSISTENT_SNAPSHOT = "START TRANSACTION WITH CONSISTENT SNAPSHOT"
-_SELECT = "SELECT " + ", ".join(COLUMNS) + " FROM {t} o WHERE {where}"
-# A catalog row is exported only with a session that has rows.
-_HAS_ROWS = " AND EXISTS (SELECT 1 FROM {t} d WHERE d.session_id = o.state_key)"
-# "replace": the rows of keys the import does not hold (conditions by key, OR-ed).
-_DELETE_WHERE = "DELETE FROM {t} WHERE "
-# "skip": which of the keys met (with their hash rows, as (session_id, state_key) pairs) exist.
-_EXISTING_KEYS = "SELECT DISTINCT session_id, state_key FROM {t} WHERE (session_id, state_key) IN ({pairs})"
-_AFTER = " AND " + sql.KEYSET_AFTER
-_ORDER = " ORDER BY session_id, state_key, item_index LIMIT %s"
-_INSERT_HEAD = "INSERT INTO {t} (" + ", ".join(COLUMNS) + ") VALUES "
-_ROW = "(%s, %s, %s, %s, %s, %s, %s)"
-# "skip": a row whose key exists is left as it is; "replace": it takes the imported content.
-_ON_SKIP = " ON DUPLICATE KEY UPDATE session_id = session_id"
-_ON_REPLACE = (
-    " ON DUPLICATE KEY UPDATE state_data = VALUES(state_data), version = VALUES(version),"
-    " created_at = VALUES(created_at), updated_at = VALUES(updated_at)"
-)
-# The catalog rows of sessions written behind the catalog's back (an import without them, the
-# Java store): first write and last activity from the rows; an existing row only widens.
-REBUILD_CATALOG = (
-    "INSERT INTO {t} (session_id, state_key, item_index, state_data, version, created_at, updated_at)"
-    f" SELECT '{keys.CATALOG_SESSION}', session_id, 0, '{{}}', 1, MIN(created_at), MAX(updated_at) FROM {{t}}"
-    " WHERE session_id IN ({ids}) GROUP BY session_id"
-    " ON DUPLICATE KEY UPDATE created_at = COALESCE(LEAST(created_at, VALUES(created_at)), created_at),"
-    " updated_at = COALESCE(GREATEST(updated_at, VALUES(updated_at)), updated_at)"
-)
 
 
 def fork(db: Any, t: Table, src: str, dst: str) -> int:
     """Copy every row of ``src`` (and its history) to ``dst`` in one statement; returns the rows
     copied. Refuses an existing ``dst`` and an unknown ``src``. An encrypted store seals the
     copies again for their new place in the same transaction."""
-    statement = t.q(FORK_ROWS)
+    statement = t.q(sql.FORK_ROWS)
     lock_session, delete_session = t.statements["LOCK_SESSION"], t.statements["DELETE_SESSION"]
     hsrc, hdst = keys.history_session(src), keys.history_session(dst)
 
@@ -109,13 +72,13 @@ def scopes(user_id: Any, sids: Optional[Sequence[str]], exact: bool) -> list[tup
         for part in catalog.chunks(sids, IDS_PER_STATEMENT):
             marks = ", ".join(["%s"] * len(part))
             out.append((f"session_id IN ({marks})", tuple(part)))
-            out.append((f"session_id = %s AND state_key IN ({marks})" + _HAS_ROWS, (keys.CATALOG_SESSION, *part)))
+            out.append((f"session_id = %s AND state_key IN ({marks})" + sql.EXPORT_HAS_ROWS, (keys.CATALOG_SESSION, *part)))
         return out
     if user_id is catalog.ALL_USERS:
-        return [("LOCATE(':', session_id) > 0", ()), ("session_id = %s" + _HAS_ROWS, (keys.CATALOG_SESSION,))]
+        return [("LOCATE(':', session_id) > 0", ()), ("session_id = %s" + sql.EXPORT_HAS_ROWS, (keys.CATALOG_SESSION,))]
     rng, params = catalog.user_range(user_id, exact, "session_id")
     crng, cparams = catalog.user_range(user_id, exact, "state_key")
-    return [("1 = 1" + rng, params), ("session_id = %s" + crng + _HAS_ROWS, (keys.CATALOG_SESSION, *cparams))]
+    return [("1 = 1" + rng, params), ("session_id = %s" + crng + sql.EXPORT_HAS_ROWS, (keys.CATALOG_SESSION, *cparams))]
 
 
 def export(db: Any, t: Table, user_id: Any, sids: Optional[Sequence[str]]) -> Iterator[str]:
@@ -136,8 +99,8 @@ def export_lines(hold: Callable[[str], ContextManager[Any]], q: Callable[[str], 
     with hold("export") as raw:
         cur = raw.cursor()
         try:
-            _execute(cur, REPEATABLE_READ_NEXT)
-            _execute(cur, CONSISTENT_SNAPSHOT)
+            _execute(cur, sql.REPEATABLE_READ_NEXT)
+            _execute(cur, sql.CONSISTENT_SNAPSHOT)
             seen: list[str] = []
             for clause, params in where:
                 for r in _scan(cur, q, clause, params):
@@ -160,7 +123,7 @@ def _scan(cur: Any, q: Callable[[str], str], clause: str, params: tuple) -> Iter
     """The rows of one scope in key order, ``CHUNK`` at a time (keyset: after the last row)."""
     last: Optional[tuple] = None
     while True:
-        statement = q(_SELECT.replace("{where}", clause) + (_AFTER if last else "") + _ORDER)
+        statement = q(sql.EXPORT_SELECT.replace("{where}", clause) + (sql.EXPORT_AFTER if last else "") + sql.EXPORT_ORDER)
         args = params + (sql.after(last) if last else ()) + (CHUNK,)
         rows = _execute(cur, statement, args)
         yield from rows
@@ -294,8 +257,8 @@ class _KeyRows:
 
 def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict: str, max_bytes: int,
             packet: int, progress: Optional[Callable[[int], None]]) -> int:
-    head = q(_INSERT_HEAD)
-    fixed = len(head) + len(_ON_REPLACE) + 64
+    head = q(sql.IMPORT_INSERT_HEAD)
+    fixed = len(head) + len(sql.IMPORT_ON_REPLACE) + 64
     written = seen = 0
     sessions: set = set()  # packed ids with rows in the import
     reserved: dict[str, tuple[str, int]] = {}  # catalog/history id -> (its id, first line)
@@ -308,12 +271,12 @@ def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict
     def flush() -> None:
         nonlocal written, batch, size
         rows = batch if on_conflict == "replace" else _unclaimed(cur, q, batch, decided, kept)
-        values = ",".join([_ROW] * len(rows))
+        values = ",".join([sql.IMPORT_ROW] * len(rows))
         params = tuple(v for r in rows for v in r)
         if rows:
-            written += cur.execute(head + values + _ON_SKIP, params)  # 1 per row inserted
+            written += cur.execute(head + values + sql.IMPORT_ON_SKIP, params)  # 1 per row inserted
         if rows and on_conflict == "replace":
-            written += cur.execute(head + values + _ON_REPLACE, params) // 2  # 2 per row changed
+            written += cur.execute(head + values + sql.IMPORT_ON_REPLACE, params) // 2  # 2 per row changed
         batch, size = [], 0
         if progress is not None:
             progress(seen)
@@ -370,7 +333,7 @@ def _drop_the_rest(cur: Any, q: Callable[[str], str], held: dict) -> int:
             if not got.hash:
                 where.append("(session_id = %s AND state_key = %s)")
                 params += [sid, keys.hash_key(k)]
-        deleted += cur.execute(q(_DELETE_WHERE) + " OR ".join(where), tuple(params))
+        deleted += cur.execute(q(sql.IMPORT_DELETE_WHERE) + " OR ".join(where), tuple(params))
     return deleted
 
 
@@ -386,7 +349,7 @@ def _unclaimed(cur: Any, q: Callable[[str], str], batch: list[tuple], decided: s
                 new.append(k)
     for part in catalog.chunks(new, IDS_PER_STATEMENT):
         pairs = tuple(v for sid, k in part for v in (sid, k, sid, keys.hash_key(k)))
-        cur.execute(q(_EXISTING_KEYS.replace("{pairs}", ", ".join(["(%s, %s)"] * (2 * len(part))))), pairs)
+        cur.execute(q(sql.IMPORT_EXISTING_KEYS.replace("{pairs}", ", ".join(["(%s, %s)"] * (2 * len(part))))), pairs)
         kept.update((sid, _base_key(k)) for sid, k in cur.fetchall())
     if not kept:
         return batch
@@ -402,7 +365,7 @@ def _rebuild(cur: Any, q: Callable[[str], str], sids: Sequence[str]) -> int:
     """:func:`rebuild_catalog` in the caller's transaction."""
     changed = 0
     for part in catalog.chunks(list(sids), IDS_PER_STATEMENT):
-        changed += cur.execute(q(REBUILD_CATALOG.replace("{ids}", ", ".join(["%s"] * len(part)))), tuple(part))
+        changed += cur.execute(q(sql.REBUILD_CATALOG.replace("{ids}", ", ".join(["%s"] * len(part)))), tuple(part))
     return changed
 
 

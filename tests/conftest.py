@@ -3,6 +3,7 @@ test, and plain SQL on the table for looking behind the store's back."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 
 import pymysql
@@ -183,3 +184,26 @@ def replicated():
         pytest.fail(f"the replicated pair did not start: {e}", pytrace=False)
     yield pair
     pair.stop()
+
+
+def in_thread(fn):
+    """Start fn in a thread; ``join()`` returns its result or raises its error."""
+    box: dict = {}
+
+    def run():
+        try:
+            box["result"] = fn()
+        except BaseException as exc:  # noqa: BLE001
+            box["error"] = exc
+
+    t = threading.Thread(target=run)
+    t.start()
+
+    def join():
+        t.join(20)
+        assert not t.is_alive()
+        if "error" in box:
+            raise box["error"]
+        return box.get("result")
+
+    return join

@@ -305,16 +305,15 @@ def test_cancelled_rewrite_is_old_or_new_never_mixed(astore, raw):
         outcomes = []
         for delay in (0, 0.001, 0.005, 0.02, 0.05):
             await astore.save_list("u", "s", "memory", old)
-            t = asyncio.create_task(astore.save_list("u", "s", "memory", new))
+            writer = AsyncMysqlAgentStateStore(astore.sync, close_store=False)  # its own worker threads
+            t = asyncio.create_task(writer.save_list("u", "s", "memory", new))
             await asyncio.sleep(delay)
             t.cancel()
             try:
                 await t
             except asyncio.CancelledError:
                 pass
-            # wait for the thread: the next call queues behind nothing but needs a worker
-            await astore.list_length("u", "s", "memory")
-            await asyncio.sleep(0.3)
+            await writer.aclose()  # waits for the cancelled save if its thread had started it
             items, h = list_rows(raw, "u:s", "memory")
             assert items in (old, new) and h["n"] == 500
             outcomes.append(items[0]["v"])

@@ -35,6 +35,7 @@ EXPECTED = {
                                           "the second process saw the first one's turn: yes"],
     "examples/adk_restart.py": ["process 2: the model was shown 3 message(s)",
                                 "the second process saw the first one's turn: yes"],
+    "examples/langgraph_demo.py": ["resumed with 'yes'", "Cancelled", "SESSION"],
 }
 
 

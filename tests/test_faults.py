@@ -6,12 +6,20 @@ import random
 import threading
 import time
 
+import pymysql
 import pytest
 
-from mysql_state import CommitUnknownError, MysqlAgentStateStore, ServerUnavailableError
+from mysql_state import (
+    UNVERSIONED,
+    CommitUnknownError,
+    MysqlAgentStateStore,
+    MysqlStateError,
+    ServerUnavailableError,
+)
+from mysql_state.errors import StoreClosedError
 from mysql_state.listsync import ListHash, verify
 
-from .conftest import Raw, connect
+from .conftest import Raw, connect, in_thread, private_server
 from .faultproxy import FaultProxy
 
 
@@ -195,3 +203,81 @@ def test_save_many_is_all_or_nothing_when_its_commit_never_arrives(proxied, raw)
         store.save_many("u", "s", values={"summary": "new"}, lists={"context": ["a", "b"]})
     assert raw.rows() == before  # neither the list nor the value: one transaction, rolled back
     assert store.get("u", "s", "summary") == "old" and store.get_list("u", "s", "context") == ["a"]
+
+
+# ---- idle connections closed by the server -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def short_wait_server():
+    server = private_server("--wait-timeout=2")
+    yield server
+    server.stop()
+
+
+def test_idle_connections_cut_by_wait_timeout_are_replaced(short_wait_server):
+    store = MysqlAgentStateStore.from_url(short_wait_server.url, database_name="idle", create_if_not_exist=True,
+                                          pool_size=4)
+    try:
+        for round_ in range(2):
+            barrier = threading.Barrier(4)
+
+            def burst(i):
+                barrier.wait()
+                store.save("u", f"s{i}", "k", i)
+                store.get_list("u", f"s{i}", "m")
+
+            joins = [in_thread(lambda i=i: burst(i)) for i in range(4)]
+            for j in joins:
+                j()
+            time.sleep(3.5)  # every pooled connection is now closed by the server
+            assert store.get("u", "s1", "k") == 1
+            store.save("u", "s2", "k", 22 + round_)
+            assert store.append_list("u", "s3", "m", [round_]) == round_ + 1
+        assert store.stats.reconnects >= 2
+    finally:
+        store.close()
+
+
+# ---- an interrupt between a statement and its reply ----------------------------------------
+
+
+def test_an_interrupted_call_does_not_poison_its_connection(store, raw, monkeypatch):
+    store.save_list("u", "s", "m", ["a"])
+    store.save_if_version("u", "s", "v", "v1", 0)
+    real = pymysql.connections.Connection._read_query_result
+    armed = {"on": True}
+
+    def interrupted(self, *a, **kw):
+        if armed["on"]:
+            armed["on"] = False
+            raise KeyboardInterrupt  # the statement reached the server; its reply is never read
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(pymysql.connections.Connection, "_read_query_result", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        store.save_if_version("u", "s", "v", "v2", 1)
+    monkeypatch.setattr(pymysql.connections.Connection, "_read_query_result", real)
+    # every later call gets a connection whose replies match its statements
+    for _ in range(3):
+        v = store.get_versioned("u", "s", "v").version
+        assert store.save_if_version("u", "s", "v", f"after{v}", v) == v + 1
+        assert store.save_if_version("u", "s", "v", "stale", v) == UNVERSIONED
+    assert store.get("u", "s", "v") == f"after{v}"
+    store.save_list("u", "s", "m", ["a", "b"])
+    assert store.append_list("u", "s", "m", ["c"]) == 3
+    assert check_list_rows(raw, "u:s", "m") == ["a", "b", "c"]
+
+
+# ---- use after close ----------------------------------------------------------------------
+
+
+def test_use_after_close_is_refused_naming_the_store(url, database):
+    store = MysqlAgentStateStore.from_url(url, database_name=database, create_if_not_exist=True)
+    store.save("u", "s", "k", 1)
+    store.close()
+    for call in (lambda: store.get("u", "s", "k"), lambda: store.save("u", "s", "k", 2),
+                 lambda: store.append_list("u", "s", "m", [1])):
+        with pytest.raises(StoreClosedError, match=f"`{database}`.`agentscope_sessions`.*closed"):
+            call()
+    assert issubclass(StoreClosedError, MysqlStateError) and issubclass(StoreClosedError, RuntimeError)

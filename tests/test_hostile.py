@@ -186,3 +186,49 @@ def test_every_argument_is_checked_before_a_connection_naming_it(hostile_store, 
         getattr(store, method)(*positional, **keywords)
     assert NAMED[param] in str(err.value), (method, param, str(err.value))
     assert CountingPool.checkouts == checkouts, f"{method}: refused after taking a connection"
+
+
+# ---- arguments ------------------------------------------------------------------------
+
+
+def test_huge_offsets_and_limits_are_answered_without_sql_errors(store):
+    store.save_list("u", "s", "m", list(range(5)))
+    assert store.get_list("u", "s", "m", offset=-(2**64)) == list(range(5))
+    assert store.get_list("u", "s", "m", limit=2**64) == list(range(5))
+    assert store.get_list("u", "s", "m", offset=2**64) == []
+    assert store.get_list("u", "s", "m", offset=-(2**64), limit=2) == [0, 1]
+
+
+@pytest.mark.parametrize("option, bad, error", [
+    ("pool_size", -1, ValueError), ("pool_size", 0, ValueError), ("pool_size", "8", TypeError),
+    ("pool_timeout", 0, ValueError), ("pool_timeout", -1.0, ValueError), ("retries", -1, ValueError),
+    ("snapshot_bytes", -5, ValueError), ("connect_timeout", 0, ValueError), ("read_timeout", "x", TypeError),
+    ("write_timeout", float("nan"), ValueError),
+])
+def test_bad_options_are_refused_naming_the_option(url, option, bad, error):
+    with pytest.raises(error, match=option):
+        MysqlAgentStateStore.from_url(url, **{option: bad})
+
+
+def test_missing_keys_are_refused_before_any_connection(store, raw):
+    before = store.stats.transactions
+    calls = {
+        "save": lambda: store.save("u", "s", None, 1),
+        "get": lambda: store.get("u", "s", None),
+        "save_list": lambda: store.save_list("u", "s", None, [1]),
+        "append_list": lambda: store.append_list("u", "s", None, [1]),
+        "get_list": lambda: store.get_list("u", "s", None),
+        "list_length": lambda: store.list_length("u", "s", None),
+        "save_if_version": lambda: store.save_if_version("u", "s", None, 1, 0),
+        "get_versioned": lambda: store.get_versioned("u", "s", None),
+    }
+    for name, call in calls.items():
+        with pytest.raises(TypeError, match="key must be a str"):
+            call()
+    with pytest.raises(TypeError, match="expected_version"):
+        store.save_if_version("u", "s", "k", 1, None)
+    with pytest.raises(TypeError, match="offset"):
+        store.get_list("u", "s", "m", offset=None)
+    with pytest.raises(TypeError, match="values must be a mapping"):
+        store.save_many("u", "s", values=[1])
+    assert store.stats.transactions == before and raw.rows() == []

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import uuid
 import warnings
 
 import pymysql
@@ -11,6 +10,7 @@ import pytest
 from dbutils.pooled_db import PooledDB
 
 from mysql_state import (
+    UNVERSIONED,
     MysqlAgentStateStore,
     MysqlStateWarning,
     PoolTimeoutError,
@@ -18,7 +18,7 @@ from mysql_state import (
 )
 from mysql_state.pool import parse_url
 
-from .conftest import Raw, connect
+from .conftest import Raw, connect, make_java_table
 
 
 def pymysql_pool(url: str, **kw) -> PooledDB:
@@ -330,3 +330,56 @@ def test_value_written_by_one_store_is_read_by_the_java_query(store, raw):
     got = raw.query("SELECT state_data FROM {t} WHERE session_id = %s AND state_key = %s ORDER BY item_index",
                     ("u:s", "memory"))
     assert [r[0] for r in got] == ['{"n":0}', '{"n":1}', '{"n":2}']
+
+
+# ---- the reserved suffix on a case-insensitive table --------------------------------------
+
+
+
+@pytest.fixture
+def java_table(url, database):
+    make_java_table(url, database)
+    with pytest.warns(Warning):
+        store = MysqlAgentStateStore.from_url(url, database_name=database)
+    raw = Raw(url, database)
+    yield store, raw
+    raw.close()
+    store.close()
+
+
+def test_hash_suffix_in_any_case_is_refused_on_a_case_insensitive_table(java_table):
+    store, raw = java_table
+    store.save_list("u", "s", "memory", [1, 2])
+    for key in ("memory:_HASH", "memory:_Hash", "memory:_hásh"):
+        with pytest.raises(ValueError, match="reserved for list hash rows"):
+            store.save("u", "s", key, {"x": 1})
+        with pytest.raises(ValueError, match="reserved"):
+            store.get("u", "s", key)
+    assert store.get_list("u", "s", "memory") == [1, 2]
+    assert len(raw.rows("u:s")) == 3
+
+
+def test_hash_suffix_case_variants_are_ordinary_keys_on_an_exact_table(store):
+    store.save("u", "s", "memory:_HASH", 1)
+    store.save_list("u", "s", "memory", [1])
+    assert store.get("u", "s", "memory:_HASH") == 1
+
+
+# ---- compare-and-set on a table whose version column was added ----------------------------
+
+
+def test_cas_on_rows_written_without_a_version(java_table):
+    store, raw = java_table
+    # rows as the Java store (or a table that got the column later) leaves them: version 0
+    raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data) VALUES ('u:s','plan',0,'{\"a\":1}')")
+    assert store.get_versioned("u", "s", "plan") == ({"a": 1}, 1)
+    assert store.save_if_version("u", "s", "plan", {"a": 2}, 0) == UNVERSIONED
+    assert store.save_if_version("u", "s", "plan", {"a": 2}, 1) == 2
+    assert store.save_if_version("u", "s", "plan", {"a": 3}, 1) == UNVERSIONED
+    assert store.get_versioned("u", "s", "plan") == ({"a": 2}, 2)
+    # a writer that does not know the column inserts later: still version >= 1, still CAS-able
+    raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data) VALUES ('u:s','late',0,'1')")
+    value, version = store.get_versioned("u", "s", "late")
+    assert (value, version) == (1, 1)
+    assert store.save_if_version("u", "s", "late", 2, version) == 2
+    assert raw.query("SELECT version FROM {t} WHERE state_key='late'") == [(2,)]

@@ -52,3 +52,28 @@ def test_small_max_allowed_packet_batches_lists_and_refuses_single_values(small_
     store.close()
     report("sizes: 60 items of ~23 KB saved through a 64 KB max_allowed_packet in batches; "
            "a 70 KB value refused with its size and the limit, nothing written")
+
+
+# ---- batches sized by the bytes actually sent ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_packet_url():
+    server = private_server("--max-allowed-packet=65536")
+    yield server.url
+    server.stop()
+
+
+def test_batches_count_the_escaping_of_ids(small_packet_url):
+    store = MysqlAgentStateStore.from_url(small_packet_url, database_name="esc", create_if_not_exist=True)
+    raw = Raw(small_packet_url, "esc")
+    try:
+        user, session, key = "u\\'\"", "s" + "\\'" * 100, "k" + "'\\\n" * 70
+        items = [{"i": i, "t": "x" * 880} for i in range(200)]
+        store.save_list(user, session, key, items)
+        assert store.append_list(user, session, key, items[:100]) == 300
+        sid = f"{user}:{session}"
+        assert check_list_rows(raw, sid, key) == items + items[:100]
+    finally:
+        raw.close()
+        store.close()

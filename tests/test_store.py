@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import datetime as dt
 import threading
 import uuid
@@ -435,3 +436,38 @@ def test_get_prefix_reads_one_key_range_of_values(store):
     assert store.get_prefix("u", "nope", "ns/") == {}
     with pytest.raises(TypeError, match="prefix"):
         store.get_prefix("u", "s", 5)
+
+
+# ---- values that would change silently --------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_nan_and_infinities_are_refused_naming_the_key_and_item(store, raw, bad):
+    with pytest.raises(ValueError, match="key 'k'"):
+        store.save("u", "s", "k", {"x": [1, bad]})
+    with pytest.raises(ValueError, match="item 1 of list 'm'"):
+        store.save_list("u", "s", "m", [{"ok": None}, {"score": bad}])
+    with pytest.raises(ValueError, match="item 0 of list 'm'"):
+        store.append_list("u", "s", "m", [bad])
+    with pytest.raises(ValueError, match="key 'v'"):
+        store.save_many("u", "s", values={"v": bad}, lists={"l": [1]})
+    assert raw.rows("u:s") == []
+    store.save_list("u", "s", "m", [None, {"a": None}, 1.5])  # null itself is fine
+    assert store.get_list("u", "s", "m") == [None, {"a": None}, 1.5]
+
+
+def test_a_nan_in_a_changed_item_of_a_warm_list_is_refused(store, raw):
+    store.save_list("u", "s", "m", [{"a": None}, {"b": 1}])
+    with pytest.raises(ValueError, match="item 1 of list 'm'"):
+        store.save_list("u", "s", "m", [{"a": None}, {"b": math.nan}])
+    assert store.get_list("u", "s", "m") == [{"a": None}, {"b": 1}]
+
+
+@pytest.mark.parametrize("bad", [{"a": 1}, "abc", b"abc", 5])
+def test_a_mapping_str_or_bytes_is_not_a_list(store, raw, bad):
+    with pytest.raises(TypeError, match="items must be a list"):
+        store.append_list("u", "s", "m", bad)
+    with pytest.raises(TypeError, match="values must be a list"):
+        store.save_list("u", "s", "m", bad)
+    assert raw.rows("u:s") == []
+    assert store.append_list("u", "s", "m", (x for x in [1, 2])) == 2  # other iterables still work

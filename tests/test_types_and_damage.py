@@ -17,6 +17,8 @@ from mysql_state import (
     WrongTypeError,
 )
 
+from .test_faults import check_list_rows
+
 ITEMS = [{"role": "user", "text": "a"}, {"role": "assistant", "text": "b"}, {"role": "user", "text": "c"}]
 
 
@@ -165,3 +167,53 @@ def test_a_list_of_one_item_is_still_a_list(store, raw):
     assert store.append_list("u", "s", "java", ["next"]) == 2
     assert store.get_list("u", "s", "java") == ["only", "next"]
     assert store.pop_list("u", "s", "java") == "next"
+
+
+# ---- a list with a missing item row --------------------------------------------------------
+
+
+@pytest.mark.parametrize("lost", [1, 3])
+def test_a_missing_item_row_is_a_typed_error_and_a_full_save_repairs_it(url, database, store, raw, lost):
+    store.save_list("u", "s", "m", ["a", "b", "c", "d"])
+    raw.execute("DELETE FROM {t} WHERE session_id='u:s' AND state_key='m' AND item_index=%s", (lost,))
+    with pytest.raises(CorruptStateError) as err:
+        store.get_list("u", "s", "m")
+    assert err.value.session_id == "u:s" and err.value.key == "m" and "4 items" in str(err.value)
+    with pytest.raises(CorruptStateError):
+        store.get_list("u", "s", "m", offset=-4)
+    assert store.list_length("u", "s", "m") == 4  # and get_list refuses to disagree with it
+    fresh = MysqlAgentStateStore.from_url(url, database_name=database)
+    try:
+        plan = fresh.save_list_report("u", "s", "m", ["a", "b", "c", "d"])
+        assert plan.kind == "rewrite"
+        assert check_list_rows(raw, "u:s", "m") == ["a", "b", "c", "d"]
+        assert fresh.get_list("u", "s", "m") == ["a", "b", "c", "d"]
+    finally:
+        fresh.close()
+
+
+def test_windows_still_read_when_the_damage_is_elsewhere(store, raw):
+    store.save_list("u", "s", "m", list(range(10)))
+    raw.execute("DELETE FROM {t} WHERE session_id='u:s' AND state_key='m' AND item_index=2")
+    assert store.get_list("u", "s", "m", offset=5, limit=3) == [5, 6, 7]
+    assert store.get_list("u", "s", "m", offset=-3) == [7, 8, 9]
+    with pytest.raises(CorruptStateError):
+        store.get_list("u", "s", "m", offset=1, limit=3)
+
+
+# ---- unreadable rows -----------------------------------------------------------------------
+
+
+def test_unreadable_rows_raise_corrupt_state_naming_the_row(store, raw):
+    store.save("u", "s", "v", {"a": 1})
+    store.save_list("u", "s", "m", [1, 2, 3])
+    raw.execute("UPDATE {t} SET state_data='{\"a\": 1' WHERE state_key='v'")
+    raw.execute("UPDATE {t} SET state_data='[1,' WHERE state_key='m' AND item_index=2")
+    with pytest.raises(CorruptStateError) as err:
+        store.get("u", "s", "v")
+    assert (err.value.session_id, err.value.key, err.value.index) == ("u:s", "v", 0)
+    assert isinstance(err.value, MysqlStateError)
+    with pytest.raises(CorruptStateError) as err:
+        store.get_list("u", "s", "m")
+    assert (err.value.key, err.value.index) == ("m", 2) and "item_index 2" in str(err.value)
+    assert store.get_list("u", "s", "m", limit=2) == [1, 2]

@@ -1,0 +1,176 @@
+"""A key is a value or a list, never both: writers of one key racing each other.
+
+Races hold a writer mid-transaction at the driver level: a thread named ``held`` pauses just
+before its first INSERT (its transaction open, the list's hash row locked) until released, so
+the racing call starts in between and the INSERT lands behind its scan.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pymysql
+import pytest
+
+from mysql_state import MysqlAgentStateStore, UNVERSIONED
+
+from .conftest import in_thread
+from .test_faults import check_list_rows
+
+# ---- a writer held mid-transaction ----------------------------------------------------------
+
+_HOLD = {"event": None, "reached": None}
+_real_execute = pymysql.cursors.Cursor.execute
+
+
+def _held_execute(self, query, args=None):
+    if threading.current_thread().name == "held" and query.lstrip().upper().startswith("INSERT"):
+        if not _HOLD["reached"].is_set():
+            _HOLD["reached"].set()
+            _HOLD["event"].wait(10)
+    return _real_execute(self, query, args)
+
+
+@pytest.fixture
+def hold(monkeypatch):
+    """``hold(fn)`` runs fn in a thread paused before its first INSERT; returns the release event."""
+    monkeypatch.setattr(pymysql.cursors.Cursor, "execute", _held_execute)
+    threads = []
+
+    def start(fn):
+        _HOLD["event"], _HOLD["reached"] = threading.Event(), threading.Event()
+        errors: list = []
+
+        def run():
+            try:
+                fn()
+            except BaseException as exc:  # noqa: BLE001 - re-raised by join()
+                errors.append(exc)
+
+        t = threading.Thread(target=run, name="held")
+        t.start()
+        assert _HOLD["reached"].wait(10), "the held writer never reached its INSERT"
+        threads.append((t, errors))
+        return _HOLD["event"]
+
+    yield start
+    for t, errors in threads:
+        _HOLD["event"].set()
+        t.join(10)
+        assert not errors, errors
+
+
+@pytest.fixture
+def other(url, database, store):
+    s = MysqlAgentStateStore.from_url(url, database_name=database)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def cold(url, database, store):
+    """A writer that never saw the list (another process): it locks the hash row, then inserts."""
+    s = MysqlAgentStateStore.from_url(url, database_name=database)
+    yield s
+    s.close()
+
+
+# ---- deletes and value saves racing list writers ----------------------------------------
+
+
+def test_delete_session_racing_an_append_leaves_no_orphan(store, other, cold, raw, hold):
+    store.save_list("u", "s", "m", list(range(5)))
+    release = hold(lambda: cold.append_list("u", "s", "m", [5, 6]))
+    deleting = in_thread(lambda: other.delete("u", "s"))
+    time.sleep(0.3)  # the delete is now waiting on the held writer's locks
+    release.set()
+    deleting()
+    assert raw.rows("u:s") == []
+    assert not other.exists("u", "s") and not store.exists("u", "s")
+
+
+def test_delete_key_racing_a_growing_save_list_leaves_no_orphan(store, other, cold, raw, hold):
+    store.save_list("u", "s", "m", list(range(5)))
+    store.save("u", "s", "keep", 1)
+    release = hold(lambda: cold.save_list("u", "s", "m", list(range(8))))
+    deleting = in_thread(lambda: other.delete("u", "s", "m"))
+    time.sleep(0.3)
+    release.set()
+    deleting()
+    assert [r[1] for r in raw.rows("u:s")] == ["keep"]
+    assert other.get_list("u", "s", "m") == []
+
+
+def test_save_of_a_value_racing_an_append_leaves_a_value_only(store, other, cold, raw, hold):
+    store.save_list("u", "s", "m", ["o0", "o1"])
+    release = hold(lambda: cold.append_list("u", "s", "m", ["n0", "n1"]))
+    saving = in_thread(lambda: other.save("u", "s", "m", {"now": "a value"}))
+    time.sleep(0.3)
+    release.set()
+    saving()
+    assert [(r[1], r[2]) for r in raw.rows("u:s")] == [("m", 0)]
+    assert store.get("u", "s", "m") == {"now": "a value"}
+
+
+def test_a_warm_one_statement_append_racing_a_delete_is_whole_or_gone(store, other, raw, monkeypatch):
+    """The warm writer appends in ONE statement; paused right after it (locks held), a delete
+    waits for its COMMIT and then removes everything."""
+    store.save_list("u", "s", "m", list(range(5)))
+    reached, release = threading.Event(), threading.Event()
+    real = pymysql.connections.Connection.commit
+
+    def held_commit(con):
+        if threading.current_thread().name == "held":
+            reached.set()
+            release.wait(10)
+        return real(con)
+
+    monkeypatch.setattr(pymysql.connections.Connection, "commit", held_commit)
+    writer = threading.Thread(target=lambda: store.append_list("u", "s", "m", [5, 6]), name="held")
+    writer.start()
+    assert reached.wait(10)
+    deleting = in_thread(lambda: other.delete("u", "s"))
+    time.sleep(0.3)
+    release.set()
+    writer.join(10)
+    deleting()
+    assert raw.rows("u:s") == []
+
+
+def test_append_after_a_value_replaced_the_list_starts_a_new_list(store, raw):
+    store.save_list("u", "s", "m", [1, 2, 3])
+    store.save("u", "s", "m", "v")
+    assert raw.rows("u:s") == [("u:s", "m", 0, '"v"', raw.rows("u:s")[0][4])]
+    store.save_list("u", "s", "m", [7])
+    assert store.get_list("u", "s", "m") == [7]
+    assert check_list_rows(raw, "u:s", "m") == [7]
+
+
+# ---- compare-and-set over a list ----------------------------------------------------------
+
+
+def test_save_if_version_over_a_list_replaces_the_whole_list(store, raw):
+    store.save_list("u", "s", "k", ["a", "b"])
+    value, version = store.get_versioned("u", "s", "k")
+    assert value == "a" and version >= 1  # row 0, as the Java store reads it, and the list's version
+    assert store.get("u", "s", "k") == "a"
+    assert store.save_if_version("u", "s", "k", "X", 0) == UNVERSIONED  # not absent
+    assert store.save_if_version("u", "s", "k", "X", version + 7) == UNVERSIONED
+    assert raw.rows("u:s")[-1][1] == "k:_hash"  # nothing changed
+    new = store.save_if_version("u", "s", "k", "X", version)
+    assert new > version
+    assert [(r[1], r[2], r[3]) for r in raw.rows("u:s")] == [("k", 0, '"X"')]
+    assert store.get_versioned("u", "s", "k") == ("X", new)
+    # a list saved again is exactly that list, not "unchanged" over a value
+    assert store.save_list_report("u", "s", "k", ["a", "b"]).kind == "rewrite"
+    assert check_list_rows(raw, "u:s", "k") == ["a", "b"]
+
+
+def test_versions_keep_growing_across_value_and_list(store):
+    v1 = store.save_if_version("u", "s", "k", 1, 0)
+    v2 = store.save_if_version("u", "s", "k", 2, v1)
+    assert (v1, v2) == (1, 2)
+    store.save_list("u", "s", "k", [1, 2])
+    store.save("u", "s", "k", 3)
+    assert store.get_versioned("u", "s", "k").version > v2
