@@ -3,9 +3,13 @@
 The Python port of AgentScope Java's ``MysqlAgentStateStore``: one table, a generic
 key / item-index store, incremental lists with change detection.
 
+``url`` is ``mysql://user:password@host:port/database``:
+
 >>> from mysql_state import MysqlAgentStateStore
->>> store = MysqlAgentStateStore.from_url("mysql://root@127.0.0.1:3306/agentscope",
-...                                       create_if_not_exist=True)  # doctest: +SKIP
+>>> with MysqlAgentStateStore.from_url(url, create_if_not_exist=True) as store:
+...     store.save_list("alice", "chat-1", "memory", [{"role": "user", "text": "hi"}])
+...     store.append_list("alice", "chat-1", "memory", [{"role": "assistant", "text": "hello"}])
+2
 """
 
 from .errors import (

@@ -19,8 +19,26 @@ changes in one :meth:`~mysql_state.store.MysqlAgentStateStore.transaction`, whos
 what they read: concurrent appends lose no event and no shared key, and a writer holding a
 session superseded in storage gets ADK's ``StaleSessionError``.
 
->>> service = MysqlSessionService.from_url("mysql://u:pw@db/adk", create_tables=True)  # doctest: +SKIP
->>> runner = Runner(agent=agent, app_name="app", session_service=service)  # doctest: +SKIP
+A turn of a real agent (``model`` is any ADK model; the test gives an offline one that answers
+"hello"); the events are in the store:
+
+>>> from google.adk.agents import LlmAgent
+>>> from google.adk.runners import Runner
+>>> from google.genai import types
+>>> async def turn(text):
+...     service = MysqlSessionService.from_url(url, create_tables=True)
+...     try:
+...         runner = Runner(agent=LlmAgent(name="bot", model=model), app_name="app", session_service=service)
+...         await service.create_session(app_name="app", user_id="alice", session_id="chat-1")
+...         message = types.Content(role="user", parts=[types.Part(text=text)])
+...         async for _ in runner.run_async(user_id="alice", session_id="chat-1", new_message=message):
+...             pass
+...         session = await service.get_session(app_name="app", user_id="alice", session_id="chat-1")
+...         return [event.content.parts[0].text for event in session.events]
+...     finally:
+...         await service.close()
+>>> asyncio.run(turn("hi"))
+['hi', 'hello']
 """
 
 from __future__ import annotations
@@ -138,8 +156,12 @@ class MysqlSessionService(BaseSessionService):
     ``store`` is an :class:`~mysql_state.aio.AsyncMysqlAgentStateStore` or a
     :class:`~mysql_state.store.MysqlAgentStateStore`.
 
-    >>> service = MysqlSessionService(store)  # doctest: +SKIP
-    >>> session = await service.create_session(app_name="app", user_id="alice")  # doctest: +SKIP
+    >>> service = MysqlSessionService(store)
+    >>> session = asyncio.run(service.create_session(app_name="app", user_id="bob", state={"user:lang": "en"}))
+    >>> asyncio.run(service.get_session(app_name="app", user_id="bob", session_id=session.id)).state
+    {'user:lang': 'en'}
+    >>> [s.id for s in asyncio.run(service.list_sessions(app_name="app", user_id="bob")).sessions] == [session.id]
+    True
     """
 
     def __init__(self, store: AnyStore) -> None:

@@ -8,11 +8,21 @@ messages' JSON, so in-place growth of the last message, a resumed reply under th
 compression that replaces the context with its tail are all found from the content, never from
 ``summary``); every other field is one value, overwritten on each save.
 
->>> store = AsyncMysqlAgentStateStore.from_url(url, create_if_not_exist=True)  # doctest: +SKIP
+A turn: load the state, let the agent reply, save (``model`` is any AgentScope chat model). A
+new agent on the loaded state, as after a restart, writes only the new turn's messages:
+
+>>> from agentscope.agent import Agent
+>>> from agentscope.message import UserMsg
 >>> repo = AgentStateRepository(store)
->>> agent = Agent(..., state=await repo.load("alice", "chat-1"))
->>> await agent.reply(UserMsg("alice", "hi"))
->>> await repo.save("alice", "chat-1", agent.state)
+>>> async def turn(text):
+...     agent = Agent(name="bot", system_prompt="Be brief.", model=model,
+...                   state=await repo.load("alice", "chat-1"))
+...     await agent.reply(UserMsg("alice", text))
+...     return await repo.save("alice", "chat-1", agent.state)
+>>> print(asyncio.run(turn("hi")))
+rewrite: 2 of 2 message rows + 1 state row
+>>> print(asyncio.run(turn("and again")))
+append: 2 of 4 message rows + 1 state row
 """
 
 from __future__ import annotations
@@ -73,9 +83,12 @@ class AgentStateRepository:
     ``store`` is an :class:`AsyncMysqlAgentStateStore` (a sync store is wrapped). The
     saved state loads back equal: ``model_dump(mode="json")`` is identical.
 
-    >>> repo = AgentStateRepository(store)  # doctest: +SKIP
-    >>> state = await repo.load("alice", "chat-1")  # doctest: +SKIP
-    >>> report = await repo.save("alice", "chat-1", state)  # doctest: +SKIP
+    >>> repo = AgentStateRepository(store)  # a sync store is wrapped
+    >>> state = asyncio.run(repo.load("alice", "repo-1"))
+    >>> asyncio.run(repo.save("alice", "repo-1", state)).version
+    1
+    >>> asyncio.run(repo.load("alice", "repo-1")).model_dump(mode="json") == state.model_dump(mode="json")
+    True
     """
 
     def __init__(
@@ -96,7 +109,10 @@ class AgentStateRepository:
     async def load(self, user_id: Optional[str], session_id: str) -> AgentState:
         """The stored state, or a fresh ``AgentState(session_id=session_id)``.
 
-        >>> agent = Agent(name="bot", ..., state=await repo.load("alice", "chat-1"))  # doctest: +SKIP
+        >>> repo = AgentStateRepository(store)
+        >>> state = asyncio.run(repo.load("alice", "load-1"))  # nothing saved yet: a fresh state
+        >>> state.session_id, state.context
+        ('load-1', [])
         """
         return (await self.load_versioned(user_id, session_id))[0]
 
@@ -104,8 +120,13 @@ class AgentStateRepository:
         """The state and its version (0 for a fresh state), read in ONE statement (one
         snapshot: never the new context with the old rest); save with ``expected_version``.
 
-        >>> state, version = await repo.load_versioned("alice", "chat-1")  # doctest: +SKIP
-        >>> await repo.save("alice", "chat-1", state, expected_version=version)  # doctest: +SKIP
+        >>> repo = AgentStateRepository(store)
+        >>> async def edit():
+        ...     state, version = await repo.load_versioned("alice", "versioned-1")
+        ...     state.summary = "greeted"
+        ...     return (await repo.save("alice", "versioned-1", state, expected_version=version)).version
+        >>> asyncio.run(edit()), asyncio.run(edit())
+        (1, 2)
         """
         found = await self.store.get_many(
             user_id, session_id, values=[self.state_key], lists=[self.context_key], versioned=True
@@ -127,9 +148,17 @@ class AgentStateRepository:
         ``version``) it raises :class:`StaleStateError` and writes nothing when another save
         landed in between; without it the last writer wins.
 
-        >>> report = await repo.save("alice", "chat-1", agent.state)  # doctest: +SKIP
-        >>> report.context.kind, report.context.rows_written  # doctest: +SKIP
-        ('append', 2)
+        >>> from agentscope.message import UserMsg
+        >>> repo = AgentStateRepository(store)
+        >>> state = asyncio.run(repo.load("alice", "save-1"))
+        >>> state.context.append(UserMsg("alice", "hi"))
+        >>> report = asyncio.run(repo.save("alice", "save-1", state))
+        >>> report.context.kind, report.context.rows_written
+        ('rewrite', 1)
+        >>> state.context.append(UserMsg("alice", "and more"))
+        >>> report = asyncio.run(repo.save("alice", "save-1", state))
+        >>> report.context.kind, report.context.rows_written
+        ('append', 1)
         """
         if not isinstance(state, AgentState):
             raise TypeError(f"state must be an agentscope AgentState, got {type(state).__name__}")
@@ -147,7 +176,12 @@ class AgentStateRepository:
     async def delete(self, user_id: Optional[str], session_id: str) -> None:
         """Forget the state (only this repository's two keys; other keys stay).
 
-        >>> await repo.delete("alice", "chat-1")  # doctest: +SKIP
+        >>> repo = AgentStateRepository(store)
+        >>> state = asyncio.run(repo.load("alice", "delete-1"))
+        >>> _ = asyncio.run(repo.save("alice", "delete-1", state))
+        >>> asyncio.run(repo.delete("alice", "delete-1"))
+        >>> asyncio.run(repo.exists("alice", "delete-1"))
+        False
         """
         keys.pack(user_id, session_id)  # refused before any connection
 
@@ -160,7 +194,11 @@ class AgentStateRepository:
     async def exists(self, user_id: Optional[str], session_id: str) -> bool:
         """True when a state was saved for the session.
 
-        >>> await repo.exists("alice", "chat-1")  # doctest: +SKIP
+        >>> repo = AgentStateRepository(store)
+        >>> asyncio.run(repo.exists("alice", "exists-1"))
+        False
+        >>> _ = asyncio.run(repo.save("alice", "exists-1", asyncio.run(repo.load("alice", "exists-1"))))
+        >>> asyncio.run(repo.exists("alice", "exists-1"))
         True
         """
         return (await self.store.get_versioned(user_id, session_id, self.state_key)).version > 0
@@ -168,7 +206,9 @@ class AgentStateRepository:
     async def list_sessions(self, user_id: Optional[str]) -> set[str]:
         """The user's session ids (every session with rows in the store).
 
-        >>> await repo.list_sessions("alice")  # doctest: +SKIP
+        >>> repo = AgentStateRepository(store)
+        >>> _ = asyncio.run(repo.save("bob", "chat-1", asyncio.run(repo.load("bob", "chat-1"))))
+        >>> asyncio.run(repo.list_sessions("bob"))
         {'chat-1'}
         """
         return await self.store.list_session_ids(user_id)
@@ -200,8 +240,17 @@ def _app_storage_class() -> type:
         :class:`AgentStateRepository`, keyed by the session's owner and id, so a chat turn
         writes only the messages that changed. The SQL row keeps a stub state.
 
-        >>> storage = MysqlStateAppStorage("mysql+aiomysql://u:pw@host/app", store)  # doctest: +SKIP
-        >>> app = create_app(storage=storage, message_bus=..., workspace_manager=...)  # doctest: +SKIP
+        Give it to the app as ``create_app(storage=storage, ...)``; ``app_url`` is AgentScope's
+        SQLAlchemy URL (here ``mysql+aiomysql://``, the store's database):
+
+        >>> from agentscope.app.storage import SessionConfig
+        >>> from mysql_state.agentscope import MysqlStateAppStorage
+        >>> async def new_session():
+        ...     async with MysqlStateAppStorage(app_url, store) as storage:
+        ...         rec = await storage.upsert_session("alice", "agent-1", SessionConfig(workspace_id="w1"))
+        ...         return await storage.repo.exists("alice", rec.id)
+        >>> asyncio.run(new_session())  # the new session's (fresh) state is in the store
+        True
         """
 
         def __init__(

@@ -11,11 +11,20 @@ environment with 2.x: both are imported as ``agentscope``).
   writes every change through to the store: ``add`` appends rows, a mark update rewrites only
   the messages it touched, and a new process picks the memory up where it was.
 
->>> store = AsyncMysqlAgentStateStore.from_url(url, create_if_not_exist=True)  # doctest: +SKIP
+A turn of a real agent (``model`` is any AgentScope 1.x chat model; the test gives an offline
+one that answers "hello"); its memory is written through, one row per message:
+
+>>> from agentscope.agent import ReActAgent
+>>> from agentscope.formatter import OpenAIChatFormatter
 >>> memory = MysqlMemory(store, user_id="alice", session_id="chat-1")
->>> agent = ReActAgent(name="bot", ..., memory=memory)
->>> session = MysqlSession(store)
->>> await session.save_session_state("chat-1", user_id="alice", agent=agent)
+>>> agent = ReActAgent(name="bot", sys_prompt="Be brief.", model=model, formatter=OpenAIChatFormatter(),
+...                    memory=memory)
+>>> agent.set_console_output_enabled(False)
+>>> asyncio.run(agent(Msg("alice", "hi", "user"))).get_text_content()
+'hello'
+>>> store.list_length("alice", "chat-1", memory.key)
+2
+>>> asyncio.run(MysqlSession(store).save_session_state("chat-1", user_id="alice", agent=agent))
 """
 
 from __future__ import annotations
@@ -65,9 +74,14 @@ class MysqlSession(SessionBase):
     ``load_session_state`` loads the saved modules that are passed (strict, as JSONSession),
     and raises ``ValueError`` for a missing session when ``allow_not_exist`` is False.
 
-    >>> session = MysqlSession(store)  # doctest: +SKIP
-    >>> await session.save_session_state("chat-1", user_id="alice", agent=agent)  # doctest: +SKIP
-    >>> await session.load_session_state("chat-1", user_id="alice", agent=agent)  # doctest: +SKIP
+    >>> session = MysqlSession(store)
+    >>> notes = InMemoryMemory()
+    >>> asyncio.run(notes.add(Msg("alice", "hi", "user")))
+    >>> asyncio.run(session.save_session_state("session-1", user_id="alice", notes=notes))
+    >>> restored = InMemoryMemory()
+    >>> asyncio.run(session.load_session_state("session-1", user_id="alice", notes=restored))
+    >>> [m.content for m in asyncio.run(restored.get_memory())]
+    ['hi']
     """
 
     def __init__(self, store: AsyncMysqlAgentStateStore | MysqlAgentStateStore, *, key: str = SESSION_KEY) -> None:
@@ -80,7 +94,11 @@ class MysqlSession(SessionBase):
     async def save_session_state(self, session_id: str, user_id: str = "", **state_modules_mapping: StateModule) -> None:
         """Save the modules' ``state_dict()``; memories go to lists, written incrementally.
 
-        >>> await session.save_session_state("chat-1", user_id="alice", agent=agent)  # doctest: +SKIP
+        >>> session, notes = MysqlSession(store), InMemoryMemory()
+        >>> asyncio.run(notes.add([Msg("alice", "hi", "user"), Msg("bot", "hello", "assistant")]))
+        >>> asyncio.run(session.save_session_state("session-2", user_id="alice", notes=notes))
+        >>> store.list_length("alice", "session-2", session.key + ".notes")  # the memory: a list
+        2
         """
         uid = _user(user_id)
         lists: dict[str, list] = {}
@@ -111,7 +129,12 @@ class MysqlSession(SessionBase):
     ) -> None:
         """Load the saved state into the modules passed (by name).
 
-        >>> await session.load_session_state("chat-1", user_id="alice", agent=agent)  # doctest: +SKIP
+        >>> session, notes = MysqlSession(store), InMemoryMemory()
+        >>> asyncio.run(session.load_session_state("session-3", user_id="alice", notes=notes))  # none: fine
+        >>> asyncio.run(session.load_session_state("session-3", user_id="alice", allow_not_exist=False, notes=notes))
+        Traceback (most recent call last):
+            ...
+        ValueError: Failed to load session state for session 'session-3' (user 'alice'): it does not exist.
         """
         uid = _user(user_id)
         saved = await self.store.get(uid, session_id, self.key)
@@ -142,9 +165,10 @@ class MysqlMemory(InMemoryMemory):
     ``InMemoryMemory.state_dict()``); the compressed summary is the value ``key + ".summary"``.
     The stored memory is read on first use, so a new process continues the conversation.
 
-    >>> memory = MysqlMemory(store, user_id="alice", session_id="chat-1")  # doctest: +SKIP
-    >>> await memory.add(Msg("alice", "hi", "user"))  # doctest: +SKIP
-    >>> await memory.size()  # doctest: +SKIP
+    >>> memory = MysqlMemory(store, user_id="alice", session_id="memory-1")
+    >>> asyncio.run(memory.add(Msg("alice", "hi", "user")))
+    >>> later = MysqlMemory(store, user_id="alice", session_id="memory-1")  # e.g. in a new process
+    >>> asyncio.run(later.size())
     1
     """
 
@@ -189,7 +213,15 @@ class MysqlMemory(InMemoryMemory):
     async def reload(self) -> None:
         """Drop the local copy and read the stored memory again.
 
-        >>> await memory.reload()  # doctest: +SKIP
+        >>> memory = MysqlMemory(store, user_id="alice", session_id="reload-1")
+        >>> other = MysqlMemory(store, user_id="alice", session_id="reload-1")
+        >>> asyncio.run(other.add(Msg("alice", "hi", "user")))
+        >>> asyncio.run(memory.size()), asyncio.run(other.size())
+        (1, 1)
+        >>> asyncio.run(other.add(Msg("alice", "more", "user")))
+        >>> asyncio.run(memory.reload())
+        >>> asyncio.run(memory.size())
+        2
         """
         self._loaded = False
         await self._load()
@@ -199,7 +231,13 @@ class MysqlMemory(InMemoryMemory):
     async def add(self, memories: Msg | list[Msg] | None, marks: str | list[str] | None = None, **kwargs: Any) -> None:
         """Add messages (skipping ids already present, as ``InMemoryMemory``); appends rows.
 
-        >>> await memory.add([msg1, msg2], marks="hint")  # doctest: +SKIP
+        >>> memory = MysqlMemory(store, user_id="alice", session_id="add-1")
+        >>> asyncio.run(memory.add([Msg("alice", "hi", "user"), Msg("bot", "hello", "assistant")], marks="hint"))
+        >>> memory.last_plan.kind, memory.last_plan.rows_written
+        ('rewrite', 2)
+        >>> asyncio.run(memory.add(Msg("alice", "bye", "user")))
+        >>> memory.last_plan.kind, memory.last_plan.rows_written
+        ('append', 1)
         """
         await self._load()
         await super().add(memories, marks, **kwargs)
@@ -208,7 +246,11 @@ class MysqlMemory(InMemoryMemory):
     async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
         """Delete messages by id; returns how many.
 
-        >>> await memory.delete([msg1.id])  # doctest: +SKIP
+        >>> memory, msg = MysqlMemory(store, user_id="alice", session_id="delete-1"), Msg("alice", "hi", "user")
+        >>> asyncio.run(memory.add([msg, Msg("alice", "more", "user")]))
+        >>> asyncio.run(memory.delete([msg.id]))
+        1
+        >>> store.list_length("alice", "delete-1", memory.key)
         1
         """
         await self._load()
@@ -220,8 +262,11 @@ class MysqlMemory(InMemoryMemory):
     async def delete_by_mark(self, mark: str | list[str], *args: Any, **kwargs: Any) -> int:
         """Delete the messages carrying any of the marks; returns how many.
 
-        >>> await memory.delete_by_mark("hint")  # doctest: +SKIP
-        0
+        >>> memory = MysqlMemory(store, user_id="alice", session_id="delete-mark-1")
+        >>> asyncio.run(memory.add(Msg("alice", "hi", "user"), marks="hint"))
+        >>> asyncio.run(memory.add(Msg("alice", "more", "user")))
+        >>> asyncio.run(memory.delete_by_mark("hint"))
+        1
         """
         await self._load()
         n = await super().delete_by_mark(mark, *args, **kwargs)
@@ -234,7 +279,11 @@ class MysqlMemory(InMemoryMemory):
     ) -> int:
         """Add/replace/remove a mark; only the messages it changed are rewritten.
 
-        >>> await memory.update_messages_mark("compressed", msg_ids=[msg1.id])  # doctest: +SKIP
+        >>> memory, msg = MysqlMemory(store, user_id="alice", session_id="mark-1"), Msg("alice", "hi", "user")
+        >>> asyncio.run(memory.add([msg, Msg("alice", "more", "user")]))
+        >>> asyncio.run(memory.update_messages_mark("compressed", msg_ids=[msg.id]))
+        1
+        >>> memory.last_plan.rows_written  # the one message whose mark changed
         1
         """
         await self._load()
@@ -245,7 +294,9 @@ class MysqlMemory(InMemoryMemory):
     async def size(self) -> int:
         """Number of messages.
 
-        >>> await memory.size()  # doctest: +SKIP
+        >>> memory = MysqlMemory(store, user_id="alice", session_id="size-1")
+        >>> asyncio.run(memory.add([Msg("alice", "hi", "user"), Msg("bot", "hello", "assistant")]))
+        >>> asyncio.run(memory.size())
         2
         """
         await self._load()
@@ -254,7 +305,11 @@ class MysqlMemory(InMemoryMemory):
     async def clear(self) -> None:
         """Remove every message (the summary stays, as in ``InMemoryMemory``).
 
-        >>> await memory.clear()  # doctest: +SKIP
+        >>> memory = MysqlMemory(store, user_id="alice", session_id="clear-1")
+        >>> asyncio.run(memory.add(Msg("alice", "hi", "user")))
+        >>> asyncio.run(memory.clear())
+        >>> store.list_length("alice", "clear-1", memory.key)
+        0
         """
         await self._load()
         await super().clear()
@@ -265,7 +320,11 @@ class MysqlMemory(InMemoryMemory):
     ) -> list[Msg]:
         """The messages, filtered by marks, with the summary first (as ``InMemoryMemory``).
 
-        >>> await memory.get_memory(exclude_mark="compressed")  # doctest: +SKIP
+        >>> memory = MysqlMemory(store, user_id="alice", session_id="get-1")
+        >>> asyncio.run(memory.add(Msg("alice", "old", "user"), marks="compressed"))
+        >>> asyncio.run(memory.add(Msg("alice", "new", "user")))
+        >>> [m.content for m in asyncio.run(memory.get_memory(exclude_mark="compressed"))]
+        ['new']
         """
         await self._load()
         return await super().get_memory(mark, exclude_mark, prepend_summary, **kwargs)
@@ -273,7 +332,10 @@ class MysqlMemory(InMemoryMemory):
     async def update_compressed_summary(self, summary: str) -> None:
         """Set the compressed summary (one value row).
 
-        >>> await memory.update_compressed_summary("we talked about MySQL")  # doctest: +SKIP
+        >>> memory = MysqlMemory(store, user_id="alice", session_id="summary-1")
+        >>> asyncio.run(memory.update_compressed_summary("we talked about MySQL"))
+        >>> store.get("alice", "summary-1", memory.summary_key)
+        'we talked about MySQL'
         """
         await self._load()
         await super().update_compressed_summary(summary)
@@ -283,7 +345,15 @@ class MysqlMemory(InMemoryMemory):
         """Replace the content (e.g. from a session); written to the store on the next change
         or :meth:`flush`.
 
-        >>> memory.load_state_dict(saved["memory"])  # doctest: +SKIP
+        >>> source = InMemoryMemory()
+        >>> asyncio.run(source.add(Msg("alice", "hi", "user")))
+        >>> memory = MysqlMemory(store, user_id="alice", session_id="load-1")
+        >>> memory.load_state_dict(source.state_dict())
+        >>> store.list_length("alice", "load-1", memory.key)  # not written yet
+        0
+        >>> asyncio.run(memory.flush())
+        >>> store.list_length("alice", "load-1", memory.key)
+        1
         """
         super().load_state_dict(state_dict, strict)
         self._loaded = True
@@ -292,7 +362,10 @@ class MysqlMemory(InMemoryMemory):
     async def flush(self) -> None:
         """Write the current content and summary to the store now.
 
-        >>> await memory.flush()  # doctest: +SKIP
+        >>> memory = MysqlMemory(store, user_id="alice", session_id="flush-1")
+        >>> asyncio.run(memory.flush())  # an empty memory: an empty list and the summary ""
+        >>> store.get("alice", "flush-1", memory.summary_key)
+        ''
         """
         await self._load()
         self._pending_summary = True

@@ -15,8 +15,12 @@ thread already started finishes its transaction (commit or rollback) and returns
 connection to the pool; one still queued is dropped before it starts. A list is therefore
 never half-written, and no connection leaks.
 
->>> async with AsyncMysqlAgentStateStore.from_url(url, create_if_not_exist=True) as store:
-...     await store.save_list("alice", "chat-1", "memory", messages)  # doctest: +SKIP
+>>> async def main():
+...     async with await AsyncMysqlAgentStateStore.open(url, create_if_not_exist=True) as astore:
+...         await astore.save_list("alice", "async-1", "memory", messages)
+...         return await astore.get_list("alice", "async-1", "memory")
+>>> asyncio.run(main())
+[{'role': 'user', 'text': 'hi'}, {'role': 'assistant', 'text': 'hello'}]
 """
 
 from __future__ import annotations
@@ -93,9 +97,10 @@ def mirror(method: Callable[..., T]) -> Callable[..., Any]:
     coroutine.__signature__ = sig  # type: ignore[attr-defined]
     required = ", ".join(p.name for p in list(sig.parameters.values())[1:]
                          if p.default is p.empty and p.kind is p.POSITIONAL_OR_KEYWORD)
-    coroutine.__doc__ = (f":meth:`MysqlAgentStateStore.{name}` as a coroutine, run in a worker thread.\n\n"
-                         f">>> await store.{name}({required})  # doctest: +SKIP\n\n"
-                         f"The sync method's documentation:\n\n{inspect.getdoc(method) or ''}")
+    coroutine.__doc__ = (f":meth:`MysqlAgentStateStore.{name}` as a coroutine, run in a worker thread: "
+                         f"``await astore.{name}({required})``.\n\n"
+                         f"The sync method's documentation (its examples call the sync store):\n\n"
+                         f"{inspect.getdoc(method) or ''}")
     return coroutine
 
 
@@ -107,9 +112,11 @@ class AsyncMysqlAgentStateStore:
     ``aclose()`` (or ``async with``) waits for running operations, then closes the wrapped
     store unless ``close_store=False``.
 
-    >>> store = AsyncMysqlAgentStateStore(MysqlAgentStateStore.from_url(url))  # doctest: +SKIP
-    >>> await store.save("alice", "chat-1", "plan", {"step": 1})  # doctest: +SKIP
-    >>> await store.aclose()  # doctest: +SKIP
+    >>> astore = AsyncMysqlAgentStateStore(store, close_store=False)
+    >>> asyncio.run(astore.save("alice", "async-2", "plan", {"step": 1}))
+    >>> asyncio.run(astore.get_versioned("alice", "async-2", "plan"))
+    VersionedState(value={'step': 1}, version=1)
+    >>> asyncio.run(astore.aclose())  # store stays open (close_store=False)
     """
 
     def __init__(
@@ -138,7 +145,10 @@ class AsyncMysqlAgentStateStore:
         It connects (and creates the table) right away, so call it where blocking briefly is
         fine, e.g. at start-up; :meth:`aclose` closes everything.
 
-        >>> store = AsyncMysqlAgentStateStore.from_url(url, create_if_not_exist=True)  # doctest: +SKIP
+        >>> astore = AsyncMysqlAgentStateStore.from_url(url, create_if_not_exist=True)
+        >>> asyncio.run(astore.exists("alice", "async-from-url"))
+        False
+        >>> asyncio.run(astore.aclose())
         """
         sync = MysqlAgentStateStore.from_url(url, *args, **kwargs)
         return cls(sync, max_workers=sync.pool_size)
@@ -151,7 +161,14 @@ class AsyncMysqlAgentStateStore:
     async def open(cls, url: str, *args: Any, **kwargs: Any) -> "AsyncMysqlAgentStateStore":
         """:meth:`from_url` without blocking the loop (it connects in a thread).
 
-        >>> store = await AsyncMysqlAgentStateStore.open(url, create_if_not_exist=True)  # doctest: +SKIP
+        >>> async def main():
+        ...     astore = await AsyncMysqlAgentStateStore.open(url, create_if_not_exist=True)
+        ...     try:
+        ...         return await astore.list_length("alice", "async-open", "memory")
+        ...     finally:
+        ...         await astore.aclose()
+        >>> asyncio.run(main())
+        0
         """
         return await asyncio.to_thread(cls.from_url, url, *args, **kwargs)
 
@@ -206,8 +223,11 @@ class AsyncMysqlAgentStateStore:
         are checked (the sync store's errors) when the iteration starts; stopping early
         (``break``, ``aclose()``) closes the sync export.
 
-        >>> async for line in store.export("alice"):  # doctest: +SKIP
-        ...     f.write(line + "\n")
+        >>> store.save("gina", "async-export", "plan", {"step": 1})
+        >>> async def lines():
+        ...     return [line async for line in astore.export("gina", ["async-export"])]
+        >>> len(asyncio.run(lines()))  # the row and its catalog row
+        2
         """
         lines = await self._run(lambda: iter(self.sync.export(user_id, sessions)))
         try:
@@ -231,8 +251,12 @@ class AsyncMysqlAgentStateStore:
         """``async with store.session_lock(user, session, timeout=10):``, a lease on one session
         across processes (see :meth:`MysqlAgentStateStore.session_lock`).
 
-        >>> async with store.session_lock("alice", "chat-1"):  # doctest: +SKIP
-        ...     ...
+        >>> async def turn():
+        ...     async with astore.session_lock("alice", "async-lock", timeout=5):
+        ...         await astore.save("alice", "async-lock", "turn", 1)
+        ...     return await astore.get("alice", "async-lock", "turn")
+        >>> asyncio.run(turn())
+        1
         """
         return AsyncSessionLock(self, self.sync.session_lock(user_id, session_id, timeout))
 
@@ -248,7 +272,9 @@ class AsyncMysqlAgentStateStore:
 
         Idempotent.
 
-        >>> await store.aclose()  # doctest: +SKIP
+        >>> twin = AsyncMysqlAgentStateStore(store, close_store=False)
+        >>> asyncio.run(twin.aclose())
+        >>> asyncio.run(twin.aclose())  # again: nothing happens
         """
         if self._closed:
             return

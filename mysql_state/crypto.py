@@ -14,8 +14,17 @@ ring key and a label), recorded by id in the hash row, so the table holds no dig
 plaintext that could be matched against guesses. Needs the ``encryption`` extra
 (``cryptography``).
 
->>> ring = Keyring({"k1": os.urandom(32)}, current="k1")  # doctest: +SKIP
->>> store = MysqlAgentStateStore.from_url(url, encryption=ring)  # doctest: +SKIP
+>>> from mysql_state import MysqlAgentStateStore
+>>> ring = Keyring({"k1": os.urandom(32)}, current="k1")
+>>> with MysqlAgentStateStore.from_url(url, table_name="sealed", create_if_not_exist=True, encryption=ring) as s:
+...     s.save("alice", "chat-1", "summary", {"text": "secret"})
+...     s.get("alice", "chat-1", "summary")
+{'text': 'secret'}
+>>> with MysqlAgentStateStore.from_url(url, table_name="sealed") as keyless:  # no ring: a typed error
+...     keyless.get("alice", "chat-1", "summary")
+Traceback (most recent call last):
+    ...
+mysql_state.errors.DecryptionError: ...
 """
 
 from __future__ import annotations
@@ -52,7 +61,9 @@ class Keyring:
     Older keys stay in the ring to read rows written under them, until
     :meth:`MysqlAgentStateStore.reencrypt` has rewritten those rows. ``repr`` shows ids only.
 
-    >>> ring = Keyring({"k2": new_key, "k1": old_key}, current="k2")  # doctest: +SKIP
+    >>> old_key, new_key = os.urandom(32), os.urandom(32)
+    >>> Keyring({"k2": new_key, "k1": old_key}, current="k2")
+    Keyring(ids=['k2', 'k1'], current='k2')
     """
 
     def __init__(self, keys: Mapping[str, bytes], current: str) -> None:
@@ -77,7 +88,8 @@ class Keyring:
     def from_env(cls, name: str = "MYSQL_STATE_KEYS") -> "Keyring":
         """A ring from ``"k2=<base64>,k1=<base64>"`` in the environment; the first is current.
 
-        >>> ring = Keyring.from_env()  # MYSQL_STATE_KEYS="k2=...,k1=..."  # doctest: +SKIP
+        >>> Keyring.from_env()  # MYSQL_STATE_KEYS="k2=<base64>,k1=<base64>"
+        Keyring(ids=['k2', 'k1'], current='k2')
         """
         spec = os.environ.get(name, "")
         if not spec.strip():

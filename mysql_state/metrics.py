@@ -122,8 +122,14 @@ def register(store: Any, registry: Any = None, *, name: Optional[str] = None) ->
     is a ValueError (give it ``name=``). ``registry`` defaults to prometheus_client's global
     one. A store that is garbage-collected drops out.
 
+    >>> from prometheus_client import CollectorRegistry, generate_latest
     >>> from mysql_state import metrics
-    >>> metrics.register(store)  # doctest: +SKIP
+    >>> registry = CollectorRegistry()  # default: prometheus_client's global one
+    >>> _ = metrics.register(store, registry)
+    >>> store.save("alice", "metrics-1", "plan", 1)
+    >>> [line for line in generate_latest(registry).decode().splitlines()
+    ...  if line.startswith('mysql_state_saves_total{kind="value"')]
+    ['mysql_state_saves_total{kind="value",store="..."} 1.0']
     """
     try:
         from prometheus_client import REGISTRY

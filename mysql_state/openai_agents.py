@@ -6,8 +6,21 @@ The session's items are one list in the store (one row per item): ``add_items`` 
 (no rewrite, whatever the history's length), ``get_items(limit=k)`` reads the last ``k`` in
 one query, ``pop_item`` removes the last item atomically, ``clear_session`` deletes the list.
 
->>> session = MysqlSession.from_url("chat-1", "mysql://u:pw@db/agents", create_tables=True)  # doctest: +SKIP
->>> result = await Runner.run(agent, "hi", session=session)  # doctest: +SKIP
+A turn of a real agent (``ScriptedModel``, the SDK's offline model, stands in for an LLM):
+
+>>> from agents import Agent, Runner
+>>> from agents.testing import ScriptedModel, assistant_message
+>>> model = ScriptedModel()
+>>> model.enqueue([assistant_message("hello")])
+>>> async def turn():
+...     session = MysqlSession.from_url("chat-1", url, create_tables=True)
+...     try:
+...         result = await Runner.run(Agent(name="bot", model=model), "hi", session=session)
+...         return result.final_output, len(await session.get_items())
+...     finally:
+...         await session.close()
+>>> asyncio.run(turn())
+('hello', 2)
 """
 
 from __future__ import annotations
@@ -39,8 +52,14 @@ class MysqlSession(SessionABC):
     list. No lock is bound to an event loop: one session object may be used from several
     loops and threads (the store serialises writers of a list in the database).
 
-    >>> session = MysqlSession("chat-1", store, user_id="alice")  # doctest: +SKIP
-    >>> await session.add_items([{"role": "user", "content": "hi"}])  # doctest: +SKIP
+    >>> session = MysqlSession("chat-2", store, user_id="alice")
+    >>> asyncio.run(session.add_items([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]))
+    >>> asyncio.run(session.get_items(limit=1))
+    [{'role': 'assistant', 'content': 'hello'}]
+    >>> asyncio.run(session.pop_item())
+    {'role': 'assistant', 'content': 'hello'}
+    >>> asyncio.run(session.get_items())
+    [{'role': 'user', 'content': 'hi'}]
     """
 
     session_settings: Optional[SessionSettings] = None
@@ -79,7 +98,10 @@ class MysqlSession(SessionABC):
     ) -> "MysqlSession":
         """A session on a store of its own (``store_options`` go to ``from_url``), closed by :meth:`close`.
 
-        >>> session = MysqlSession.from_url("chat-1", url, create_tables=True)  # doctest: +SKIP
+        >>> session = MysqlSession.from_url("chat-3", url, create_tables=True)
+        >>> asyncio.run(session.get_items())
+        []
+        >>> asyncio.run(session.close())
         """
         store = open_store(url, create_tables, store_options)
         try:

@@ -64,10 +64,11 @@ class MysqlAgentStateStore:
     ``"<key>:_hash"`` row used for change detection. ``(user_id, session_id)`` is packed as
     ``"<user>:<session>"`` (``__anon__`` when the user is None or blank).
 
-    >>> store = MysqlAgentStateStore.from_url(url, create_if_not_exist=True)  # doctest: +SKIP
+    >>> store = MysqlAgentStateStore.from_url(url, create_if_not_exist=True)
     >>> store.save_list("alice", "chat-1", "memory", [{"role": "user", "text": "hi"}])
     >>> store.get_list("alice", "chat-1", "memory")
     [{'role': 'user', 'text': 'hi'}]
+    >>> store.close()
     """
 
     supports_versioning = True
@@ -177,8 +178,8 @@ class MysqlAgentStateStore:
         suffice) serve reads made with ``consistency="session"`` or ``"eventual"``
         (:mod:`mysql_state.replicas`); their database is this store's.
 
-        >>> with MysqlAgentStateStore.from_url("mysql://root@127.0.0.1:3306/agentscope") as s:
-        ...     s.exists("alice", "chat-1")  # doctest: +SKIP
+        >>> with MysqlAgentStateStore.from_url(url, create_if_not_exist=True) as s:
+        ...     s.exists("alice", "from-url-1")
         False
         """
         check_int("snapshot_bytes", snapshot_bytes, 0)
@@ -192,14 +193,27 @@ class MysqlAgentStateStore:
     # ---- single values -------------------------------------------------------------------------
 
     def save(self, user_id: Optional[str], session_id: str, key: str, value: Any) -> None:
-        """Store one value at ``key`` (its version grows by one); a list under the key is removed."""
+        """Store one value at ``key`` (its version grows by one); a list under the key is removed.
+
+        >>> store.save("alice", "save-1", "summary", {"text": "hi"})
+        >>> store.get("alice", "save-1", "summary")
+        {'text': 'hi'}
+        """
         self.save_if_version(user_id, session_id, key, value, UNVERSIONED)
 
     def save_if_version(self, user_id: Optional[str], session_id: str, key: str, value: Any,
                         expected_version: int) -> int:
         """Compare-and-set: write only if the key's version is ``expected_version`` (``0``:
         absent, ``UNVERSIONED``: whatever it is); the new version, or ``UNVERSIONED`` when
-        nothing was written. A list's version is its hash row's; a value written removes it."""
+        nothing was written. A list's version is its hash row's; a value written removes it.
+
+        >>> store.save_if_version("alice", "cas-1", "plan", {"step": 1}, 0)  # 0: only while absent
+        1
+        >>> store.save_if_version("alice", "cas-1", "plan", {"step": 2}, 0)  # taken: nothing written
+        -1
+        >>> store.save_if_version("alice", "cas-1", "plan", {"step": 2}, 1)
+        2
+        """
         want, t = args.version(expected_version, "expected_version"), self.table
         sid, k, text, size = args.prepare_value(t, user_id, session_id, key, value)
         version = self._db.run(lambda cur: value_engine.compare_and_set(cur, t, sid, k, text, want),
@@ -217,14 +231,28 @@ class MysqlAgentStateStore:
         """The value at ``key`` (an instance of ``type`` when given), or ``default``: the row at
         ``item_index = 0``, as in the Java store (for a list, its first item). ``consistency``
         (every read has it): ``"strong"`` reads the primary, ``"session"``/``"eventual"`` may
-        read a replica (:mod:`mysql_state.replicas`)."""
+        read a replica (:mod:`mysql_state.replicas`).
+
+        >>> store.save("alice", "get-1", "summary", {"text": "hi"})
+        >>> store.get("alice", "get-1", "summary")
+        {'text': 'hi'}
+        >>> store.get("alice", "get-1", "missing", default="none yet")
+        'none yet'
+        """
         found = self._read_value(user_id, session_id, key, type, consistency)
         return default if found is None or (found[2] and found[0] is None) else found[0]
 
     def get_versioned(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None, *,
                       consistency: str = "strong") -> VersionedState:
         """The value and its version (a list's: its hash row's, which ``save_if_version``
-        checks); ``(None, 0)`` when absent."""
+        checks); ``(None, 0)`` when absent.
+
+        >>> store.save("alice", "versioned-1", "plan", {"step": 1})
+        >>> store.get_versioned("alice", "versioned-1", "plan")
+        VersionedState(value={'step': 1}, version=1)
+        >>> store.get_versioned("alice", "versioned-1", "missing")
+        VersionedState(value=None, version=0)
+        """
         found = self._read_value(user_id, session_id, key, type, consistency)
         return VersionedState(None, 0) if found is None else VersionedState(found[0], found[1])
 
@@ -239,7 +267,14 @@ class MysqlAgentStateStore:
                    consistency: str = "strong") -> dict[str, Any]:
         """The single values of one session whose key starts with ``prefix`` (``""``: all), in
         key order, read as ONE primary-key range (indexes kept as values: ADK's, LangGraph's);
-        keys holding a list are left out; ``versioned=True`` gives :class:`VersionedState` s."""
+        keys holding a list are left out; ``versioned=True`` gives :class:`VersionedState` s.
+
+        >>> store.save("alice", "prefix-1", "idx:a", 1)
+        >>> store.save("alice", "prefix-1", "idx:b", 2)
+        >>> store.save("alice", "prefix-1", "other", 3)
+        >>> store.get_prefix("alice", "prefix-1", "idx:")
+        {'idx:a': 1, 'idx:b': 2}
+        """
         t = self.table
         sid, _ = args.ids(t, user_id, session_id)
         if not isinstance(prefix, str):
@@ -252,19 +287,39 @@ class MysqlAgentStateStore:
 
     def save_list(self, user_id: Optional[str], session_id: str, key: str, values: Sequence[Any]) -> None:
         """Store the whole list at ``key``, writing only the items that changed (an empty list
-        clears it; a shorter one removes the rows past its end)."""
+        clears it; a shorter one removes the rows past its end).
+
+        >>> store.save_list("alice", "list-1", "memory", messages)
+        >>> store.get_list("alice", "list-1", "memory")
+        [{'role': 'user', 'text': 'hi'}, {'role': 'assistant', 'text': 'hello'}]
+        >>> store.save_list("alice", "list-1", "memory", messages[:1])  # shorter: the tail row is removed
+        >>> store.list_length("alice", "list-1", "memory")
+        1
+        """
         self._save_list(user_id, session_id, key, values)
 
     def save_list_report(self, user_id: Optional[str], session_id: str, key: str, values: Sequence[Any]) -> SaveReport:
         """:meth:`save_list`, returning what it wrote: a :class:`SaveReport` (``kind``,
-        ``rows_written``, the new ``version``)."""
+        ``rows_written``, the new ``version``).
+
+        >>> store.save_list_report("alice", "report-1", "memory", messages)
+        SaveReport(kind='rewrite', rows_written=2, version=1, indexes=(0, 1), delete_from=None)
+        >>> store.save_list_report("alice", "report-1", "memory", messages + ["bye"])
+        SaveReport(kind='append', rows_written=1, version=2, indexes=(2,), delete_from=None)
+        """
         w, plan = self._save_list(user_id, session_id, key, values)
         return list_write.report(plan, w.version)
 
     def save_list_if_version(self, user_id: Optional[str], session_id: str, key: str, values: Sequence[Any],
                              expected_version: int) -> int:
         """:meth:`save_list` as a compare-and-set, with the contract of :meth:`save_if_version`
-        (the version is the list's hash row's, as :meth:`get_list_versioned` reads it)."""
+        (the version is the list's hash row's, as :meth:`get_list_versioned` reads it).
+
+        >>> store.save_list_if_version("alice", "list-cas-1", "memory", messages, 0)
+        1
+        >>> store.save_list_if_version("alice", "list-cas-1", "memory", [], 0)  # stale: nothing written
+        -1
+        """
         want = args.version(expected_version, "expected_version")
         try:
             return self._save_list(user_id, session_id, key, values, want)[0].version
@@ -300,7 +355,12 @@ class MysqlAgentStateStore:
         """Save values and lists of one session in ONE transaction (all or nothing), lists as
         :meth:`save_list` does: a :class:`SavedMany` (each list's :class:`SaveReport`, every new
         version in ``.versions``). ``expected_versions`` (key -> version read, 0: absent) makes
-        it a compare-and-set: another version raises :class:`StaleStateError`, nothing written."""
+        it a compare-and-set: another version raises :class:`StaleStateError`, nothing written.
+
+        >>> saved = store.save_many("alice", "many-1", values={"plan": {"step": 1}}, lists={"memory": messages})
+        >>> saved["memory"].rows_written, saved.versions
+        (2, {'memory': 1, 'plan': 1})
+        """
         value_map, list_map, expected = args.save_many(values, lists, expected_versions)
         writes = [self._list_write(user_id, session_id, k, v, expected.get(k)) for k, v in sorted(list_map.items())]
         t, sid = self.table, keys.pack(user_id, session_id)
@@ -328,7 +388,12 @@ class MysqlAgentStateStore:
         return result
 
     def append_list(self, user_id: Optional[str], session_id: str, key: str, items: Sequence[Any]) -> int:
-        """Add ``items`` after the end of the list without re-sending it; returns the new length."""
+        """Add ``items`` after the end of the list without re-sending it; returns the new length.
+
+        >>> store.save_list("alice", "append-1", "memory", messages)
+        >>> store.append_list("alice", "append-1", "memory", [{"role": "user", "text": "bye"}])
+        3
+        """
         t = self.table
         sid, k, datas = args.prepare_append(t, user_id, session_id, key, items)
         if not datas:
@@ -347,12 +412,24 @@ class MysqlAgentStateStore:
                  offset: int = 0, limit: Optional[int] = None, consistency: str = "strong") -> list:
         """The list's items in order; ``offset``/``limit`` read a window in one query, a negative
         ``offset`` counts from the end. Rows that disagree with the list's hash row (a missing
-        item) raise :class:`CorruptStateError`."""
+        item) raise :class:`CorruptStateError`.
+
+        >>> store.save_list("alice", "window-1", "memory", ["a", "b", "c", "d"])
+        >>> store.get_list("alice", "window-1", "memory", offset=1, limit=2)
+        ['b', 'c']
+        >>> store.get_list("alice", "window-1", "memory", offset=-1)
+        ['d']
+        """
         return self._get_list(user_id, session_id, key, type, offset, limit, consistency)[0]
 
     def get_list_versioned(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None, *,
                            consistency: str = "strong") -> VersionedState:
-        """The whole list and its version, read in one statement; ``([], 0)`` when absent."""
+        """The whole list and its version, read in one statement; ``([], 0)`` when absent.
+
+        >>> store.save_list("alice", "list-versioned-1", "memory", ["a", "b"])
+        >>> store.get_list_versioned("alice", "list-versioned-1", "memory")
+        VersionedState(value=['a', 'b'], version=1)
+        """
         return VersionedState(*self._get_list(user_id, session_id, key, type, 0, None, consistency))
 
     def _get_list(self, user_id, session_id, key, model, offset, limit, consistency) -> tuple[list, int]:
@@ -370,7 +447,13 @@ class MysqlAgentStateStore:
     def get_many(self, user_id: Optional[str], session_id: str, values: Sequence[str] = (),
                  lists: Sequence[str] = (), *, versioned: bool = False, consistency: str = "strong") -> dict[str, Any]:
         """Values and whole lists of one session in ONE statement (one snapshot, one round trip);
-        missing keys are left out; ``versioned=True`` gives :class:`VersionedState` s."""
+        missing keys are left out; ``versioned=True`` gives :class:`VersionedState` s.
+
+        >>> store.save_many("alice", "get-many-1", values={"plan": {"step": 1}}, lists={"memory": ["a"]})
+        {'memory': SaveReport(...)}
+        >>> store.get_many("alice", "get-many-1", values=["plan", "missing"], lists=["memory"])
+        {'plan': {'step': 1}, 'memory': ['a']}
+        """
         t = self.table
         sid, value_keys, list_keys = args.many_keys(t, user_id, session_id, values, lists)
         if not value_keys and not list_keys:
@@ -381,7 +464,12 @@ class MysqlAgentStateStore:
         return {k: VersionedState(*vv) if versioned else vv[0] for k, vv in found.items()}
 
     def list_length(self, user_id: Optional[str], session_id: str, key: str, *, consistency: str = "strong") -> int:
-        """Number of items, read from the hash row (no scan of the items)."""
+        """Number of items, read from the hash row (no scan of the items).
+
+        >>> store.save_list("alice", "length-1", "memory", messages)
+        >>> store.list_length("alice", "length-1", "memory")
+        2
+        """
         t = self.table
         sid, k = args.key_ids(t, user_id, session_id, key, is_list=True)
         return self._db.run(lambda cur: list_read.length(cur, t, sid, k), f"list_length {k!r}", write=False,
@@ -389,7 +477,14 @@ class MysqlAgentStateStore:
 
     def pop_list(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None) -> Any:
         """Remove and return the last item, atomically (None when empty); the hash row stays
-        exact, a concurrent ``append_list`` is never lost, no item is popped twice."""
+        exact, a concurrent ``append_list`` is never lost, no item is popped twice.
+
+        >>> store.save_list("alice", "pop-1", "memory", ["a", "b"])
+        >>> store.pop_list("alice", "pop-1", "memory")
+        'b'
+        >>> store.get_list("alice", "pop-1", "memory")
+        ['a']
+        """
         t = self.table
         sid, k = args.key_ids(t, user_id, session_id, key, is_list=True)
         model = serde.check_type(type)
@@ -405,7 +500,19 @@ class MysqlAgentStateStore:
         ``tx`` (a :class:`Transaction`) has the store's reads and writes, reads lock what they
         read, and ``fn`` may run again on a deadlock (see :mod:`mysql_state.transaction`).
         Inside ``fn`` write only through ``tx``: a write through the store, or a nested
-        ``store.transaction``, raises :class:`NestedTransactionError` at once."""
+        ``store.transaction``, raises :class:`NestedTransactionError` at once.
+
+        >>> store.save("alice", "tx-inbox", "next", {"text": "hi"})
+        >>> def move(tx):
+        ...     item = tx.get("alice", "tx-inbox", "next")
+        ...     tx.append_list("alice", "tx-chat", "memory", [item])
+        ...     tx.delete("alice", "tx-inbox", "next")
+        ...     return item
+        >>> store.transaction(move)
+        {'text': 'hi'}
+        >>> store.get_list("alice", "tx-chat", "memory"), store.exists("alice", "tx-inbox")
+        ([{'text': 'hi'}], False)
+        """
         if not callable(fn):
             raise TypeError(f"fn must be a callable taking the transaction, got {type(fn).__name__}")
         touched: set = set()
@@ -427,7 +534,13 @@ class MysqlAgentStateStore:
         """A lease on one session across processes (``GET_LOCK``, one holder per server; wait up
         to ``timeout`` seconds, None: forever): ``with store.session_lock(u, s):``. The lock lives
         on a connection of its own; a lease whose connection dies is lost, and the next store call
-        inside the block raises :class:`LockLostError` (:mod:`mysql_state.locks`)."""
+        inside the block raises :class:`LockLostError` (:mod:`mysql_state.locks`).
+
+        >>> with store.session_lock("alice", "lock-1", timeout=5):
+        ...     store.save("alice", "lock-1", "turn", 1)
+        >>> store.get("alice", "lock-1", "turn")
+        1
+        """
         sid, _ = args.ids(self.table, user_id, session_id)
         if timeout is not None:
             check_seconds("timeout", timeout)
@@ -436,7 +549,14 @@ class MysqlAgentStateStore:
     # ---- sessions ------------------------------------------------------------------------------
 
     def exists(self, user_id: Optional[str], session_id: str, *, consistency: str = "strong") -> bool:
-        """True while the session has any row."""
+        """True while the session has any row.
+
+        >>> store.exists("alice", "exists-1")
+        False
+        >>> store.save("alice", "exists-1", "plan", 1)
+        >>> store.exists("alice", "exists-1")
+        True
+        """
         t = self.table
         sid, _ = args.ids(t, user_id, session_id)
         return self._db.run(lambda cur: sessions.exists(cur, t, sid), "exists", write=False,
@@ -444,7 +564,17 @@ class MysqlAgentStateStore:
 
     def delete(self, user_id: Optional[str], session_id: str, key: Optional[str] = None) -> None:
         """Delete the whole session, or one key (a list with its hash row), after the session's
-        writers in flight (nothing they write is left behind)."""
+        writers in flight (nothing they write is left behind).
+
+        >>> store.save("alice", "delete-1", "plan", 1)
+        >>> store.save_list("alice", "delete-1", "memory", ["a"])
+        >>> store.delete("alice", "delete-1", "memory")  # one key
+        >>> store.get_list("alice", "delete-1", "memory"), store.get("alice", "delete-1", "plan")
+        ([], 1)
+        >>> store.delete("alice", "delete-1")  # the whole session
+        >>> store.exists("alice", "delete-1")
+        False
+        """
         t = self.table
         sid, k = args.ids(t, user_id, session_id, key)
         if k is None:
@@ -475,14 +605,28 @@ class MysqlAgentStateStore:
         return removed
 
     def list_session_ids(self, user_id: Optional[str], *, consistency: str = "strong") -> set[str]:
-        """The session ids of one user (None: the anonymous user)."""
+        """The session ids of one user (None: the anonymous user).
+
+        >>> store.save("dave", "s-1", "plan", 1)
+        >>> store.save("dave", "s-2", "plan", 1)
+        >>> sorted(store.list_session_ids("dave"))
+        ['s-1', 's-2']
+        """
         prefix, t = keys.user_prefix(user_id), self.table
         return self._db.run(lambda cur: sessions.session_ids(cur, t, prefix), "list_session_ids", write=False,
                             consistency=consistency)
 
     def forget_user(self, user_id: Optional[str], *, batch: int = 500) -> int:
         """Erase a user (None: the anonymous one): every row of every session, history and
-        catalog included, ``batch`` rows per transaction, safe to re-run; the rows removed."""
+        catalog included, ``batch`` rows per transaction, safe to re-run; the rows removed.
+
+        >>> store.save("erin", "s-1", "plan", 1)
+        >>> store.save_list("erin", "s-2", "memory", ["a"])
+        >>> store.forget_user("erin")
+        5
+        >>> store.list_session_ids("erin")
+        set()
+        """
         prefix = keys.user_prefix(user_id)
         catalog.check_count("batch", batch)
         removed = sessions.forget_user(self._db, self.table, prefix, batch, f"forget_user {user_id!r}")
@@ -490,7 +634,16 @@ class MysqlAgentStateStore:
         return removed
 
     def truncate_all_sessions(self) -> int:
-        """Remove every row (``TRUNCATE TABLE``); returns how many callers' rows there were."""
+        """Remove every row (``TRUNCATE TABLE``); returns how many callers' rows there were.
+
+        >>> scratch = MysqlAgentStateStore.from_url(url, table_name="scratch", create_if_not_exist=True)
+        >>> scratch.save("alice", "truncate-1", "plan", 1)
+        >>> scratch.truncate_all_sessions()
+        1
+        >>> scratch.exists("alice", "truncate-1")
+        False
+        >>> scratch.close()
+        """
         t = self.table
         count = self._db.run(lambda cur: sessions.truncate(cur, t), "truncate_all_sessions", write=True, session=None)
         self._forget()
@@ -504,7 +657,19 @@ class MysqlAgentStateStore:
 
     def reencrypt(self, *, batch: int = 500) -> int:
         """Rewrite every row not under the keyring's current key (hash rows and plain rows too),
-        in bounded transactions, safe beside live writers and resumable; the rows rewritten."""
+        in bounded transactions, safe beside live writers and resumable; the rows rewritten.
+
+        >>> import os
+        >>> from mysql_state import Keyring
+        >>> k1, k2 = os.urandom(32), os.urandom(32)
+        >>> with MysqlAgentStateStore.from_url(url, table_name="sealed", create_if_not_exist=True,
+        ...                                    encryption=Keyring({"k1": k1}, current="k1")) as s:
+        ...     s.save_list("alice", "reencrypt-1", "memory", messages)
+        >>> with MysqlAgentStateStore.from_url(url, table_name="sealed",
+        ...                                    encryption=Keyring({"k2": k2, "k1": k1}, current="k2")) as s:
+        ...     s.reencrypt(), s.get_list("alice", "reencrypt-1", "memory") == messages
+        (3, True)
+        """
         if not self.table.sealer.encrypted:
             raise ValueError("reencrypt needs a store with encryption=Keyring(...)")
         check_int("batch", batch, 1)
@@ -514,7 +679,14 @@ class MysqlAgentStateStore:
                  updated_after: Optional[Any] = None, limit: int = 100, cursor: Optional[str] = None) -> SessionPage:
         """A page of sessions, newest activity first: ``SessionPage(items, next_cursor)`` of
         :class:`SessionInfo`; ``ALL_USERS`` (default) lists every user, None the anonymous one;
-        pass ``next_cursor`` back for the next page. Times are the server's."""
+        pass ``next_cursor`` back for the next page. Times are the server's.
+
+        >>> store.save("frank", "s-1", "plan", 1)
+        >>> store.save_list("frank", "s-2", "memory", ["a", "b"])
+        >>> page = store.sessions("frank")
+        >>> [(s.session_id, s.keys) for s in page.items], page.next_cursor
+        ([('s-2', ['memory']), ('s-1', ['plan'])], None)
+        """
         before, after = args.session_page(user_id, limit, cursor, updated_before, updated_after)
         before = None if before is None else retention.to_server_time(self._db.run, before)
         after = None if after is None else retention.to_server_time(self._db.run, after)
@@ -523,7 +695,14 @@ class MysqlAgentStateStore:
     def get_history(self, user_id: Optional[str], session_id: str, key: str, *, offset: int = 0,
                     limit: Optional[int] = None) -> list[HistoryItem]:
         """What shrinking saves of a list archived (``keep_history=True``), oldest first, as
-        ``HistoryItem(value, archived_at)``; readable whatever this store's ``keep_history``."""
+        ``HistoryItem(value, archived_at)``; readable whatever this store's ``keep_history``.
+
+        >>> with MysqlAgentStateStore.from_url(url, keep_history=True) as s:
+        ...     s.save_list("alice", "history-1", "memory", ["a", "b", "c"])
+        ...     s.save_list("alice", "history-1", "memory", ["a"])
+        >>> [h.value for h in store.get_history("alice", "history-1", "memory")]
+        ['b', 'c']
+        """
         t = self.table
         sid, k = args.key_ids(t, user_id, session_id, key, is_list=True)
         offset, limit = args.window(offset, limit)
@@ -535,7 +714,14 @@ class MysqlAgentStateStore:
              new_user_id: Any = SAME_USER) -> int:
         """Copy every row of a session (history included) to a new one in ONE server-side
         statement; the rows copied. ``new_user_id`` defaults to the same user; an existing
-        target raises :class:`SessionExistsError`, an unknown source :class:`SessionNotFoundError`."""
+        target raises :class:`SessionExistsError`, an unknown source :class:`SessionNotFoundError`.
+
+        >>> store.save_list("alice", "fork-1", "memory", messages)
+        >>> store.fork("alice", "fork-1", "fork-2")
+        3
+        >>> store.get_list("alice", "fork-2", "memory") == messages
+        True
+        """
         t = self.table
         src, _ = args.ids(t, user_id, session_id)
         dst, _ = args.ids(t, user_id if new_user_id is SAME_USER else new_user_id, new_session_id)
@@ -547,7 +733,14 @@ class MysqlAgentStateStore:
         """One JSON line per row (the columns, timestamps included), streamed a chunk at a time
         from ONE consistent snapshot (one connection, as ``mysqldump --single-transaction``);
         ``sessions`` are session ids of ``user_id`` (which they need: None for the anonymous
-        user); catalog and history rows come with their sessions."""
+        user); catalog and history rows come with their sessions.
+
+        >>> store.save("gina", "export-1", "plan", {"step": 1})
+        >>> lines = list(store.export("gina", ["export-1"]))
+        >>> import json
+        >>> [(row["session_id"], row["state_key"]) for row in map(json.loads, lines)]  # the row, its catalog row
+        [('gina:export-1', 'plan'), ('__catalog__', 'gina:export-1')]
+        """
         return transfer.export(self._db, self.table, user_id, args.export_sessions(self.table, user_id, sessions))
 
     def import_rows(self, lines: Any, *, on_conflict: str = "skip",
@@ -555,7 +748,16 @@ class MysqlAgentStateStore:
         """Write an :meth:`export`'s rows back as they were, in batches under
         ``max_allowed_packet``, all in ONE transaction (a bad line imports nothing);
         ``on_conflict`` "skip" keeps a key that exists whole, "replace" replaces every row of
-        each key imported; the rows inserted or changed (twice: 0); the catalog made right."""
+        each key imported; the rows inserted or changed (twice: 0); the catalog made right.
+
+        >>> store.save("gina", "import-1", "plan", {"step": 1})
+        >>> backup = list(store.export("gina", ["import-1"]))
+        >>> with MysqlAgentStateStore.from_url(url, table_name="restored", create_if_not_exist=True) as restored:
+        ...     restored.import_rows(backup), restored.get("gina", "import-1", "plan")
+        ...     restored.import_rows(backup)  # again: nothing to do
+        (2, {'step': 1})
+        0
+        """
         n = transfer.import_rows(self._db, self.table, lines, on_conflict, progress)
         self._forget()
         return n
@@ -564,7 +766,13 @@ class MysqlAgentStateStore:
               progress: Optional[Callable[[int, int], None]] = None) -> PruneReport:
         """Delete whole sessions with no write since ``older_than`` (a timedelta before the
         server's now, or a datetime), with their history, ``batch`` sessions per transaction;
-        ``dry_run`` deletes nothing; ``progress(done, total)`` per batch."""
+        ``dry_run`` deletes nothing; ``progress(done, total)`` per batch.
+
+        >>> import datetime
+        >>> store.save("henry", "prune-1", "plan", 1)
+        >>> store.prune(datetime.timedelta(days=30), user_id="henry")  # idle for 30 days: none yet
+        PruneReport(sessions=0, rows=0)
+        """
         catalog.check_count("batch", batch)
         if user_id is not ALL_USERS:
             keys.user_prefix(user_id)
@@ -576,7 +784,11 @@ class MysqlAgentStateStore:
 
     def migrate(self, dry_run: bool = False) -> list:
         """Apply the schema steps this table still needs (idempotent, recorded) and return them
-        (``name``, ``sql``; ``[]``: nothing to do); ``dry_run`` only lists them."""
+        (``name``, ``sql``; ``[]``: nothing to do); ``dry_run`` only lists them.
+
+        >>> store.migrate()  # a table made by this version needs nothing
+        []
+        """
         steps = migrations.migrate(migrations.Ctx(self._db, self.table), bool(dry_run))
         if steps and not dry_run:
             self._refresh_schema("migrate")
@@ -584,7 +796,11 @@ class MysqlAgentStateStore:
 
     def doctor(self, fix: bool = False) -> list:
         """Check the table (schema, lists against their hash rows, JSON, the catalog): the
-        :class:`DoctorFinding` s (empty: healthy); ``fix=True`` repairs what is safe and marks it ``fixed``."""
+        :class:`DoctorFinding` s (empty: healthy); ``fix=True`` repairs what is safe and marks it ``fixed``.
+
+        >>> store.doctor()
+        []
+        """
         problems = migrations.doctor(migrations.Ctx(self._db, self.table, self._forget), bool(fix))
         if fix:
             self._forget()
@@ -600,36 +816,65 @@ class MysqlAgentStateStore:
 
     def metrics(self) -> dict:
         """Counters since the store opened: saves by kind, rows and bytes, reads, writes,
-        retries by error number, errors by class, stale versions, pool wait, latencies."""
+        retries by error number, errors by class, stale versions, pool wait, latencies.
+
+        >>> store.save("alice", "metrics-1", "plan", 1)
+        >>> store.metrics()["saves"]["value"] >= 1
+        True
+        """
         return self._metrics.snapshot(self._db.stats)
 
     @property
     def stats(self) -> Stats:
-        """Retries and reconnects so far (for tests, benchmarks and monitoring)."""
+        """Retries and reconnects so far (for tests, benchmarks and monitoring).
+
+        >>> store.stats.reconnects
+        0
+        """
         return self._db.stats
 
     @property
     def exact_keys(self) -> bool:
-        """Whether the table's key columns compare exactly (case and trailing spaces)."""
+        """Whether the table's key columns compare exactly (case and trailing spaces).
+
+        >>> store.exact_keys
+        True
+        """
         return self.table.exact_keys
 
     @property
     def max_allowed_packet(self) -> int:
-        """The server's ``max_allowed_packet``: no statement of the store is larger."""
+        """The server's ``max_allowed_packet``: no statement of the store is larger.
+
+        >>> store.max_allowed_packet > 1024
+        True
+        """
         return self.table.max_allowed_packet
 
     @property
     def keep_history(self) -> bool:
-        """Whether shrinking list saves archive what they drop (see :meth:`get_history`)."""
+        """Whether shrinking list saves archive what they drop (see :meth:`get_history`).
+
+        >>> store.keep_history
+        False
+        """
         return self.table.keep_history
 
     @property
     def encryption(self) -> Optional[Keyring]:
-        """The keyring rows are encrypted with (None: rows are plain JSON)."""
+        """The keyring rows are encrypted with (None: rows are plain JSON).
+
+        >>> store.encryption is None
+        True
+        """
         return self.table.sealer.keyring
 
     def close(self) -> None:
-        """Close the pools this store created (a pool that was given is left open)."""
+        """Close the pools this store created (a pool that was given is left open).
+
+        >>> s = MysqlAgentStateStore.from_url(url)
+        >>> s.close()
+        """
         self._db.close()
         self._forget()
 

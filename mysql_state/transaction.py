@@ -73,11 +73,12 @@ def guard(connector: Any, what: str, write: bool) -> None:
 class Transaction:
     """The ``tx`` of :meth:`MysqlAgentStateStore.transaction`; valid only inside ``fn``.
 
-    >>> def move(tx):
-    ...     item = tx.get("alice", "inbox", "next")
-    ...     tx.append_list("alice", "chat-1", "memory", [item])
-    ...     tx.delete("alice", "inbox", "next")
-    >>> store.transaction(move)  # doctest: +SKIP
+    >>> def bump(tx):  # a read-modify-write: the row stays locked until the commit
+    ...     n = tx.get("alice", "counter-1", "n", default=0) + 1
+    ...     tx.save("alice", "counter-1", "n", n)
+    ...     return n
+    >>> store.transaction(bump), store.transaction(bump)
+    (1, 2)
     """
 
     def __init__(self, table: Table, cur: Any, damaged: Optional[set] = None) -> None:

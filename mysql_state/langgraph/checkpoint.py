@@ -12,10 +12,16 @@ checkpoint still reads back exactly (time travel, forks by ``update_state``).
 Only the store's public API is used. Values go through the saver's ``serde`` (LangGraph's
 ``JsonPlusSerializer`` by default) and are kept as JSON rows (:mod:`.codec`).
 
+>>> from langgraph.graph import START, MessagesState, StateGraph
 >>> from mysql_state.langgraph import MysqlSaver
->>> with MysqlSaver.from_url(url, create_if_not_exist=True) as saver:  # doctest: +SKIP
+>>> def bot(state):
+...     return {"messages": [("ai", "hello")]}
+>>> builder = StateGraph(MessagesState).add_node("bot", bot).add_edge(START, "bot")
+>>> with MysqlSaver.from_url(url, create_if_not_exist=True) as saver:
 ...     graph = builder.compile(checkpointer=saver)
-...     graph.invoke({"messages": [("user", "hi")]}, {"configurable": {"thread_id": "t1"}})
+...     out = graph.invoke({"messages": [("user", "hi")]}, {"configurable": {"thread_id": "t1"}})
+>>> [m.content for m in out["messages"]]
+['hi', 'hello']
 """
 
 from __future__ import annotations
@@ -129,8 +135,18 @@ class MysqlSaver(BaseCheckpointSaver[str]):
     threads and event loops: every ``a`` method runs its sync twin in a bounded thread pool
     (as many threads as the store has connections), so the loop never waits on the network.
 
-    >>> saver = MysqlSaver(store, user_id="alice")  # doctest: +SKIP
-    >>> graph = builder.compile(checkpointer=saver)  # doctest: +SKIP
+    >>> from langgraph.graph import START, MessagesState, StateGraph
+    >>> builder = StateGraph(MessagesState).add_node("bot", lambda s: {"messages": [("ai", "hello")]})
+    >>> saver = MysqlSaver(store, user_id="alice")
+    >>> graph = builder.add_edge(START, "bot").compile(checkpointer=saver)
+    >>> config = {"configurable": {"thread_id": "t2"}}
+    >>> _ = graph.invoke({"messages": [("user", "hi")]}, config)
+    >>> _ = graph.invoke({"messages": [("user", "again")]}, config)  # the thread goes on
+    >>> [m.content for m in graph.get_state(config).values["messages"]]
+    ['hi', 'hello', 'again', 'hello']
+    >>> store.list_session_ids("alice")  # a thread is a session of the saver's user
+    {'t2'}
+    >>> saver.close()
     """
 
     #: Items (messages) this saver remembers by identity, over all threads (0: none).
@@ -176,7 +192,9 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         """A saver with a store of its own (closed by :meth:`close`); ``store_options`` go to
         :meth:`MysqlAgentStateStore.from_url` (``pool_size``, ``encryption``, ...).
 
-        >>> saver = MysqlSaver.from_url("mysql://root@127.0.0.1:3306/agentscope", create_if_not_exist=True)  # doctest: +SKIP
+        >>> with MysqlSaver.from_url(url, user_id="bob", create_if_not_exist=True) as saver:
+        ...     list(saver.list(None))  # bob has no thread yet
+        []
         """
         keys.user_part(user_id)
         store = MysqlAgentStateStore.from_url(url, database_name=database_name,

@@ -18,7 +18,7 @@ read the primary-key range of their namespace prefix (two statements: items and 
 third, the vectors, for ``query=``), so they cost in proportion to what is under the prefix,
 never to the table; ``put``/``delete`` of a batch is one transaction.
 
->>> with MysqlStore.from_url(url, create_if_not_exist=True) as memory:  # doctest: +SKIP
+>>> with MysqlStore.from_url(url, create_if_not_exist=True) as memory:
 ...     memory.put(("users", "alice"), "prefs", {"theme": "dark"})
 ...     memory.get(("users", "alice"), "prefs").value
 {'theme': 'dark'}
@@ -169,8 +169,10 @@ class MysqlStore(BaseStore):
     ``refresh_on_read``). ``index``: a LangGraph ``IndexConfig`` (``dims``, ``embed`` an
     ``Embeddings`` or a function, ``fields``) for ``search(query=...)``.
 
-    >>> memory = MysqlStore(store, user_id="alice")  # doctest: +SKIP
-    >>> memory.put(("memories",), "m1", {"text": "likes MySQL"})  # doctest: +SKIP
+    >>> memory = MysqlStore(store, user_id="alice")
+    >>> memory.put(("memories",), "m1", {"text": "likes MySQL"})
+    >>> [(item.key, item.value) for item in memory.search(("memories",))]
+    [('m1', {'text': 'likes MySQL'})]
     """
 
     supports_ttl: bool = True
@@ -227,8 +229,8 @@ class MysqlStore(BaseStore):
         """A MysqlStore with a store of its own (``MysqlAgentStateStore.from_url`` with
         ``store_options``), closed by :meth:`close`.
 
-        >>> with MysqlStore.from_url("mysql://root@127.0.0.1:3306/agentscope", create_if_not_exist=True) as m:
-        ...     m.list_namespaces()  # doctest: +SKIP
+        >>> with MysqlStore.from_url(url, user_id="bob", create_if_not_exist=True) as m:
+        ...     m.list_namespaces()
         []
         """
         store = MysqlAgentStateStore.from_url(url, database_name=database_name,
@@ -584,8 +586,15 @@ class MysqlStore(BaseStore):
         have one), then re-checks each expiry under lock, so an item refreshed or put again
         meanwhile stays.
 
-        >>> memory.sweep_ttl()  # doctest: +SKIP
-        3
+        >>> import time
+        >>> memory = MysqlStore(store, user_id="sweep-demo")
+        >>> memory.put(("notes",), "n1", {"text": "soon gone"}, ttl=0.001)  # minutes
+        >>> memory.put(("notes",), "n2", {"text": "stays"})
+        >>> time.sleep(0.1)
+        >>> memory.sweep_ttl()
+        1
+        >>> [item.key for item in memory.search(("notes",))]
+        ['n2']
         """
         if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
             raise ValueError(f"batch must be an int >= 1, got {batch!r}")
@@ -653,7 +662,10 @@ class MysqlStore(BaseStore):
         future done when the thread ends (cancelling it stops the thread). Sweeps run whether or
         not a TTLConfig was given, since ``put(..., ttl=)`` works without one.
 
-        >>> memory.start_ttl_sweeper(0.5)  # doctest: +SKIP
+        >>> memory = MysqlStore(store, user_id="sweeper-demo")
+        >>> done = memory.start_ttl_sweeper(0.5)  # every 30 seconds
+        >>> memory.stop_ttl_sweeper(timeout=5)
+        True
         """
         interval = self._interval(sweep_interval_minutes)
         future: concurrent.futures.Future = concurrent.futures.Future()

@@ -479,3 +479,24 @@ def test_an_agent_keeps_its_conversation_across_a_process_restart(url: str) -> N
     from restart_demo import check_restart
 
     check_restart(str(ROOT / "examples" / "adk_restart.py"), url)
+
+
+def _hello_model() -> dict:
+    """``model`` for the adapter's examples: an offline ADK model that answers "hello"."""
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_response import LlmResponse
+
+    class Hello(BaseLlm):
+        async def generate_content_async(self, llm_request, stream: bool = False):
+            yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text="hello")]))
+
+    return {"model": Hello(model="hello")}
+
+
+def test_the_modules_docstring_examples_run(url: str, database: str, monkeypatch) -> None:
+    """mysql_state.adk's examples (doctest) run here, in tests/doctest_run.py's namespace plus ``model``."""
+    from tests.doctest_run import run_examples
+
+    result = run_examples("mysql_state.adk", url, database, monkeypatch, lambda _url: _hello_model())
+    assert result.attempted > 0, "mysql_state.adk lost its examples"
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed (see above)"

@@ -251,3 +251,14 @@ def test_session_with_mysql_memory_agent(astore, raw):
         assert memory_rows(raw, "alice:chat-3")[0] == memory_rows(raw, "alice:chat-1")[0]
 
     run(go())
+
+
+def test_the_modules_docstring_examples_run(url: str, database: str, monkeypatch) -> None:
+    """mysql_state.agentscope1's examples (doctest) run here, in tests/doctest_run.py's namespace
+    plus ``model`` (an offline chat model that answers "hello")."""
+    from tests.doctest_run import run_examples
+
+    extras = lambda _url: {"model": ScriptedModel([[TextBlock(type="text", text="hello")]])}  # noqa: E731
+    result = run_examples("mysql_state.agentscope1", url, database, monkeypatch, extras)
+    assert result.attempted > 0, "mysql_state.agentscope1 lost its examples"
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed (see above)"

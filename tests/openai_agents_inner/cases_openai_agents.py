@@ -265,3 +265,12 @@ def test_an_agent_keeps_its_conversation_across_a_process_restart(url: str) -> N
     from restart_demo import check_restart
 
     check_restart(str(ROOT / "examples" / "openai_agents_restart.py"), url)
+
+
+def test_the_modules_docstring_examples_run(url: str, database: str, monkeypatch) -> None:
+    """mysql_state.openai_agents's examples (doctest) run here, in tests/doctest_run.py's namespace."""
+    from tests.doctest_run import run_examples
+
+    result = run_examples("mysql_state.openai_agents", url, database, monkeypatch)
+    assert result.attempted > 0, "mysql_state.openai_agents lost its examples"
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed (see above)"
