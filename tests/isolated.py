@@ -68,19 +68,60 @@ def framework_python(venv: Path, extra: str, check: str, expect: str) -> Path:
     return py
 
 
-def run_cases(python: Path, cases: Path, url: str, what: str) -> str:
-    """Run one inner case file with the venv's pytest; fails with its output, returns it."""
+def case_names(folder: Path) -> list[str]:
+    """The cases of a framework's inner folder: ``<file>::<test>`` of every ``test_*`` function
+    in its ``cases_*.py`` files, read from the source (so each becomes a test of its own here)."""
+    import ast
+
+    names = []
+    for path in sorted(folder.glob("cases_*.py")):
+        tree = ast.parse(path.read_text(), str(path))
+        names += [f"{path.name}::{node.name}" for node in tree.body
+                  if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test_")]
+    return names
+
+
+def run_cases(python: Path, folder: Path, url: str, what: str) -> dict[str, tuple[str, str]]:
+    """Run every inner case file of ``folder`` once with the venv's pytest (junit XML report):
+    ``{"<file>::<test>": (outcome, details)}`` where outcome is passed / failed / error / skipped."""
+    import tempfile
+    import xml.etree.ElementTree as ET
+
+    files = sorted(folder.glob("cases_*.py"))
+    assert files, f"no case file in {folder}: the {what} cases are missing"
     env = dict(os.environ, MYSQL_URL=url, PYTHONDONTWRITEBYTECODE="1")
     env.pop("PYTHONPATH", None)
-    done = subprocess.run(
-        [str(python), "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", str(cases)],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
-    )
-    output = done.stdout + done.stderr
-    print(output)  # shown with -s or on failure
-    assert done.returncode == 0, f"the {what} cases failed:\n{output}"
-    assert " passed" in output and "skipped" not in output.split("short test summary")[-1].lower(), output
-    return output
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "report.xml"
+        done = subprocess.run(
+            [str(python), "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", f"--junitxml={report}",
+             *map(str, files)],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800,
+        )
+        output = done.stdout + done.stderr
+        print(output)  # shown with -s or on failure
+        assert report.exists(), f"the {what} cases did not run:\n{output[-5000:]}"
+        results: dict[str, tuple[str, str]] = {}
+        for case in ET.parse(report).getroot().iter("testcase"):
+            name = f"{case.get('file') or Path(case.get('classname', '').replace('.', '/')).name + '.py'}"
+            name = f"{Path(name).name}::{case.get('name')}"
+            outcome, details = "passed", ""
+            for tag in ("failure", "error", "skipped"):
+                found = case.find(tag)
+                if found is not None:
+                    outcome = {"failure": "failed"}.get(tag, tag)
+                    details = (found.get("message") or "") + "\n" + (found.text or "")
+            results[name] = (outcome, details)
+    return results
+
+
+def check_case(results: dict[str, tuple[str, str]], name: str, what: str) -> None:
+    """One inner case's verdict as this test's: a case that failed, was skipped, or did not run fails."""
+    base = name.split("[")[0]
+    mine = {k: v for k, v in results.items() if k == name or k.split("[")[0] == base}
+    assert mine, f"the {what} case {name} did not run (collected: {sorted(results)[:20]})"
+    bad = {k: v for k, v in mine.items() if v[0] != "passed"}
+    assert not bad, "\n".join(f"{k}: {outcome}\n{details[-4000:]}" for k, (outcome, details) in bad.items())
 
 
 def main() -> int:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.isolated import ROOT, framework_python, run_cases
+from tests.isolated import ROOT, case_names, check_case, framework_python, run_cases
 
 VENV = Path(os.environ.get("ADK_VENV", ROOT / ".venv-adk"))
 
@@ -19,6 +19,19 @@ def adk_python() -> Path:
     return framework_python(VENV, "adk", "__import__('google.adk', fromlist=['x']).__version__", "2.")
 
 
-def test_adk_cases_pass_in_their_own_virtualenv(adk_python: Path, url: str) -> None:
-    for cases in sorted((ROOT / "tests" / "adk_inner").glob("cases_*.py")):
-        run_cases(adk_python, cases, url, "Google ADK")
+CASES = ROOT / "tests" / "adk_inner"
+
+
+@pytest.fixture(scope="session")
+def adk_results(adk_python: Path, url: str) -> dict:
+    """Every case run once, in the framework's virtualenv, on the test server."""
+    return run_cases(adk_python, CASES, url, "Google ADK")
+
+
+def test_adk_case_file_has_cases() -> None:
+    assert case_names(CASES), f"no test_* case in {CASES}/cases_*.py"
+
+
+@pytest.mark.parametrize("case", case_names(CASES))
+def test_adk(case: str, adk_results: dict) -> None:
+    check_case(adk_results, case, "Google ADK")

@@ -6,15 +6,13 @@ tests/agentscope1_inner/cases_agentscope1.py there, on the same server (MYSQL_UR
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.isolated import ROOT, framework_python, run_cases
+from tests.isolated import ROOT, case_names, check_case, framework_python, run_cases
 
 VENV = Path(os.environ.get("AGENTSCOPE1_VENV", ROOT / ".venv-agentscope1"))
-CASES = ROOT / "tests" / "agentscope1_inner" / "cases_agentscope1.py"
 VERSION = "__import__('agentscope').__version__"
 
 
@@ -24,7 +22,19 @@ def agentscope1_python() -> Path:
     return framework_python(VENV, "agentscope1", VERSION, "1.0")
 
 
-def test_agentscope1_cases_pass_in_their_own_virtualenv(agentscope1_python: Path, url: str) -> None:
-    run_cases(agentscope1_python, CASES, url, "AgentScope 1.x")
-    assert subprocess.run([str(agentscope1_python), "-c", f"print({VERSION})"],
-                          capture_output=True, text=True).stdout.startswith("1.0")
+CASES = ROOT / "tests" / "agentscope1_inner"
+
+
+@pytest.fixture(scope="session")
+def agentscope1_results(agentscope1_python: Path, url: str) -> dict:
+    """Every case run once, in the framework's virtualenv, on the test server."""
+    return run_cases(agentscope1_python, CASES, url, "AgentScope 1.x")
+
+
+def test_agentscope1_case_file_has_cases() -> None:
+    assert case_names(CASES), f"no test_* case in {CASES}/cases_*.py"
+
+
+@pytest.mark.parametrize("case", case_names(CASES))
+def test_agentscope1(case: str, agentscope1_results: dict) -> None:
+    check_case(agentscope1_results, case, "AgentScope 1.x")

@@ -275,7 +275,6 @@ def test_truncate_all_sessions(store, raw):
 
 
 def test_versioning_contract(store, raw):
-    assert store.supports_versioning is True
     assert store.get_versioned("u", "s", "k") == VersionedState(None, 0)
     assert store.save_if_version("u", "s", "k", {"v": 1}, 0) == 1
     assert store.save_if_version("u", "s", "k", {"v": "x"}, 0) == UNVERSIONED
