@@ -8,20 +8,18 @@ them, catalog rows included); writes benchmarks/results/catalog.json.
 
 from __future__ import annotations
 
+import harness  # noqa: F401  (the shared header: sys.path)
+
 import argparse
 import json
 import os
 import statistics
-import sys
 import time
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import pymysql  # noqa: E402
 
 from mysql_state import MysqlAgentStateStore  # noqa: E402
 from mysql_state.pool import parse_url  # noqa: E402
-from mysql_state.server import server_url  # noqa: E402
 
 
 def seed(url: str, db: str, sessions: int, per: int) -> None:
@@ -66,9 +64,8 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=100_000)
     ap.add_argument("--rows-per-session", type=int, default=10)
     args = ap.parse_args()
-    url = server_url()
+    url, kwargs = harness.server()
     db = "bench_catalog"
-    kwargs, _ = parse_url(url)
     con = pymysql.connect(charset="utf8mb4", autocommit=True, **kwargs)
     with con.cursor() as cur:
         cur.execute(f"DROP DATABASE IF EXISTS `{db}`")
@@ -99,9 +96,7 @@ def main() -> None:
     with con.cursor() as cur:
         cur.execute(f"DROP DATABASE IF EXISTS `{db}`")
     con.close()
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "catalog.json")
-    with open(path, "w") as f:
-        json.dump(out, f, indent=2)
+    harness.write_json(out, os.path.join(harness.RESULTS, "catalog.json"))
     print(json.dumps(out, indent=2))
 
 

@@ -17,13 +17,11 @@ All on one machine: the nodes share its cores and disk.
 
 from __future__ import annotations
 
+import harness  # the shared header (sys.path) and writer loop
+
 import argparse
-import os
-import sys
 import threading
 import time
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from mysql_state import MysqlAgentStateStore  # noqa: E402
 from mysql_state.cluster import GaleraCluster  # noqa: E402
@@ -35,27 +33,12 @@ DB = "bench_cluster_store"
 def throughput(urls: list[str], threads: int, seconds: float) -> tuple[float, int]:
     """(appends per second, errors) of ``threads`` writers, writer k on ``urls[k % len]``."""
     stores = [MysqlAgentStateStore.from_url(u, DB, create_if_not_exist=True) for u in urls]
-    counts, errors = [0] * threads, [0] * threads
-    stop_at = [0.0]
-    start = threading.Barrier(threads + 1)
 
-    def writer(k: int) -> None:
-        store = stores[k % len(stores)]
-        start.wait()
-        while time.monotonic() < stop_at[0]:
-            try:
-                store.append_list("bench", f"w{k}-{id(stores)}", "log", [{"k": k, "t": "x" * 100}])
-                counts[k] += 1
-            except Exception:  # noqa: BLE001 - counted
-                errors[k] += 1
+    def writer(k: int):
+        store, sid, item = stores[k % len(stores)], f"w{k}-{id(stores)}", [{"k": k, "t": "x" * 100}]
+        return lambda: store.append_list("bench", sid, "log", item)
 
-    workers = [threading.Thread(target=writer, args=(k,)) for k in range(threads)]
-    for w in workers:
-        w.start()
-    stop_at[0] = time.monotonic() + seconds
-    start.wait()
-    for w in workers:
-        w.join()
+    counts, errors, _ = harness.timed_writers([writer(k) for k in range(threads)], seconds)
     for s in stores:
         s.close()
     return sum(counts) / seconds, sum(errors)

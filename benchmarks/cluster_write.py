@@ -16,13 +16,11 @@ and group communication cost here, not what 3 machines would give.
 
 from __future__ import annotations
 
+import harness  # the shared header (sys.path) and writer loop
+
 import argparse
-import os
-import sys
 import threading
 import time
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import pymysql  # noqa: E402
 
@@ -49,33 +47,20 @@ def create_table(port: int) -> None:
 
 def throughput(ports: list[int], threads: int, seconds: float) -> tuple[float, int, float]:
     """(commits per second, errors, median commit latency ms) of ``threads`` writers."""
-    counts, errors, latencies = [0] * threads, [0] * threads, [[] for _ in range(threads)]
-    start = threading.Barrier(threads + 1)
-    stop_at = [0.0]
+    cons = [connect(ports[k % len(ports)]) for k in range(threads)]
 
-    def writer(k: int) -> None:
-        con = connect(ports[k % len(ports)])
-        cur = con.cursor()
-        start.wait()
-        while time.monotonic() < stop_at[0]:
-            t = time.monotonic()
-            try:
-                cur.execute(f"INSERT INTO {DB}.w (writer, payload) VALUES (%s, %s)", (k, "x" * 100))
-                con.commit()
-                counts[k] += 1
-                latencies[k].append(time.monotonic() - t)
-            except pymysql.err.OperationalError:
-                errors[k] += 1
-                con.rollback()
+    def writer(k: int):
+        con, cur = cons[k], cons[k].cursor()
+
+        def op() -> None:
+            cur.execute(f"INSERT INTO {DB}.w (writer, payload) VALUES (%s, %s)", (k, "x" * 100))
+            con.commit()
+        return op
+
+    counts, errors, latencies = harness.timed_writers([writer(k) for k in range(threads)], seconds,
+                                                      (pymysql.err.OperationalError,), lambda k: cons[k].rollback())
+    for con in cons:
         con.close()
-
-    workers = [threading.Thread(target=writer, args=(k,)) for k in range(threads)]
-    for w in workers:
-        w.start()
-    stop_at[0] = time.monotonic() + seconds
-    start.wait()
-    for w in workers:
-        w.join()
     lat = sorted(x for xs in latencies for x in xs)
     return sum(counts) / seconds, sum(errors), (lat[len(lat) // 2] * 1000 if lat else float("nan"))
 

@@ -1,21 +1,155 @@
-"""Timing: interleaved, side-by-side medians; round trips from the server's counters."""
+"""The one header and harness every benchmark uses.
+
+``import harness`` first (before ``mysql_state`` or a sibling module): it puts the repository
+and this folder on ``sys.path`` and selects matplotlib's file backend, so every script runs as
+``python benchmarks/<script>.py`` from any folder. Then:
+
+* :func:`server` a server (``MYSQL_URL``, else the embedded default one) as (url, pymysql kwargs);
+* :func:`loadavg` the machine's load average, printed beside every figure;
+* :class:`Subject`, :func:`run_cell`: interleaved rounds (a fresh random order per round),
+  medians; :class:`Counter`: statements counted BY THE SERVER (global ``Questions`` +
+  ``Com_admin_commands`` on a private server);
+* :func:`timed_writers`: N threads each running one operation in a loop for some seconds
+  (the cluster benchmarks);
+* :func:`progress`: a progress bar for long runs (tqdm, or a plain line per step);
+* :func:`write_json`, :func:`write_text`: the results files.
+"""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import platform
 import random
 import statistics
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-import pymysql
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+for _p in (HERE, ROOT):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+os.environ.setdefault("MPLBACKEND", "Agg")
+RESULTS = os.path.join(HERE, "results")
 
-import peers
+import pymysql  # noqa: E402
+
+import peers  # noqa: E402
+
+
+def server() -> tuple[str, dict]:
+    """(url, pymysql keyword arguments) of the benchmark's server: ``MYSQL_URL`` if set, else the
+    embedded default one (``mysql_state.server``: Docker, else a private throwaway mariadbd)."""
+    from mysql_state.pool import parse_url
+    from mysql_state.server import server_url
+
+    url = server_url()
+    return url, parse_url(url)[0]
+
+
+def private_server() -> bool:
+    """Whether the server is this process's own (global counters then count only us)."""
+    return not os.environ.get("MYSQL_URL")
+
+
+def loadavg() -> tuple[float, float, float]:
+    """The 1, 5 and 15 minute load averages (zeros where the OS does not say)."""
+    try:
+        return os.getloadavg()
+    except OSError:
+        return (0.0, 0.0, 0.0)
+
+
+def loadavg_text() -> str:
+    a, b, c = loadavg()
+    return f"load average {a:.2f} {b:.2f} {c:.2f} on {os.cpu_count()} cores"
+
+
+def progress(total: int, desc: str):
+    """A progress bar with ``update(n)`` and ``set_postfix_str(s)``; tqdm when installed."""
+    try:
+        from tqdm import tqdm
+
+        return tqdm(total=total, unit="round", dynamic_ncols=True, desc=desc)
+    except ImportError:
+        return _Lines(total, desc)
+
+
+class _Lines:
+    """The fallback progress display: one line per 10 % and per postfix change."""
+
+    def __init__(self, total: int, desc: str) -> None:
+        self.total, self.desc, self.n, self.shown = max(total, 1), desc, 0, -1
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        tenth = 10 * self.n // self.total
+        if tenth != self.shown:
+            self.shown = tenth
+            print(f"{self.desc}: {self.n}/{self.total}", file=sys.stderr, flush=True)
+
+    def set_postfix_str(self, s: str) -> None:
+        print(f"{self.desc}: {s}", file=sys.stderr, flush=True)
+
+    def __enter__(self) -> "_Lines":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+def write_json(obj: Any, path: str) -> str:
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=1, default=str)
+        f.write("\n")
+    return path
+
+
+def write_text(text: str, path: str) -> str:
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w") as f:
+        f.write(text if text.endswith("\n") else text + "\n")
+    return path
+
+
+def timed_writers(ops: list[Callable[[], Any]], seconds: float, errors_of: tuple = (Exception,),
+                  on_error: Optional[Callable[[int], None]] = None) -> tuple[list[int], list[int], list[list[float]]]:
+    """Thread k runs ``ops[k]()`` in a loop for ``seconds`` (all start together): per thread
+    the operations done, the errors (``errors_of``, after ``on_error(k)``) and the latencies (s)."""
+    n = len(ops)
+    counts, errors, lat = [0] * n, [0] * n, [[] for _ in range(n)]
+    start = threading.Barrier(n + 1)
+    stop_at = [0.0]
+
+    def loop(k: int) -> None:
+        start.wait()
+        while time.monotonic() < stop_at[0]:
+            t = time.monotonic()
+            try:
+                ops[k]()
+            except errors_of:  # counted
+                errors[k] += 1
+                if on_error is not None:
+                    on_error(k)
+                continue
+            counts[k] += 1
+            lat[k].append(time.monotonic() - t)
+
+    threads = [threading.Thread(target=loop, args=(k,), daemon=True) for k in range(n)]
+    for t in threads:
+        t.start()
+    stop_at[0] = time.monotonic() + seconds
+    start.wait()
+    for t in threads:
+        t.join()
+    return counts, errors, lat
 
 
 @dataclass
@@ -27,6 +161,7 @@ class Subject:
     op: Callable[[], Any]
     before: Optional[Callable[[], Any]] = None
     after: Optional[Callable[[], Any]] = None
+    self_timed: bool = False  # ``op`` returns its own duration in ns (timed where it ran)
     samples: list[int] = field(default_factory=list)  # ns
     round_trips: Optional[int] = None
     error: Optional[str] = None
@@ -110,8 +245,10 @@ def run_cell(
                 if s.before:
                     s.before()
                 t0 = time.perf_counter_ns()
-                s.op()
+                got = s.op()
                 t1 = time.perf_counter_ns()
+                if s.self_timed:
+                    t0, t1 = 0, int(got)
                 if s.after:
                     s.after()
             except Exception as exc:  # noqa: BLE001 - a failing subject is reported, not fatal
@@ -188,6 +325,23 @@ def throughput(make_op: Callable[[int], Callable[[int], Any]], threads: int, ops
     return out
 
 
+def interleaved(ops: dict, rounds: int, before: Optional[dict] = None, seed: int = 1) -> dict:
+    """Median µs of each named operation, run in rounds in a fresh random order (the light
+    version of :func:`run_cell` for experiments: no round trips, no budget)."""
+    samples: dict = {k: [] for k in ops}
+    rng = random.Random(seed)
+    for _ in range(rounds):
+        order = list(ops)
+        rng.shuffle(order)
+        for k in order:
+            if before and k in before:
+                before[k]()
+            t0 = time.perf_counter_ns()
+            ops[k]()
+            samples[k].append(time.perf_counter_ns() - t0)
+    return {k: statistics.median(v) / 1000 for k, v in samples.items()}
+
+
 def quantile(sorted_xs: list, q: float):
     """Nearest-rank quantile of an ascending list (None when empty)."""
     if not sorted_xs:
@@ -221,6 +375,7 @@ def machine(admin) -> dict:
         commit = "?"
     return {
         "nproc": os.cpu_count(),
+        "loadavg": [round(x, 2) for x in loadavg()],
         "cpu": cpu,
         "ram_gb": ram,
         "os": f"{platform.system()} {platform.release()}",

@@ -3,14 +3,18 @@
     .venv/bin/python benchmarks/run.py            # full run (~25 min on 2 cores)
     .venv/bin/python benchmarks/run.py --quick    # 2-4 minute smoke (not committed)
     .venv/bin/python benchmarks/run.py --only throughput [--quick] [--procs 4]
+    .venv/bin/python benchmarks/run.py --only paths [--quick]   # issue 21's paths (paths.py)
 
-Uses ``MYSQL_URL`` if set, else the embedded default server (``mysql_state.server``). Writes
-``benchmarks/results/<date>.json`` (every sample), ``<date>.md`` (tables, targets) and
+Uses ``MYSQL_URL`` if set, else the embedded default server (``mysql_state.server``). First
+issue 21's production paths against their targets (``paths.py``: ``<date>-paths.{json,md,png}``),
+then ``benchmarks/results/<date>.json`` (every sample), ``<date>.md`` (tables, targets) and
 ``<date>.png`` (cost against conversation length), then the multi-process throughput benchmark
 (``throughput.py``): ``<date>-throughput.{json,csv,md,png}``. See benchmarks/README.md.
 """
 
 from __future__ import annotations
+
+import harness  # noqa: F401  (the shared header: sys.path, matplotlib backend)
 
 import argparse
 import asyncio
@@ -23,22 +27,14 @@ import sys
 import time
 from typing import Any, Callable
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(1, os.path.dirname(HERE))
-
-os.environ.setdefault("MPLBACKEND", "Agg")
-
 import orjson  # noqa: E402
 import pymysql  # noqa: E402
 
 from mysql_state import Keyring, MysqlAgentStateStore, keys  # noqa: E402
 from mysql_state.pool import parse_url  # noqa: E402
-from mysql_state.server import server_url  # noqa: E402
 
 import baselines  # noqa: E402
 import data  # noqa: E402
-import harness  # noqa: E402
 import peers as peers_mod  # noqa: E402
 import report  # noqa: E402
 import throughput  # noqa: E402
@@ -74,8 +70,7 @@ class Bench:
         if args.sizes:
             self.profile["sizes"] = tuple(int(x) for x in args.sizes.split(","))
         self.rng = random.Random(20240601)
-        self.url = server_url()
-        self.kwargs, _ = parse_url(self.url)
+        self.url, self.kwargs = harness.server()
         self.admin = pymysql.connect(autocommit=True, charset="utf8mb4", **self.kwargs)
         with self.admin.cursor() as cur:
             for name, db in DBS.items():
@@ -502,16 +497,23 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="1-2 minute smoke run (N <= 1000, few rounds)")
     ap.add_argument("--sizes", help="comma-separated conversation lengths (overrides the profile)")
     ap.add_argument("--no-peers", action="store_true", help="skip the Python peers")
-    ap.add_argument("--out", default=os.path.join(HERE, "results"), help="output folder")
+    ap.add_argument("--out", default=harness.RESULTS, help="output folder")
     ap.add_argument("--name", help="output file stem (default: the date; --quick adds -quick)")
-    ap.add_argument("--only", choices=("lists", "throughput", "adapters"),
-                    help="run only the per-operation benchmark (lists), the throughput one, or the adapters one")
+    ap.add_argument("--only", choices=("lists", "throughput", "adapters", "paths"),
+                    help="run only the per-operation benchmark (lists), the throughput one, the adapters one, "
+                         "or issue 21's production paths (paths.py)")
     ap.add_argument("--adapters", action="store_true", help="same as --only adapters")
     throughput.add_arguments(ap.add_argument_group("throughput (benchmarks/throughput.py)"))
     args = ap.parse_args(argv)
     if args.adapters:
         args.only = "adapters"
-    rc = run_lists(args) if args.only in (None, "lists") else 0
+    rc = 0
+    if args.only in (None, "paths"):  # first: issue 21's production paths against their targets
+        import paths
+
+        rc = paths.main((["--quick"] if args.quick else []) + (["--name", args.name + "-paths"] if args.name else [])
+                        + ["--out", args.out])
+    rc = (run_lists(args) if args.only in (None, "lists") else 0) or rc
     if args.only in (None, "throughput"):
         tp = argparse.Namespace(**vars(args))
         tp.name = args.name and args.name + "-throughput"
@@ -521,8 +523,8 @@ def main(argv=None) -> int:
     if args.only in (None, "adapters") and not args.no_peers:  # a separate hook: benchmarks/adapters_bench.py
         import adapters_bench
 
-        url = os.environ.get("MYSQL_URL") or server_url()
-        rows, failed = adapters_bench.run_adapters(parse_url(url)[0], url, rounds=5 if args.quick else 15)
+        url, kwargs = harness.server()
+        rows, failed = adapters_bench.run_adapters(kwargs, url, rounds=5 if args.quick else 15)
         adapters_bench.print_table(rows)
         stem = args.name or (dt.date.today().isoformat() + ("-quick" if args.quick else ""))
         for path in adapters_bench.write_results(rows, failed, args.out, stem, adapters_machine(url)):

@@ -46,6 +46,8 @@ Uses ``MYSQL_URL`` if set, else the embedded default server (``mysql_state.serve
 
 from __future__ import annotations
 
+import harness  # noqa: F401  (the shared header: sys.path, matplotlib backend)
+
 import argparse
 import asyncio
 import datetime as dt
@@ -58,22 +60,15 @@ import threading
 import time
 from typing import Any, Callable, Mapping, Optional
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(1, os.path.dirname(HERE))
-os.environ.setdefault("MPLBACKEND", "Agg")
-
 import orjson  # noqa: E402
 import pymysql  # noqa: E402
 
 from mysql_state import MysqlAgentStateStore  # noqa: E402
 from mysql_state.aio import AsyncMysqlAgentStateStore  # noqa: E402
 from mysql_state.pool import parse_url  # noqa: E402
-from mysql_state.server import server_url  # noqa: E402
 
 import baselines  # noqa: E402
 import data  # noqa: E402
-import harness  # noqa: E402
 import peers  # noqa: E402
 import report  # noqa: E402
 
@@ -441,8 +436,7 @@ class Throughput:
         if max(p["procs"], p["actors"]) > p["sessions"]:
             raise SystemExit("--procs and --actors must not exceed --sessions (one turn per session at a time)")
         wanted = tuple(args.systems.split(",")) if args.systems else PROC_SYSTEMS + LOCAL_SYSTEMS
-        self.url = server_url()
-        self.kwargs, _ = parse_url(self.url)
+        self.url, self.kwargs = harness.server()
         self.admin = pymysql.connect(autocommit=True, charset="utf8mb4", **self.kwargs)
         with self.admin.cursor() as cur:
             for db in (DB, DB_OA):
@@ -659,7 +653,7 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smoke run: 2 rounds of 2 s")
-    ap.add_argument("--out", default=os.path.join(HERE, "results"), help="output folder")
+    ap.add_argument("--out", default=harness.RESULTS, help="output folder")
     ap.add_argument("--name", help="output file stem (default: <date>-throughput; --quick adds -quick)")
     add_arguments(ap)
     args = ap.parse_args(argv)

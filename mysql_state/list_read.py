@@ -19,25 +19,38 @@ from .table import Table
 __all__ = ["get", "many", "read", "check", "length", "read_many", "check_many", "read_hash"]
 
 Checked = tuple[list, int, Optional[ListHash]]
+#: Items past which a whole-list read takes ``SELECT_ITEMS_LONG`` (measured, issue 21: the two
+#: shapes cost the same near 100 items; at 10 the long one's sub-queries cost 1.2x, at 10 000
+#: the short one's second field per row ~1.1x).
+LONG_LIST = 128
 
 
-def get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int], model: Any) -> Checked:
-    """A list read (whole, a window or a tail) and checked: (items, version, hash row)."""
-    return check(t, read(cur, t, sid, k, offset, limit), sid, k, offset, limit, model)
+def get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int], model: Any,
+        seen_n: Optional[int] = None) -> Checked:
+    """A list read (whole, a window or a tail) and checked: (items, version, hash row);
+    ``seen_n``: the length this process last saw (a whole read of a long list takes the
+    one-column shape)."""
+    long = seen_n is not None and seen_n > LONG_LIST
+    return check(t, read(cur, t, sid, k, offset, limit, long), sid, k, offset, limit, model)
 
 
-def many(cur: Any, t: Table, sid: str, value_keys: Sequence[str], list_keys: Sequence[str]) -> dict[str, tuple[Any, int]]:
-    """Values and whole lists of one session, one statement: ``{key: (value or items, version)}``."""
-    return check_many(t, read_many(cur, t, sid, value_keys, list_keys), sid, value_keys, list_keys)
+def many(cur: Any, t: Table, sid: str, value_keys: Sequence[str], list_keys: Sequence[str],
+         seen: Optional[dict] = None) -> dict[str, tuple[Any, int]]:
+    """Values and whole lists of one session, one statement: ``{key: (value or items, version)}``
+    (``seen``: see :func:`check_many`)."""
+    return check_many(t, read_many(cur, t, sid, value_keys, list_keys), sid, value_keys, list_keys, seen)
 
 
-def read(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int]) -> list:
-    """The rows of a list read (see :func:`check`): the whole list, a window, or a tail."""
+def read(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int], long: bool = False) -> list:
+    """The rows of a list read (see :func:`check`): the whole list (``SELECT_ITEMS``, or
+    ``SELECT_ITEMS_LONG`` when ``long``), a window, or a tail."""
     s, hk = t.statements, keys.hash_key(k)
     if offset < 0:
         cur.execute(s["SELECT_TAIL"], (sid, k, -offset, sid, hk))
+    elif offset == 0 and limit is None and long:
+        cur.execute(s["SELECT_ITEMS_LONG"], (k, sid, k, sid, k, sid, k, hk))
     elif offset == 0 and limit is None:
-        cur.execute(s["SELECT_ITEMS"], (sid, k, sid, k, sid, k, sid, hk))
+        cur.execute(s["SELECT_ITEMS"], (k, sid, k, hk))
     else:
         cur.execute(s["SELECT_WINDOW"], (sid, k, offset, sql.NO_LIMIT if limit is None else limit, sid, hk))
     return cur.fetchall()
@@ -45,7 +58,9 @@ def read(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int]
 
 def check(t: Table, rows: Any, sid: str, k: str, offset: int, limit: Optional[int], model: Any) -> Checked:
     """Items decoded and checked against the hash row read with them; (items, version, hash)."""
-    if offset == 0 and limit is None and (not rows or len(rows[0]) == 1):
+    if offset == 0 and limit is None and rows and len(rows[0]) == 1:
+        return _check_marked(t, rows, sid, k, model)
+    if offset == 0 and limit is None and (not rows or len(rows[0]) == 2):
         return _check_whole(t, rows, sid, k, model)
     rows = list(rows)
     head = None
@@ -75,13 +90,31 @@ def check(t: Table, rows: Any, sid: str, k: str, offset: int, limit: Optional[in
 
 
 def _check_whole(t: Table, rows: Any, sid: str, k: str, model: Any) -> Checked:
-    """:func:`check` for a whole list read by ``SELECT_ITEMS`` (one column, no index)."""
+    """:func:`check` for a whole list read by ``SELECT_ITEMS``: rows ``(item_index, state_data)``
+    in index order, the hash row last with minus its version as index. Item indexes are
+    distinct (the primary key) and ordered, so count, first and last prove them ``0..n-1``."""
+    stored, version = None, 0
+    if rows and rows[-1][0] < 0:
+        head = rows[-1]
+        rows = rows[:-1]
+        version = -int(head[0])
+        stored = ListHash.parse(head[1])
+        got = len(rows)
+        n = stored.n if stored is not None else got
+        first, last = (rows[0][0], rows[-1][0]) if rows else (None, None)
+        if got != n or (n and (first != 0 or last != n - 1)):
+            raise damaged(sid, k, stored, 0, n, got, first, last)
+    return t.sealer.decode_items(sid, k, rows, 1, 0, model), version, stored
+
+
+def _check_marked(t: Table, rows: Any, sid: str, k: str, model: Any) -> Checked:
+    """:func:`check` for a whole list read by ``SELECT_ITEMS_LONG`` (one column, the hash row
+    last, marked with its version and the lowest and highest item index)."""
     stored, version, got = None, 0, len(rows)
     mark = sql.HEAD_MARK
-    at = -1 if rows and rows[-1][0].startswith(mark) else (0 if rows and rows[0][0].startswith(mark) else None)
-    if at is not None:
-        meta, _, head = rows[at][0][1:].partition(mark)
-        rows = rows[:-1] if at == -1 else rows[1:]
+    if rows[-1][0].startswith(mark):
+        meta, _, head = rows[-1][0][1:].partition(mark)
+        rows = rows[:-1]
         got -= 1
         parts = meta.split(",")
         version = int(parts[0])
@@ -135,8 +168,13 @@ def read_many(cur: Any, t: Table, sid: str, value_keys: Sequence[str], list_keys
 
 
 def check_many(t: Table, rows: Sequence[tuple], sid: str, value_keys: Sequence[str],
-               list_keys: Sequence[str]) -> dict[str, tuple[Any, int]]:
-    """From :func:`read_many`'s rows: ``{key: (value or items, version)}``, absent keys left out."""
+               list_keys: Sequence[str], seen: Optional[dict] = None) -> dict[str, tuple[Any, int]]:
+    """From :func:`read_many`'s rows: ``{key: (value or items, version)}``, absent keys left out.
+
+    ``seen`` (a dict) is given what the read saw, for the writes that follow: per list key its
+    hash row (a :class:`ListHash`, None when it has none this store reads), per value key with
+    a row 0 and no list under it ``(version, digest of the stored text)``
+    (:func:`values.write_if_seen`)."""
     by_key: dict[str, list] = {}
     for key, index, data, version in rows:
         by_key.setdefault(key, []).append((index, data, version))
@@ -147,9 +185,14 @@ def check_many(t: Table, rows: Sequence[tuple], sid: str, value_keys: Sequence[s
         found = values.value_of(t, sid, k, head, None)
         if found is not None and not (found[2] and found[0] is None):
             out[k] = found[:2]
+        if seen is not None and len(head) == 1 and not head[0][0]:
+            seen[k] = (int(head[0][2]), values.digest(head[0][1]))
     for k in list_keys:
         hash_row = [(-1, r[1], r[2]) for r in by_key.get(keys.hash_key(k), ())]
         items = by_key.get(k, [])
         if hash_row or items:
-            out[k] = check(t, items + hash_row, sid, k, 0, None, None)[:2]
+            got = check(t, items + hash_row, sid, k, 0, None, None)
+            out[k] = got[:2]
+            if seen is not None:
+                seen[k] = got[2]
     return out

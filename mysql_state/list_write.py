@@ -4,9 +4,14 @@ Every list writer locks the list's hash row first (a new list: creates it, and o
 creators the second fails with a duplicate key and is retried), so writers of one list are
 serialised and the hash row always describes the rows. What to write is planned by
 :mod:`mysql_state.listsync` (pure): from the process's snapshot when it still matches the
-stored hash row (warm), else from the stored checkpoint (cold), else item by item. A warm
-save or append that only adds items is ONE statement, checked against the hash row this
-process last saw (:func:`append_if_hash`): the common turn costs 2 round trips with COMMIT.
+stored hash row (warm), else from the stored checkpoint (cold, checked from the hasher state
+this process kept when it saw the list), else item by item. A save or append that only adds
+items is ONE statement, checked against the hash row this process last read or wrote
+(:func:`append_if_hash`): the common turn costs 2 round trips with COMMIT, from any worker
+that read the list first. A list whose last such speculation missed (another worker writes
+it) goes the locked way at once: lock and read the hash row, write, COMMIT (3, never 5).
+A value of ``save_many`` is written in ONE statement while its row is what this process last
+read or wrote (:func:`mysql_state.values.write_if_seen`), else the locked way.
 
 Functions of ``(cursor, table, ...)`` on checked, encoded input; only the items a plan writes
 are checked here (:func:`mysql_state.args.check_upserts`), since only planning knows them.
@@ -40,6 +45,11 @@ class ListWrite:
     expected: Optional[int] = None  # compare-and-set: the version the caller read (None: any)
     version: int = UNVERSIONED  # the list's version after the write
     damaged: bool = False  # a read found its rows damaged: the hash row cannot vouch for them
+    hint: Optional[ListHash] = None  # the hash row this process last read or wrote
+    #: This list's last speculation missed (another worker writes it): go the locked way
+    #: (3 statements) rather than try a one-statement write bound to fail (5). Set and
+    #: cleared by :func:`save`; the facade keeps it per list.
+    missed: bool = False
 
     def lock(self) -> Any:
         return lock_of(self.snapshot)
@@ -123,23 +133,37 @@ def _opened(t: Table, sid: str, k: str, rows: Sequence[tuple]) -> list[bytes]:
 # ---- a whole list saved ----------------------------------------------------------------------
 
 
-def save(cur: Any, t: Table, w: ListWrite) -> Plan:
+def save(cur: Any, t: Table, w: ListWrite, speculate: bool = True) -> Plan:
     """Lock the hash row, plan (warm snapshot, else the checkpoint, else item by item), write.
 
-    A warm save that only appends is ONE statement, checked against the snapshot's hash
-    row as :func:`append_if_hash` does (the common turn: 2 round trips with the COMMIT).
+    A save that only appends is ONE statement, conditioned on the stored hash row being the
+    one it was planned against (:func:`append_if_hash`; 2 round trips with the COMMIT):
+    against a hash row this process *read* since it last wrote the list (``w.hint``: an
+    AgentScope turn loads before it saves), else against its snapshot's, unless the list's
+    last speculation missed (``w.missed``: another worker writes it). Otherwise, and when the
+    speculation misses, the locked way: lock and read the hash row, plan, write (3 round trips
+    with the COMMIT). Every plan against a row another worker wrote is checked from the hasher
+    state this process kept (:func:`listsync.cold_start`'s ``seen``) when it fits.
+
+    ``speculate=False``: the locked way only. A missed speculation rolls back the whole
+    transaction, so only a transaction's first write may speculate (``save_many``'s first list).
     """
     encode = lambda vs, start: serde.encode_items(vs, w.key, start, check=False)  # noqa: E731
     snap = w.snapshot
-    if snap is not None and w.expected is None:
-        planned = snap.diff(w.blob, w.values, encode)
-        if planned is not None and planned[0].kind == "append" and planned[0].delete_from is None:
-            plan = planned[0]
-            args.check_upserts(t, w.key, plan, w.values)
-            version = append_if_hash(cur, t, w.sid, w.key, plan.upserts, snap.hash, plan.new_hash)
-            if version:
-                w.new_snapshot, w.version = planned[1], version
+    if w.expected is None and speculate:
+        hint, hint_dig = t.sealer.usable(w.hint)
+        if hint is not None and not w.damaged and (snap is None or hint != snap.hash):
+            plan = _speculate(cur, t, w, listsync.plan_on_hint(w.blob, w.values, hint, encode, hint_dig, snap), hint)
+            if plan is not None:
                 return plan
+            w.missed = True
+        if snap is not None and not w.missed:
+            planned = snap.diff(w.blob, w.values, encode)
+            if planned is not None and planned[0].kind == "append" and planned[0].delete_from is None:
+                plan = _speculate(cur, t, w, planned, snap.hash)
+                if plan is not None:
+                    return plan
+                w.missed = True
     row, stored, dig = _lock_hash(cur, t, w.sid, w.key)
     before = int(row[1]) if row else (values.key_head(cur, t, w.sid, w.key)[0] if w.expected is not None else 0)
     if w.expected is not None and w.expected != UNVERSIONED and w.expected != before:
@@ -148,6 +172,7 @@ def save(cur: Any, t: Table, w: ListWrite) -> Plan:
         stored = None  # a read found its rows damaged: the hash row cannot vouch for them
     planned = None
     if snap is not None and stored is not None and stored == snap.hash:
+        w.missed = False  # the row is the one this process wrote: speculate again next time
         planned = snap.diff(w.blob, w.values, encode)
     if planned is None and stored is not None:
         planned = _plan_from_checkpoint(cur, t, w, stored, encode, dig)
@@ -165,11 +190,28 @@ def save(cur: Any, t: Table, w: ListWrite) -> Plan:
     return plan
 
 
+def _speculate(cur: Any, t: Table, w: ListWrite, planned: Optional[tuple[Plan, Snapshot]],
+               expected: ListHash) -> Optional[Plan]:
+    """Write an append ``planned`` against the hash row ``expected`` in one statement: the plan
+    when the row still held ``expected`` (``w.new_snapshot`` and ``w.version`` set), None when
+    there was no such plan or the row had changed (all undone)."""
+    if planned is None:
+        return None
+    plan = planned[0]
+    args.check_upserts(t, w.key, plan, w.values)
+    version = append_if_hash(cur, t, w.sid, w.key, plan.upserts, expected, plan.new_hash)
+    if not version:
+        return None
+    w.new_snapshot, w.version = planned[1], version
+    return plan
+
+
 def _plan_from_checkpoint(cur: Any, t: Table, w: ListWrite, stored: ListHash, encode: Any,
                           dig: Digester) -> Optional[tuple[Plan, Snapshot]]:
-    """A cold save that trusts the stored checkpoint (one hash over its bytes); reads the
-    stored items after it only when their digest sum says one changed."""
-    start = listsync.cold_start(w.blob, w.values, stored, encode, dig)
+    """A cold save that trusts the stored checkpoint (one hash over its bytes, or fewer:
+    from the hasher state this process kept, when it fits); reads the stored items after it
+    only when their digest sum says one changed."""
+    start = listsync.cold_start(w.blob, w.values, stored, encode, dig, w.snapshot)
     if start is None:
         return None
     tail = None
@@ -232,7 +274,7 @@ def append(cur: Any, t: Table, sid: str, k: str, datas: list[bytes], hint: Optio
     other outcome is rolled back and the append is made the locked way."""
     hint, hint_dig = t.sealer.usable(hint)
     if hint is not None:
-        new_hash = hint.extended(hint_dig.digests(datas, hint.n))
+        new_hash = hint.extended(hint_dig.digests(datas, hint.n), hint_dig.empty)
         if append_if_hash(cur, t, sid, k, list(enumerate(datas, hint.n)), hint, new_hash):
             return hint, new_hash
     row, stored, dig = _lock_hash(cur, t, sid, k)
@@ -246,7 +288,7 @@ def append(cur: Any, t: Table, sid: str, k: str, datas: list[bytes], hint: Optio
         base = dig.of(dig.digests(existing))
     else:
         base = stored
-    new_hash = base.extended(dig.digests(datas, base.n))
+    new_hash = base.extended(dig.digests(datas, base.n), dig.empty)
     if row is None:
         create_hash_row(cur, t, sid, k, new_hash)
     write_list(cur, t, sid, k, [(base.n + i, d) for i, d in enumerate(datas)], new_hash, with_hash=row is not None)
@@ -316,8 +358,8 @@ def append_if_hash(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, 
     if len(statements) != 1:
         return 0  # more than one packet: the locked way
     statement, params = statements[0]
-    text = expected.to_json().decode()
-    affected = cur.execute(statement, params + (hk, text, hk, text))
+    h = values.digest(expected.to_json())
+    affected = cur.execute(statement, params + (hk, h, hk, h))
     # hash row updated (2, and LAST_INSERT_ID set) + 1 per new item + catalog row (1 or 2)
     if cur.lastrowid and affected - len(items) in (3, 4):
         return int(cur.lastrowid)
@@ -362,13 +404,26 @@ def pop(cur: Any, t: Table, sid: str, k: str, model: Any = None) -> Any:
 
 
 def save_many(cur: Any, t: Table, writes: Sequence[ListWrite], prepared: Sequence[tuple[str, str, str, int]],
-              expected: dict[str, int]) -> tuple[dict[str, Plan], dict[str, int]]:
+              expected: dict[str, int], seen: Optional[dict[str, tuple[int, str]]] = None
+              ) -> tuple[dict[str, Plan], dict[str, int]]:
     """``save_many``'s transaction: every list, then every value (compare-and-set where
-    ``expected`` names the key, :class:`StaleStateError` otherwise); (plans, versions)."""
-    plans = {w.key: save(cur, t, w) for w in writes}
+    ``expected`` names the key, :class:`StaleStateError` otherwise); (plans, versions).
+
+    ``seen``: per value key, ``(version, digest)`` of row 0 as this process last read or wrote
+    it; such a value is written in ONE statement if the row is still that
+    (:func:`values.write_if_seen`), else the locked way."""
+    # Only the first list may speculate: a miss rolls back what the transaction wrote before it.
+    plans = {w.key: save(cur, t, w, speculate=i == 0) for i, w in enumerate(writes)}
     versions = {w.key: w.version for w in writes}
+    seen = seen or {}
     for sid, k, text, _ in prepared:
         want = expected.get(k, UNVERSIONED)
+        hint = seen.get(k)
+        if hint is not None and want in (UNVERSIONED, hint[0]):
+            got = values.write_if_seen(cur, t, sid, k, text, hint)
+            if got:
+                versions[k] = got
+                continue
         if want != UNVERSIONED:
             got = values.write(cur, t, sid, k, text, want)
             if got == UNVERSIONED:

@@ -1,19 +1,32 @@
 """Change detection for lists: what a ``save_list`` must write. Pure logic, no I/O.
 
-The hash row of a list (format ``mysql-state/list-v2``) holds:
+The hash row of a list (format ``mysql-state/list-v3``) holds:
 
 * ``n`` and ``sum``: the length, and the sum modulo 2**128 of an index-salted BLAKE2b digest of
   every item's JSON. Any change to any item changes it, and an append updates it in O(new items).
 * a checkpoint ``p``, ``plen``, ``ph``, ``psum``: the items ``0..p-1`` are, in the list's JSON
-  ``[item0,item1,...]``, the ``plen`` bytes after the ``[``; ``ph`` is their SHA-256 and ``psum``
-  the sum of their digests. A save puts the checkpoint just before the last item.
+  ``[item0,item1,...]``, the ``plen`` bytes after the ``[``; ``ph`` is their BLAKE3-256 (keyed
+  with the digest key for an encrypted store) and ``psum`` the sum of their digests. A save puts
+  the checkpoint just before the last item.
 
 So a save in a process that has never seen the list (a cold save: another worker, a restart)
 costs one ``orjson.dumps`` of the list and ONE hash over one byte range ("the first p items are
 unchanged"), then per-item work on the few items after the checkpoint only: the turn appended,
 or the last message that grew in place. Anything else (an edit in the middle, a compaction) is
 found by the per-item path, item digests and, where needed, the stored items themselves. The
-format ``mysql-state/list-v1`` (``n`` and ``sum`` only) reads as a checkpoint at 0.
+format ``mysql-state/list-v2`` is the same with ``ph`` the SHA-256 (HMAC-SHA-256 when keyed) of
+the checkpoint's bytes, ``mysql-state/list-v1`` (``n`` and ``sum`` only) reads as a checkpoint at
+0; both are read, checked with their own hash, and written as v3 by the next write (a save
+re-hashes the checkpoint once with BLAKE3; an append or a pop, which do not have the list's
+bytes, move the checkpoint to 0). BLAKE3 because the checkpoint is the one hash over the whole
+list that a process which never saw it must pay: 0.2-0.4x SHA-256's time on the lists measured
+(``benchmarks/DESIGN-issue21.md``). A format this store does not know (the Java store's rows)
+reads as no hash row at all.
+
+A process that saw the list (its snapshot) but did not write the stored row (another worker
+took the turn in between) checks the stored checkpoint by extending the hasher state it kept at
+its own checkpoint over the bytes stored since (:func:`cold_start`'s ``seen``): O(the turns in
+between), not O(the list), when the new JSON starts with the bytes it hashed.
 
 Within one process a :class:`Snapshot` remembers the JSON of what was last written, so a warm
 ``save_list`` costs one ``orjson.dumps`` of the list and a ``memcmp``, then work proportional to
@@ -28,10 +41,16 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
+import blake3
 import orjson
 
-HASH_FORMAT = "mysql-state/list-v2"
-LEGACY_FORMATS = ("mysql-state/list-v1",)
+#: The format written; its number is :data:`HASH_VERSION` (``ListHash.v``).
+HASH_FORMAT = "mysql-state/list-v3"
+HASH_VERSION = 3
+#: The formats read (and upgraded to :data:`HASH_FORMAT` by the next write), by version.
+LEGACY_FORMATS = ("mysql-state/list-v1", "mysql-state/list-v2")
+_VERSION_OF = {"mysql-state/list-v1": 1, "mysql-state/list-v2": 2, HASH_FORMAT: HASH_VERSION}
+_FORMAT_OF = {v: f for f, v in _VERSION_OF.items()}
 _MOD = 1 << 128
 _MASK = _MOD - 1
 
@@ -39,16 +58,19 @@ Encoder = Callable[[Sequence[Any], int], list]
 
 
 class Digester:
-    """The digests of a list: index-salted BLAKE2b per item, SHA-256 of the checkpoint's bytes.
+    """The digests of a list: index-salted BLAKE2b per item, BLAKE3 of the checkpoint's bytes
+    (SHA-256 for the rows of formats v1 and v2, which are read and upgraded).
 
     Keyed (``key``, recorded in the hash row as ``kid``) for an encrypted store, so the table
     holds no digest of the plaintext that could be matched against guesses.
     """
 
-    __slots__ = ("key", "kid", "empty")
+    __slots__ = ("key", "kid", "empty", "_b3key")
 
     def __init__(self, key: Optional[bytes] = None, kid: Optional[str] = None) -> None:
         self.key, self.kid = key, kid
+        # keyed BLAKE3 takes exactly 32 bytes: a derived digest key is (HMAC-SHA-256)
+        self._b3key = None if not key else (key if len(key) == 32 else hashlib.sha256(key).digest())
         self.empty = self.prefix().digest()
 
     def digest(self, index: int, data: bytes) -> int:
@@ -60,8 +82,11 @@ class Digester:
         d = self.digest
         return [d(i, x) for i, x in enumerate(datas, start)]
 
-    def prefix(self) -> Any:
-        """A fresh hasher for the checkpoint's bytes."""
+    def prefix(self, version: int = HASH_VERSION) -> Any:
+        """A fresh hasher for the checkpoint's bytes, of the format ``version`` (v3: BLAKE3;
+        v1, v2: SHA-256); keyed when the digester is."""
+        if version == HASH_VERSION:
+            return blake3.blake3(key=self._b3key) if self._b3key else blake3.blake3()
         return hmac.new(self.key, digestmod=hashlib.sha256) if self.key else hashlib.sha256()
 
     def of(self, item_digests: Sequence[int]) -> "ListHash":
@@ -71,6 +96,7 @@ class Digester:
 
 PLAIN = Digester()
 EMPTY_PREFIX = PLAIN.empty
+EMPTY_SHA256 = PLAIN.prefix(2).digest()  # a v1 row's checkpoint (at 0)
 
 
 def digest(index: int, data: bytes) -> int:
@@ -93,12 +119,16 @@ class ListHash:
     ph: bytes = EMPTY_PREFIX
     psum: int = 0
     dk: Optional[str] = None  # the id of the key the digests are keyed with (None: unkeyed)
+    v: int = HASH_VERSION  # the format read (1, 2: ph is SHA-256) or written (3: BLAKE3)
 
     def to_json(self) -> bytes:
-        obj = {"fmt": HASH_FORMAT, "n": self.n, "sum": format(self.total, "032x"),
-               "p": self.p, "plen": self.plen, "ph": self.ph.hex(), "psum": format(self.psum, "032x")}
-        if self.dk is not None:
-            obj["dk"] = self.dk
+        """The hash row's text, in the format it was read in (``v``): re-serialising a row read
+        gives its text back, which is what a conditional write compares."""
+        obj: dict[str, Any] = {"fmt": _FORMAT_OF[self.v], "n": self.n, "sum": format(self.total, "032x")}
+        if self.v != 1:
+            obj.update(p=self.p, plen=self.plen, ph=self.ph.hex(), psum=format(self.psum, "032x"))
+            if self.dk is not None:
+                obj["dk"] = self.dk
         return orjson.dumps(obj)
 
     @staticmethod
@@ -108,31 +138,36 @@ class ListHash:
             return None
         try:
             obj = orjson.loads(data)
-            if not isinstance(obj, dict) or obj.get("fmt") not in (HASH_FORMAT, *LEGACY_FORMATS):
+            if not isinstance(obj, dict) or obj.get("fmt") not in _VERSION_OF:
                 return None
+            v = _VERSION_OF[obj["fmt"]]
             n, total = obj["n"], int(obj["sum"], 16)
             if type(n) is not int or n < 0 or not 0 <= total < _MOD:
                 return None
-            if obj["fmt"] != HASH_FORMAT:
-                return ListHash(n, total)
+            if v == 1:
+                return ListHash(n, total, ph=EMPTY_SHA256, v=1)
             p, plen, ph, psum = obj["p"], obj["plen"], bytes.fromhex(obj["ph"]), int(obj["psum"], 16)
             dk = obj.get("dk")
             if (type(p) is not int or type(plen) is not int or not 0 <= p <= n or plen < 0 or len(ph) != 32
                     or not (dk is None or isinstance(dk, str))):
                 return None
-            return ListHash(n, total, p, plen, ph, psum & _MASK, dk)
+            return ListHash(n, total, p, plen, ph, psum & _MASK, dk, v)
         except (ValueError, KeyError, TypeError):
             return None
 
-    def extended(self, new_digests: Sequence[int]) -> "ListHash":
-        """The hash after appending items with these digests (O(new items); the checkpoint stays)."""
-        return ListHash(self.n + len(new_digests), (self.total + sum(new_digests)) & _MASK,
-                        self.p, self.plen, self.ph, self.psum, self.dk)
+    def extended(self, new_digests: Sequence[int], empty_prefix: bytes = EMPTY_PREFIX) -> "ListHash":
+        """The hash after appending items with these digests (O(new items); the checkpoint stays,
+        or, in a row of an older format, moves to 0: written as the current format).
+        ``empty_prefix``: the digester's ``empty``."""
+        n, total = self.n + len(new_digests), (self.total + sum(new_digests)) & _MASK
+        if self.v != HASH_VERSION:
+            return ListHash(n, total, 0, 0, empty_prefix, 0, self.dk)
+        return ListHash(n, total, self.p, self.plen, self.ph, self.psum, self.dk)
 
     def without_last(self, last_digest: int, empty_prefix: bytes = EMPTY_PREFIX) -> "ListHash":
         """The hash after removing the last item, whose digest is given (a pop)."""
         total = (self.total - last_digest) & _MASK
-        if self.p <= self.n - 1:
+        if self.p <= self.n - 1 and self.v == HASH_VERSION:
             return ListHash(self.n - 1, total, self.p, self.plen, self.ph, self.psum, self.dk)
         return ListHash(self.n - 1, total, 0, 0, empty_prefix, 0, self.dk)  # the checkpoint covered it
 
@@ -142,7 +177,7 @@ def verify(h: ListHash, datas: Sequence[bytes], dig: Digester = PLAIN) -> bool:
     if h.dk != dig.kid or h.n != len(datas) or h.total != sum(dig.digests(datas)) & _MASK or h.p > len(datas):
         return False
     prefix = b",".join(datas[: h.p])
-    hasher = dig.prefix()
+    hasher = dig.prefix(h.v)
     hasher.update(prefix)
     return len(prefix) == h.plen and hasher.digest() == h.ph and sum(dig.digests(datas[: h.p])) & _MASK == h.psum
 
@@ -205,7 +240,7 @@ class Snapshot:
     ``blob`` is ``orjson.dumps(list)``; the offsets just past items ``base..n-1`` are in
     ``ends`` (a snapshot made by a cold save knows them only after the checkpoint);
     ``first_end`` is the offset just past item ``base-1`` (0 when ``base`` is 0). ``hasher``
-    holds the SHA-256 of the checkpoint's bytes. ``pending`` holds appended items not yet
+    holds the BLAKE3 state over the checkpoint's bytes (``blob[1:1 + hash.plen]``). ``pending`` holds appended items not yet
     folded into ``blob`` (an append costs O(new items)). Guarded by ``lock`` (one writer per
     list key in the process).
     """
@@ -297,7 +332,7 @@ class Snapshot:
         last_digest = 0
         if m:
             last_digest = dg[last] if last in dg else dig(last, blob[(end_of(last - 1) + 1 if last else 1) : end_of(last)])
-        keep = k >= self.hash.p
+        keep = k >= self.hash.p and self.hash.v == HASH_VERSION
         plan.new_hash, hasher = _checkpoint(self.dig, blob, m, end_of, total, last_digest,
                                             self.hasher if keep else None, 1 + self.hash.plen)
         plan.kind = _kind(k, n, m)
@@ -344,7 +379,7 @@ class ColdStart:
     stored: ListHash
     tail: list[bytes]  # JSON of new items p..m-1
     tail_digests: list[int]
-    hasher: Any  # SHA-256 of the checkpoint's bytes
+    hasher: Any  # BLAKE3 of the checkpoint's bytes (the current format's, whatever the stored row's)
     blob: bytes
     m: int
     dig: Digester = PLAIN
@@ -371,7 +406,7 @@ class ColdStart:
             k = min(m, n) if k is None else k
         if m < n:
             plan.delete_from = m
-        if not plan.upserts and m == n:
+        if not plan.upserts and m == n and s.v == HASH_VERSION:
             return Plan(kind="unchanged"), self._snapshot(s)
         total = (s.psum + sum(self.tail_digests)) & _MASK
         L = 1 + s.plen
@@ -384,7 +419,7 @@ class ColdStart:
         if m - 1 < p:  # the list ends at the checkpoint: re-hash from the start
             return None
         plan.new_hash, hasher = _checkpoint(self.dig, self.blob, m, end_of, total, last, self.hasher, L)
-        plan.kind = _kind(k, n, m)
+        plan.kind = _kind(k, n, m) if plan.upserts or m != n else "unchanged"  # (a row upgraded only)
         return plan, Snapshot(self.blob, m, p, L if p else 0, ends, hasher, plan.new_hash, self.dig)
 
     def needs_read(self) -> bool:
@@ -400,25 +435,70 @@ class ColdStart:
 
 
 def cold_start(blob: bytes, values: Sequence[Any], stored: ListHash, encode_items: Encoder,
-               dig: Digester = PLAIN) -> Optional[ColdStart]:
+               dig: Digester = PLAIN, seen: Optional[Snapshot] = None) -> Optional[ColdStart]:
     """Check the stored checkpoint against ``blob`` with one hash over one byte range.
 
     Returns None when the first ``p`` items changed (or the checkpoint does not fit): then
     the per-item path is needed. Items after the checkpoint are encoded here.
+
+    ``seen``: this process's snapshot of the list (it saw the list, another worker wrote since).
+    When ``blob`` starts with the bytes its hasher covers (:func:`seed_of`), the stored
+    checkpoint is checked by extending that state over the bytes after them only: the same
+    proof (the hash of the stored prefix equals that of the new one), its first bytes hashed
+    earlier by this process, over bytes the ``memcmp`` shows identical. A row of an older
+    format is checked with its own hash, and the BLAKE3 state for the upgrade made by a
+    second pass over the same bytes (once per list).
     """
     p, m = stored.p, len(values)
     L = 1 + stored.plen
     if p > m or L > len(blob) - 1 or (p and blob[L] not in (44, 93)) or (p and p == m and blob[L] != 93):
         return None
-    hasher = dig.prefix()
-    hasher.update(memoryview(blob)[1:L])
+    view = memoryview(blob)
+    seed = seed_of(seen, blob, stored, dig) if seen is not None else None
+    if seed is not None:
+        hasher = seed[0].copy()
+        hasher.update(view[seed[1]:L])
+    else:
+        hasher = dig.prefix(stored.v)
+        hasher.update(view[1:L])
     if hasher.copy().digest() != stored.ph:
         return None
+    if stored.v != HASH_VERSION:
+        hasher = dig.prefix()
+        hasher.update(view[1:L])
     tail = encode_items(values[p:], p)
-    body = memoryview(blob)[(L + 1 if p else 1) : len(blob) - 1]
+    body = view[(L + 1 if p else 1) : len(blob) - 1]
     if (len(tail) and bytes(body) != b",".join(tail)) or (not tail and len(body)):
         return None
     return ColdStart(stored, tail, dig.digests(tail, p), hasher, blob, m, dig)
+
+
+def seed_of(seen: Snapshot, blob: bytes, stored: ListHash, dig: Digester) -> Optional[tuple[Any, int]]:
+    """What this process already hashed of the stored checkpoint: ``(hasher state, end)`` with
+    the state over ``blob[1:end]``, when ``seen`` (a snapshot) is of the stored row's format and
+    digest key, its checkpoint does not lie past the stored one, and ``blob`` starts with the
+    bytes it covers (one ``memcmp``); else None (hash from the start)."""
+    h = seen.hash
+    end = 1 + h.plen
+    if (seen.dig is not dig or h.v != HASH_VERSION or stored.v != HASH_VERSION or not h.p
+            or end > 1 + stored.plen or end > len(seen.blob)):
+        return None
+    return (seen.hasher, end) if blob.startswith(memoryview(seen.blob)[:end]) else None
+
+
+def plan_on_hint(blob: bytes, values: Sequence[Any], hint: ListHash, encode_items: Encoder,
+                 dig: Digester = PLAIN, seen: Optional[Snapshot] = None) -> Optional[tuple[Plan, Snapshot]]:
+    """An append planned against a hash row this process read (not the one it wrote): the plan
+    and the snapshot after it, when the new list is ``hint``'s items plus new ones at the end
+    (checked as :func:`cold_start` does, seeded by ``seen``) and no stored item needs reading;
+    else None. The write must still be conditioned on the stored row being ``hint``."""
+    start = cold_start(blob, values, hint, encode_items, dig, seen)
+    if start is None or start.needs_read():
+        return None
+    got = start.plan(None)
+    if got is None or got[0].kind != "append" or got[0].delete_from is not None or got[0].new_hash is None:
+        return None
+    return got
 
 
 def full_snapshot(blob: bytes, datas: Sequence[bytes], item_digests: Sequence[int],

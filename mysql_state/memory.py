@@ -3,10 +3,15 @@
 * snapshots (:class:`~mysql_state.listsync.Snapshot`): the JSON last written per list, so a
   warm ``save_list`` costs a comparison and its changed suffix (bounded in bytes);
 * hints: the hash row last seen per list, so an append is ONE statement (bounded in entries);
+* missed: lists whose last one-statement write missed (another worker writes them), so the
+  next save goes the locked way (3 round trips) instead of speculating again (5 when it misses);
+* values: per value key, ``(version, SHA-256 of the stored text)`` of row 0 as last read by
+  ``get_many`` or written here, so ``save_many`` writes it in ONE statement conditioned on it
+  (:func:`mysql_state.values.write_if_seen`);
 * damaged: lists a read found damaged, so their next save rewrites the rows instead of
   trusting the hash row (which a row damaged by hand still matches).
 
-Each is a hint only: every write checks it against the stored hash row under its lock, so a
+Each is a hint only: every write checks it against the stored row under its lock, so a
 stale entry costs a round trip, never a wrong row. Keys are ``(packed session id, key)``.
 """
 
@@ -31,14 +36,27 @@ class ListMemory:
     def __init__(self, snapshot_bytes: int) -> None:
         self.snapshots: LRU[Key, Snapshot] = LRU(max_bytes=snapshot_bytes, size_of=lambda s: s.nbytes)
         self.hints: LRU[Key, ListHash] = LRU(max_entries=HASH_HINTS)
+        self.missed: LRU[Key, bool] = LRU(max_entries=HASH_HINTS)
+        self.values: LRU[Key, tuple[int, str]] = LRU(max_entries=HASH_HINTS)
         #: Lists a read found damaged (shared with transactions, which add to it and rewrite).
         self.damaged: set[Key] = set()
 
-    def saved(self, key: Key, snap: Optional[Snapshot]) -> None:
-        """A list save wrote ``snap``: keep it, and its hash row as a hint for appends."""
+    def saved(self, key: Key, snap: Optional[Snapshot], missed: bool = False) -> None:
+        """A list save wrote ``snap``: keep it, and its hash row as a hint for appends;
+        ``missed``: its one-statement write missed (next time, the locked way)."""
         self.snapshots.put(key, snap)
         self.hints.put(key, snap.hash if snap is not None else None)
+        self.missed.put(key, True if missed else None)
         self.damaged.discard(key)
+
+    def read(self, key: Key, stored: Optional[ListHash]) -> None:
+        """A strong read saw the list's hash row ``stored`` (None: none this store reads)."""
+        self.hints.put(key, stored)
+
+    def value(self, key: Key, seen: Optional[tuple[int, str]]) -> None:
+        """Row 0 of a value key is ``seen`` ``(version, digest)``: read strongly, or written
+        here (None: forget it)."""
+        self.values.put(key, seen)
 
     def appended(self, key: Key, snap: Optional[Snapshot], stored: Optional[ListHash], datas: Sequence[bytes],
                  new_hash: ListHash) -> None:
@@ -55,6 +73,8 @@ class ListMemory:
         """Drop what is remembered of a list, a session, or (no argument) everything."""
         self.snapshots.drop(key, session)
         self.hints.drop(key, session)
+        self.missed.drop(key, session)
+        self.values.drop(key, session)
 
     def forget_all_of(self, touched: Iterable[tuple[str, Optional[str]]]) -> None:
         """Drop the lists (``(sid, key)``) and whole sessions (``(sid, None)``) written."""

@@ -223,6 +223,7 @@ class MysqlAgentStateStore:
             self._metrics.stale()
         else:
             self._forget((sid, k))
+            self._memory.value((sid, k), (version, value_engine.digest(text)))  # the next save's guess
             self._metrics.saved("value", 1, size)
         return version
 
@@ -341,12 +342,14 @@ class MysqlAgentStateStore:
     def _list_write(self, user_id, session_id, key, items, expected: Optional[int] = None) -> ListWrite:
         """A list save checked and encoded, with this process's snapshot of the list."""
         sid, k, items, blob = args.prepare_list(self.table, user_id, session_id, key, items)
-        m = self._memory
-        return ListWrite(sid, k, items, blob, m.snapshots.get((sid, k)), expected=expected, damaged=(sid, k) in m.damaged)
+        m, ck = self._memory, (sid, k)
+        return ListWrite(sid, k, items, blob, m.snapshots.get(ck), expected=expected, damaged=ck in m.damaged,
+                         hint=m.hints.get(ck), missed=m.missed.get(ck) is not None)
 
     def _saved(self, w: ListWrite, plan: Plan) -> None:
-        """Keep what a list save wrote (its snapshot, its hash row as a hint), and count it."""
-        self._memory.saved((w.sid, w.key), w.new_snapshot)
+        """Keep what a list save wrote (its snapshot, its hash row as a hint, whether its
+        one-statement write missed), and count it."""
+        self._memory.saved((w.sid, w.key), w.new_snapshot, w.missed)
         self._metrics.saved(plan.kind, len(plan.upserts), sum(len(d) for _, d in plan.upserts))
 
     def save_many(self, user_id: Optional[str], session_id: str, values: Optional[Mapping[str, Any]] = None,
@@ -370,8 +373,9 @@ class MysqlAgentStateStore:
         with contextlib.ExitStack() as stack:
             for w in writes:
                 stack.enter_context(w.lock())
+            seen = {k: v for _, k, _, _ in prepared if (v := self._memory.values.get((sid, k))) is not None}
             try:
-                plans, versions = self._db.run(lambda cur: list_write.save_many(cur, t, writes, prepared, expected),
+                plans, versions = self._db.run(lambda cur: list_write.save_many(cur, t, writes, prepared, expected, seen),
                                                f"save_many {sorted(list_map) + sorted(value_map)}", write=True,
                                                session=sid)
             except StaleStateError:
@@ -382,8 +386,9 @@ class MysqlAgentStateStore:
         result.versions = versions
         for w in writes:
             self._saved(w, plans[w.key])
-        for _, k, _, size in prepared:
+        for _, k, text, size in prepared:
             self._forget((sid, k))
+            self._memory.value((sid, k), (versions[k], value_engine.digest(text)))  # the next save's guess
             self._metrics.saved("value", 1, size)
         return result
 
@@ -438,7 +443,9 @@ class MysqlAgentStateStore:
         offset, limit = args.window(offset, limit)
         model = serde.check_type(model)
         with self._memory.noting_damage():  # decoded inside: its errors are counted
-            items, version, stored = self._db.run(lambda cur: list_read.get(cur, t, sid, k, offset, limit, model),
+            seen = self._memory.hints.get((sid, k))  # the length last seen picks the read's shape
+            n = seen.n if seen is not None else None
+            items, version, stored = self._db.run(lambda cur: list_read.get(cur, t, sid, k, offset, limit, model, n),
                                                   f"get_list {k!r}", write=False, consistency=consistency, session=sid)
         if stored is not None and consistency == "strong":  # a replica's may be behind
             self._memory.hints.put((sid, k), stored)
@@ -458,9 +465,15 @@ class MysqlAgentStateStore:
         sid, value_keys, list_keys = args.many_keys(t, user_id, session_id, values, lists)
         if not value_keys and not list_keys:
             return {}
+        seen: dict[str, Any] = {}
         with self._memory.noting_damage():  # decoded inside: its errors are counted
-            found = self._db.run(lambda cur: list_read.many(cur, t, sid, value_keys, list_keys), "get_many",
+            found = self._db.run(lambda cur: list_read.many(cur, t, sid, value_keys, list_keys, seen), "get_many",
                                  write=False, consistency=consistency, session=sid)
+        if consistency == "strong":  # what the read saw guides the writes that follow (a replica's may be behind)
+            for k in list_keys:
+                self._memory.read((sid, k), seen.get(k))
+            for k in value_keys:
+                self._memory.value((sid, k), seen.get(k))
         return {k: VersionedState(*vv) if versioned else vv[0] for k, vv in found.items()}
 
     def list_length(self, user_id: Optional[str], session_id: str, key: str, *, consistency: str = "strong") -> int:

@@ -9,6 +9,7 @@ list's hash row's.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, Optional, Sequence
 
 from . import keys, sessions, sql
@@ -16,7 +17,7 @@ from .errors import DUPLICATE_KEY, errno_of
 from .results import UNVERSIONED
 from .table import Table
 
-__all__ = ["key_head", "write", "compare_and_set", "insert_new", "get", "read_for_update", "value_of",
+__all__ = ["key_head", "write", "write_if_seen", "digest", "compare_and_set", "insert_new", "get", "read_for_update", "value_of",
            "get", "prefix_values"]
 
 
@@ -52,6 +53,24 @@ def write(cur: Any, t: Table, sid: str, k: str, text: str, expected: Optional[in
         # committed now (the upsert waited for it), so its remains are visible.
         cur.execute(s["DELETE_LIST_REMAINS"], (sid, k, keys.hash_key(k)))
     return updated or new
+
+
+def digest(text: Any) -> str:
+    """What a value hint remembers of a row 0's stored text: its SHA-256 (hex, as ``SHA2()``
+    gives it), so a later write can be conditioned on the row being unchanged."""
+    return hashlib.sha256(text.encode("utf-8") if isinstance(text, str) else text).hexdigest()
+
+
+def write_if_seen(cur: Any, t: Table, sid: str, k: str, text: str, seen: tuple[int, str]) -> int:
+    """Write one value in ONE statement if row 0 still is what ``seen`` ``(version, digest)``
+    says (read by this process, or written by it, with no list under the key); the new
+    version, or 0: nothing written, go the locked way (:func:`write`)."""
+    version, h = seen
+    affected = cur.execute(t.statements["UPDATE_VALUE_IF_SEEN"], (text, version + 1, sid, k, version, h, sid))
+    updated = int(cur.lastrowid or 0) == version + 1
+    if affected - updated < 1:  # no catalog row yet (a table older than the catalog): make it
+        sessions.touch(cur, t, sid)
+    return version + 1 if updated else 0
 
 
 def insert_new(cur: Any, t: Table, sid: str, k: str, text: str) -> None:

@@ -1,0 +1,333 @@
+"""Issue 21: the production paths at their round-trip limits, and exact whatever happens between
+a read and the write it guides.
+
+Statements are counted by the server (``Questions``). Every guess this process keeps (the hash
+row a read saw, the value row a read saw, "another worker writes this list") is checked by the
+write it guides, under the row's lock: a stale guess costs a fallback, never a wrong row. The
+rows are checked with plain SQL after every race (``check_list_rows``: items 0..n-1 and a hash
+row that describes exactly them)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import orjson
+import pytest
+
+from mysql_state import MysqlAgentStateStore, listsync
+from mysql_state.listsync import HASH_FORMAT, digests
+
+from .conftest import Raw
+from .test_cold_saves import msg, statements
+from .test_faults import check_list_rows
+
+
+@pytest.fixture
+def other(url, database, store):
+    """A second worker: a store object of its own (own pools, own caches), connections open."""
+    s = MysqlAgentStateStore.from_url(url, database_name=database)
+    s.save("u", "warm-up", "x", 1)
+    s.exists("u", "warm-up")
+    yield s
+    s.close()
+
+
+def hash_row(raw: Raw, key: str = "m", sid: str = "u:s") -> dict:
+    return orjson.loads(raw.query("SELECT state_data FROM {t} WHERE session_id=%s AND state_key=%s",
+                                  (sid, key + ":_hash"))[0][0])
+
+
+# ---- two workers taking turns ----------------------------------------------------------------
+
+
+def test_two_workers_alternating_save_in_three_statements(store, other, raw, monkeypatch):
+    """Each save is the next turn by the worker that did not save the one before, with no read
+    in between: after one miss a worker goes the locked way (lock the hash row, write, COMMIT),
+    and checks the stored checkpoint from the hasher state it kept two turns ago."""
+    seeded = []
+    real = listsync.seed_of
+
+    def counting(*a):
+        got = real(*a)
+        seeded.append(got is not None)
+        return got
+
+    monkeypatch.setattr(listsync, "seed_of", counting)
+    items = [msg(i) for i in range(300)]
+    store.save("u", "s", "x", 1)
+    store.save_list("u", "s", "m", items)
+    counts = []
+    for turn in range(8):
+        items = items + [msg(300 + 2 * turn), msg(301 + 2 * turn)]
+        worker = (other, store)[turn % 2]
+        _, n = statements(raw, lambda: worker.save_list("u", "s", "m", items))
+        counts.append(n)
+        assert check_list_rows(raw, "u:s", "m") == items
+    # other never saw it (3); then each worker's one-statement append misses once (5) ...
+    assert counts[:3] == [3, 5, 5], counts
+    assert counts[3:] == [3] * 5, counts  # ... and it goes the locked way: never 5 again
+    assert seeded[-5:] == [True] * 5  # each checked from what that worker hashed two turns ago
+
+
+def test_a_worker_back_in_turn_speculates_again(store, other, raw):
+    items = [msg(i) for i in range(50)]
+    store.save_list("u", "s", "m", items)
+    items = items + [msg(50)]
+    other.save_list("u", "s", "m", items)
+    items = items + [msg(51)]
+    assert statements(raw, lambda: store.save_list("u", "s", "m", items))[1] == 5  # missed once
+    items = items + [msg(52)]
+    assert statements(raw, lambda: store.save_list("u", "s", "m", items))[1] == 3  # finds its own row
+    items = items + [msg(53)]
+    assert statements(raw, lambda: store.save_list("u", "s", "m", items))[1] == 2  # warm again
+    assert check_list_rows(raw, "u:s", "m") == items
+
+
+def test_a_worker_that_read_the_list_saves_in_two_statements(store, other, raw):
+    """A read since this worker's last write (an agent loads its conversation, then saves the
+    turn) is planned against and conditioned on: one statement and the COMMIT."""
+    items = [msg(i) for i in range(200)]
+    store.save_list("u", "s", "m", items)
+    for turn in range(4):
+        worker = (other, store)[turn % 2]
+        read, _ = statements(raw, lambda: worker.get_list("u", "s", "m"))
+        assert read == items
+        items = items + [msg(200 + turn)]
+        plan, n = statements(raw, lambda: worker.save_list_report("u", "s", "m", items))
+        assert n == 2 and plan.kind == "append"
+        assert check_list_rows(raw, "u:s", "m") == items
+
+
+# ---- a guess made stale between the read and the write ---------------------------------------
+
+
+def _stale_by(kind: str, store, raw: Raw, items: list) -> list:
+    """Change the list behind the reader's back; what the list is afterwards."""
+    if kind == "append":
+        store.append_list("u", "s", "m", [msg(900)])
+        return items + [msg(900)]
+    if kind == "pop":
+        store.pop_list("u", "s", "m")
+        return items[:-1]
+    if kind == "edit":
+        changed = list(items)
+        changed[3] = msg(3, "edited by the other worker")
+        store.save_list("u", "s", "m", changed)
+        return changed
+    if kind == "value":  # the key now holds a single value
+        store.save("u", "s", "m", {"a": "value"})
+        return []
+    if kind == "java":  # the Java store rewrites the hash row in its own format, version unchanged
+        raw.execute("UPDATE {t} SET state_data=%s WHERE session_id='u:s' AND state_key='m:_hash'",
+                    ('{"java":"hash"}',))
+        return items
+    if kind == "deleted":
+        store.delete("u", "s", "m")
+        return []
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("kind", ["append", "pop", "edit", "value", "java", "deleted"])
+def test_a_save_guided_by_a_stale_read_is_still_exact(store, other, raw, kind):
+    items = [msg(i) for i in range(40)]
+    store.save_list("u", "s", "m", items)
+    assert other.get_list("u", "s", "m") == items  # the other worker's guess: this hash row
+    _stale_by(kind, store, raw, items)
+    mine = items + [msg(40), msg(41)]
+    other.save_list("u", "s", "m", mine)  # last writer wins: exactly its list
+    assert check_list_rows(raw, "u:s", "m") == mine
+    assert other.get_list("u", "s", "m") == mine == store.get_list("u", "s", "m")
+
+
+# ---- the AgentScope turn's value row ---------------------------------------------------------
+
+
+def test_a_value_read_by_get_many_is_written_in_one_statement(store, other, raw):
+    store.save_many("u", "s", values={"state": {"n": 0}}, lists={"m": [msg(0)]})
+    for turn in range(4):
+        worker = (other, store)[turn % 2]
+        found = worker.get_many("u", "s", values=["state"], lists=["m"], versioned=True)
+        assert found["state"].value == {"n": turn}
+        saved, n = statements(raw, lambda: worker.save_many("u", "s", values={"state": {"n": turn + 1}}))
+        assert n == 2 and saved.versions["state"] == found["state"].version + 1  # the write, COMMIT
+    rows = raw.query("SELECT state_data, version FROM {t} WHERE session_id='u:s' AND state_key='state'")
+    assert [(orjson.loads(rows[0][0]), rows[0][1])] == [({"n": 4}, 5)]
+
+
+def _value_stale_by(kind: str, store, raw: Raw) -> None:
+    if kind == "java":  # the Java store writes row 0 without touching the version
+        raw.execute("UPDATE {t} SET state_data='\"from java\"' WHERE session_id='u:s' AND state_key='state'")
+    elif kind == "saved":
+        store.save("u", "s", "state", {"by": "the other worker"})
+    elif kind == "deleted":
+        store.delete("u", "s", "state")
+    elif kind == "empty list":  # deleted, then an empty list under the key (a hash row, no row 0)
+        store.delete("u", "s", "state")
+        store.save_list("u", "s", "state", [])
+    elif kind == "list":
+        store.save_list("u", "s", "state", [msg(0), msg(1), msg(2)])
+    else:
+        raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("kind", ["java", "saved", "deleted", "empty list", "list"])
+def test_a_value_guided_by_a_stale_read_is_still_exact(store, other, raw, kind):
+    store.save("u", "s", "state", {"n": 0})
+    seen = other.get_many("u", "s", values=["state"], versioned=True)["state"]  # the guess: (1, its digest)
+    assert (seen.value, seen.version) == ({"n": 0}, 1)
+    _value_stale_by(kind, store, raw)
+    before = max([r[0] for r in raw.query(
+        "SELECT GREATEST(version, 1) FROM {t} WHERE session_id='u:s' AND state_key IN ('state', 'state:_hash')"
+        " AND item_index = 0")] or [0])
+    saved = other.save_many("u", "s", values={"state": {"n": 1}})
+    rows = raw.query("SELECT state_key, item_index, state_data, version FROM {t}"
+                     " WHERE session_id='u:s' AND state_key LIKE 'state%%' ORDER BY state_key, item_index")
+    assert [(r[0], r[1], orjson.loads(r[2])) for r in rows] == [("state", 0, {"n": 1})]  # nothing of a list left
+    assert rows[0][3] == saved.versions["state"] == before + 1  # one past what it replaced
+    assert store.get("u", "s", "state") == {"n": 1}
+
+
+def test_save_many_with_expected_version_from_get_many_is_one_statement_or_stale(store, other, raw):
+    store.save("u", "s", "state", {"n": 0})
+    seen = other.get_many("u", "s", values=["state"], versioned=True)["state"]
+    _, n = statements(raw, lambda: other.save_many("u", "s", values={"state": {"n": 1}},
+                                                   expected_versions={"state": seen.version}))
+    assert n == 2
+    from mysql_state import StaleStateError
+
+    store.save("u", "s", "state", {"n": "theirs"})
+    with pytest.raises(StaleStateError):
+        other.save_many("u", "s", values={"state": {"n": 2}}, expected_versions={"state": seen.version + 1})
+    assert store.get("u", "s", "state") == {"n": "theirs"}
+
+
+# ---- the hash row format: v3 written, v2 read and upgraded ------------------------------------
+
+
+def _v2_text(items: list) -> str:
+    datas = [orjson.dumps(x) for x in items]
+    p = len(datas) - 1
+    prefix = b",".join(datas[:p])
+    return orjson.dumps({"fmt": "mysql-state/list-v2", "n": len(datas), "sum": format(sum(digests(datas)) % (1 << 128), "032x"),
+                         "p": p, "plen": len(prefix), "ph": hashlib.sha256(prefix).hexdigest(),
+                         "psum": format(sum(digests(datas[:p])) % (1 << 128), "032x")}).decode()
+
+
+@pytest.mark.parametrize("then", ["save_list", "append_list", "unchanged save"])
+def test_a_v2_hash_row_is_read_then_written_as_v3(store, other, raw, url, database, then):
+    """A row the previous release wrote (SHA-256 checkpoint) is checked with SHA-256 by a
+    process that never saw the list, and the write that follows makes it v3."""
+    items = [msg(i) for i in range(30)]
+    store.save_list("u", "s", "m", items)
+    raw.execute("UPDATE {t} SET state_data=%s WHERE state_key='m:_hash'", (_v2_text(items),))
+    if then == "save_list":
+        items = items + [msg(30)]
+        plan = other.save_list_report("u", "s", "m", items)
+        assert (plan.kind, list(plan.indexes)) == ("append", [30])  # the v2 checkpoint held
+    elif then == "append_list":
+        other.get_list("u", "s", "m")
+        other.append_list("u", "s", "m", [msg(30)])
+        items = items + [msg(30)]
+    else:
+        other.save_list("u", "s", "m", items)
+    row = hash_row(raw)
+    assert row["fmt"] == HASH_FORMAT == "mysql-state/list-v3"
+    assert check_list_rows(raw, "u:s", "m") == items
+    more = items + [msg(99)]
+    third = MysqlAgentStateStore.from_url(url, database_name=database)  # never saw it: trusts the v3 row
+    try:
+        assert third.save_list_report("u", "s", "m", more).kind == "append"
+    finally:
+        third.close()
+    assert check_list_rows(raw, "u:s", "m") == more
+
+
+# ---- encrypted whole-list reads: the server decodes the base64 -----------------------------------
+
+
+def test_an_encrypted_list_reads_plain_rows_old_keys_and_the_current_one(url, database, store, raw):
+    import os
+
+    from mysql_state import Keyring
+
+    k1, k2 = os.urandom(32), os.urandom(32)
+    store.save_list("u", "s", "m", [msg(0), msg(1)])  # plain rows, from before encryption
+    one = MysqlAgentStateStore.from_url(url, database_name=database, encryption=Keyring({"k1": k1}, current="k1"))
+    two = MysqlAgentStateStore.from_url(url, database_name=database,
+                                        encryption=Keyring({"k2": k2, "k1": k1}, current="k2"))
+    try:
+        one.append_list("u", "s", "m", [msg(2), msg(3)])
+        two.append_list("u", "s", "m", [msg(4)])
+        rows = raw.query("SELECT item_index, LEFT(state_data, 10) FROM {t} WHERE state_key='m' ORDER BY item_index")
+        assert [r[1].startswith("\x1eenc1:k2:") for r in rows] == [False, False, False, False, True]
+        assert two.get_list("u", "s", "m") == [msg(i) for i in range(5)]
+        assert two.get_list_versioned("u", "s", "m").version == hash_row_version(raw)
+    finally:
+        one.close()
+        two.close()
+
+
+def hash_row_version(raw: Raw) -> int:
+    return raw.query("SELECT version FROM {t} WHERE session_id='u:s' AND state_key='m:_hash'")[0][0]
+
+
+@pytest.mark.parametrize("damage", ["ciphertext", "truncated", "moved"])
+def test_a_damaged_sealed_row_in_a_whole_list_read_is_a_decryption_error(url, database, store, raw, damage):
+    import os
+
+    from mysql_state import DecryptionError, Keyring
+
+    ring = Keyring({"k1": os.urandom(32)}, current="k1")
+    enc = MysqlAgentStateStore.from_url(url, database_name=database, encryption=ring)
+    try:
+        enc.save_list("u", "s", "m", [msg(i) for i in range(5)])
+        text = raw.query("SELECT state_data FROM {t} WHERE state_key='m' AND item_index=2")[0][0]
+        if damage == "ciphertext":
+            body = text[len("\x1eenc1:k1:"):]
+            flipped = body[:20] + ("A" if body[20] != "A" else "B") + body[21:]
+            raw.execute("UPDATE {t} SET state_data=%s WHERE state_key='m' AND item_index=2", ("\x1eenc1:k1:" + flipped,))
+        elif damage == "truncated":
+            raw.execute("UPDATE {t} SET state_data=%s WHERE state_key='m' AND item_index=2", (text[:-8],))
+        else:  # item 3's row copied to index 2: bound to its place, it does not open there
+            three = raw.query("SELECT state_data FROM {t} WHERE state_key='m' AND item_index=3")[0][0]
+            raw.execute("UPDATE {t} SET state_data=%s WHERE state_key='m' AND item_index=2", (three,))
+        fresh = MysqlAgentStateStore.from_url(url, database_name=database, encryption=ring)
+        try:
+            with pytest.raises(DecryptionError) as info:
+                fresh.get_list("u", "s", "m")
+            assert (info.value.session_id, info.value.key, info.value.index) == ("u:s", "m", 2)
+        finally:
+            fresh.close()
+    finally:
+        enc.close()
+
+
+# ---- whole-list reads in both shapes check the rows against the hash row -----------------------
+
+
+@pytest.mark.parametrize("n", [5, 300])
+def test_a_whole_read_of_a_short_or_long_list_finds_a_missing_row(store, raw, n):
+    """A list known to be long is read in the one-column shape (the hash row marked with the
+    lowest and highest index), a short one with the index column: either finds a row gone."""
+    from mysql_state import CorruptStateError
+
+    items = [msg(i) for i in range(n)]
+    store.save_list("u", "s", "m", items)
+    assert store.get_list("u", "s", "m") == items  # (the length is now known)
+    assert store.get_list_versioned("u", "s", "m").version == hash_row_version(raw)
+    raw.execute("DELETE FROM {t} WHERE state_key='m' AND item_index=%s", (n // 2,))
+    with pytest.raises(CorruptStateError):
+        store.get_list("u", "s", "m")
+    raw.execute("DELETE FROM {t} WHERE state_key='m:_hash'")  # no hash row: the rows as they are
+    assert store.get_list("u", "s", "m") == items[: n // 2] + items[n // 2 + 1:]
+
+
+def test_save_many_of_two_lists_keeps_the_first_when_the_second_changed_behind_its_back(store, other, raw):
+    """A missed one-statement write rolls back its transaction: only the transaction's first
+    list may speculate, or the lists written before it would be lost (they were, before)."""
+    store.save_many("u", "s", lists={"a": [msg(0)], "b": [msg(0)]})
+    other.append_list("u", "s", "b", [msg(1)])  # b changed behind the store's back
+    saved = store.save_many("u", "s", lists={"a": [msg(0), msg(1)], "b": [msg(0), msg(1), msg(2)]})
+    assert check_list_rows(raw, "u:s", "a") == [msg(0), msg(1)]
+    assert check_list_rows(raw, "u:s", "b") == [msg(0), msg(1), msg(2)]
+    assert saved["a"].kind == "append" and store.get_list("u", "s", "a") == [msg(0), msg(1)]
