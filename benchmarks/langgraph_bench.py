@@ -26,6 +26,7 @@ own overhead over the store: the same turn's messages saved with the store's ``s
 (one warm append) beside ``MysqlSaver``'s steps. Writes ``results/<date>-langgraph.{json,md,png}``.
 
     python benchmarks/langgraph_bench.py [--sizes 10,100,1000] [--out benchmarks/results]
+    python benchmarks/langgraph_bench.py --quick 40 --sizes 1000   # the saver alone, minutes
 """
 
 from __future__ import annotations
@@ -585,12 +586,78 @@ def plot(r: dict, path: str) -> None:
     fig.savefig(path, dpi=110)
 
 
+def quick(sizes: list[int], rounds: int, seed: int = 7) -> str:
+    """The saver alone (``step_alone``) against ``PostgresSaver`` (and ``SqliteSaver``), and
+    the store's warm ``save_list`` of the same new message on a list of the same length, in
+    ``rounds`` interleaved rounds per size: a few minutes, no graph run, no files written.
+    Also counts the statements one MysqlSaver step sends (the server's ``Com_*`` counters)."""
+    url = server_url()
+    pg = LocalPostgres()
+    tmp = tempfile.mkdtemp(prefix="lgbench-")
+    ours = Ours(url, "lgbench_quick")
+    subjects: list[Subject] = [ours, Postgres(pg.dsn), Sqlite(os.path.join(tmp, "sqlite.db"))]
+    rng = random.Random(seed)
+    lines = [f"quick: {rounds} interleaved rounds per size, load average {os.getloadavg()[0]:.2f}", "",
+             "| N | " + " | ".join(s.name for s in subjects) + " | store save_list | MysqlSaver vs Postgres"
+             " | MysqlSaver vs save_list | statements per MysqlSaver step, COMMITs included |",
+             "|---:|" + "---:|" * (len(subjects) + 4)]
+    try:
+        for n in sizes:
+            for s in subjects:
+                s.seed_alone(n)
+            serde = ours.timed.serde
+            rows = [to_row(serde, m) for m in ours.alone["messages"]]
+            key = f"quick-{n}"
+            ours.store.save_list(None, ours.list_thread, key, rows)
+            samples: dict[str, list[float]] = {s.name: [] for s in subjects}
+            samples["save_list"] = []
+            calls = []
+            for k in range(1, rounds + 1):
+                order: list[Any] = list(subjects) + ["save_list"]
+                rng.shuffle(order)
+                for s in order:
+                    if s == "save_list":
+                        rows.append(to_row(serde, AIMessage(content=f"(step {k}) {REPLY_PAD}", id=f"s-{k}")))
+                        t0 = time.perf_counter()
+                        ours.store.save_list(None, ours.list_thread, key, rows)
+                        samples["save_list"].append(time.perf_counter() - t0)
+                    elif s is ours and k == rounds:
+                        before = _statements(ours.sql)
+                        samples[s.name].append(s.step_alone(k))
+                        calls.append(_statements(ours.sql) - before)  # (SHOW STATUS is no Com_select)
+                    else:
+                        samples[s.name].append(s.step_alone(k))
+            med = {name: 1e3 * median(xs) for name, xs in samples.items()}
+            me, pgm, ls = med[ours.name], med["PostgresSaver"], med["save_list"]
+            lines.append(f"| {n:,} | " + " | ".join(f"{med[s.name]:.2f} ms" for s in subjects)
+                         + f" | {ls:.2f} ms | {me / pgm:.2f}x | {me / ls:.2f}x | {calls[-1]} |")
+    finally:
+        for s in subjects:
+            s.close()
+        pg.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return "\n".join(lines)
+
+
+def _statements(con: Any) -> int:
+    """Statements the server has run (all sessions: run quick mode on a quiet server)."""
+    with con.cursor() as cur:
+        cur.execute("SHOW GLOBAL STATUS WHERE Variable_name IN ('Com_select', 'Com_insert', 'Com_update',"
+                    " 'Com_delete', 'Com_commit', 'Com_begin', 'Com_set_option', 'Com_rollback')")
+        return sum(int(r[1]) for r in cur.fetchall())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,100,1000")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
+    parser.add_argument("--quick", type=int, default=0, metavar="ROUNDS",
+                        help="only the saver alone vs PostgresSaver, ROUNDS interleaved rounds per size (see quick())")
     args = parser.parse_args()
     sizes = sorted(int(x) for x in args.sizes.split(","))
+    if args.quick:
+        print(quick(sizes, args.quick), flush=True)
+        return 0
     print(f"LangGraph checkpointers at {sizes} messages (load average {os.getloadavg()[0]:.2f})", flush=True)
     r = run(sizes)
     os.makedirs(args.out, exist_ok=True)

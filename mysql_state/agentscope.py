@@ -39,13 +39,13 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from . import keys
 from .aio import AsyncMysqlAgentStateStore
-from .listsync import Plan
+from .results import SaveReport as ListSaveReport
 from .store import MysqlAgentStateStore
 
 if TYPE_CHECKING:  # pragma: no cover
     from agentscope.app.storage import SessionRecord
 
-__all__ = ["AgentStateRepository", "SaveReport", "MysqlStateAppStorage", "CONTEXT_KEY", "STATE_KEY"]
+__all__ = ["AgentStateRepository", "StateSaveReport", "SaveReport", "MysqlStateAppStorage", "CONTEXT_KEY", "STATE_KEY"]
 
 #: The list key holding ``AgentState.context``, one message per row.
 CONTEXT_KEY = "agentscope.context"
@@ -54,15 +54,16 @@ STATE_KEY = "agentscope.state"
 
 
 @dataclass(frozen=True)
-class SaveReport:
-    """What :meth:`AgentStateRepository.save` wrote.
+class StateSaveReport:
+    """What :meth:`AgentStateRepository.save` wrote (the list's part is the store's
+    :class:`mysql_state.SaveReport`).
 
     ``context`` is the store's plan for the message list (``kind`` is ``unchanged``,
     ``append``, ``suffix``, ``rewrite`` or ``clear``; ``rows_written`` the message rows);
     the rest of the state is always one row.
     """
 
-    context: Plan
+    context: ListSaveReport
     messages: int
     #: The state's new version: pass it as ``expected_version`` to the next save.
     version: int = 0
@@ -75,6 +76,10 @@ class SaveReport:
     def __str__(self) -> str:
         c = self.context
         return f"{c.kind}: {c.rows_written} of {self.messages} message rows + 1 state row"
+
+
+#: The name :class:`StateSaveReport` had before the store's own :class:`mysql_state.SaveReport` existed.
+SaveReport = StateSaveReport
 
 
 class AgentStateRepository:
@@ -141,7 +146,7 @@ class AgentStateRepository:
 
     async def save(
         self, user_id: Optional[str], session_id: str, state: AgentState, *, expected_version: Optional[int] = None
-    ) -> SaveReport:
+    ) -> StateSaveReport:
         """Store ``state``: changed or new messages only, plus the rest as one row.
 
         With ``expected_version`` (from :meth:`load_versioned` or the last report's
@@ -171,7 +176,7 @@ class AgentStateRepository:
             user_id, session_id, values={self.state_key: data}, lists={self.context_key: context},
             expected_versions=expected,
         )
-        return SaveReport(plans[self.context_key], len(context), plans.versions[self.state_key])
+        return StateSaveReport(plans[self.context_key], len(context), plans.versions[self.state_key])
 
     async def delete(self, user_id: Optional[str], session_id: str) -> None:
         """Forget the state (only this repository's two keys; other keys stay).

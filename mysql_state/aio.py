@@ -63,6 +63,7 @@ OPERATIONS = (
     "list_length",
     "exists",
     "delete",
+    "delete_keys",
     "list_session_ids",
     "truncate_all_sessions",
     "forget_user",
@@ -201,6 +202,7 @@ class AsyncMysqlAgentStateStore:
     list_length = mirror(MysqlAgentStateStore.list_length)
     exists = mirror(MysqlAgentStateStore.exists)
     delete = mirror(MysqlAgentStateStore.delete)
+    delete_keys = mirror(MysqlAgentStateStore.delete_keys)
     list_session_ids = mirror(MysqlAgentStateStore.list_session_ids)
     truncate_all_sessions = mirror(MysqlAgentStateStore.truncate_all_sessions)
     forget_user = mirror(MysqlAgentStateStore.forget_user)

@@ -20,7 +20,7 @@ from .sql import NO_LIMIT
 from .table import Table
 
 __all__ = ["SAME_USER", "ids", "key_ids", "version", "window", "check_size", "check_upserts",
-           "save_many", "many_keys", "session_page", "export_sessions", "prepare_value", "prepare_list", "prepare_append"]
+           "save_many", "many_keys", "delete_keys", "flag", "session_page", "export_sessions", "prepare_value", "encode_value", "prepare_list", "prepare_append"]
 
 #: ``fork``'s default ``new_user_id``: the source's user (None would mean the anonymous one).
 SAME_USER: Any = type("SameUser", (), {"__repr__": lambda self: "<same user>"})()
@@ -122,6 +122,21 @@ def many_keys(t: Table, user_id: Optional[str], session_id: str, values: Any,
     return keys.pack(user_id, session_id), value_keys, list_keys
 
 
+def flag(v: Any, name: str) -> bool:
+    """A keyword that must be a bool (``maintenance=``): 0, 1 or "yes" are refused."""
+    if not isinstance(v, bool):
+        raise TypeError(f"{name} must be a bool, got {type(v).__name__}: {v!r}")
+    return v
+
+
+def delete_keys(t: Table, user_id: Optional[str], session_id: str, names: Any,
+                maintenance: Any) -> tuple[str, list[str]]:
+    """``delete_keys``' arguments checked: (packed session id, the keys, each once, in order)."""
+    flag(maintenance, "maintenance")
+    ks = [key_ids(t, user_id, session_id, k)[1] for k in serde.check_keys(names, "keys")]
+    return keys.pack(user_id, session_id), list(dict.fromkeys(ks))
+
+
 def session_page(user_id: Any, limit: Any, cursor: Any, updated_before: Any,
                  updated_after: Any) -> tuple[Optional[dt.datetime], Optional[dt.datetime]]:
     """``sessions()``'s arguments checked: the two bounds (datetimes or None)."""
@@ -151,10 +166,16 @@ def prepare_value(t: Table, user_id: Optional[str], session_id: str, key: str,
                   value: Any) -> tuple[str, str, str, int]:
     """A value save checked and encoded: (packed session id, key, stored text, the bytes of
     its plaintext JSON)."""
+    sid, k, data = encode_value(t, user_id, session_id, key, value)
+    return sid, k, t.sealer.seal(sid, k, 0, data).decode(), len(data)
+
+
+def encode_value(t: Table, user_id: Optional[str], session_id: str, key: str, value: Any) -> tuple[str, str, bytes]:
+    """A value save checked and encoded, not yet sealed: (packed session id, key, its JSON)."""
     sid, k = key_ids(t, user_id, session_id, key)
     data = serde.encode(value, k)
     check_size(t, data, f"save {k!r}")
-    return sid, k, t.sealer.seal(sid, k, 0, data).decode(), len(data)
+    return sid, k, data
 
 
 def prepare_list(t: Table, user_id: Optional[str], session_id: str, key: str,

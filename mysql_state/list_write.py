@@ -29,7 +29,7 @@ from .listsync import Digester, ListHash, Plan, Snapshot
 from .results import UNVERSIONED, SaveReport
 from .table import Table
 
-__all__ = ["ListWrite", "save", "apply", "write_rows", "write_list", "append", "append_if_hash", "pop", "save_many", "report"]
+__all__ = ["ListWrite", "save", "apply", "write_rows", "write_list", "append", "append_many", "append_if_hash", "pop", "save_many", "report"]
 
 
 @dataclass
@@ -293,6 +293,57 @@ def append(cur: Any, t: Table, sid: str, k: str, datas: list[bytes], hint: Optio
         create_hash_row(cur, t, sid, k, new_hash)
     write_list(cur, t, sid, k, [(base.n + i, d) for i, d in enumerate(datas)], new_hash, with_hash=row is not None)
     return stored, new_hash
+
+
+def append_many(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[bytes]]],
+                at: Optional[dict[str, int]] = None, value_rows: Sequence[tuple[str, bytes]] = ()
+                ) -> dict[str, int]:
+    """Append to several lists of one session, and write values (``value_rows``: ``(key, JSON)``) beside,
+    in the caller's transaction: the hash rows locked in ONE statement, then every new item,
+    hash row and value written in ONE multi-row upsert (the catalog row riding last), so 2
+    statements for them all; the new length per list key. ``at`` (list key -> length)
+    makes the appends a compare-and-set: a list of another length raises
+    :class:`StaleStateError`, nothing written. A list with no usable hash row of ours (a
+    new list, one the Java store wrote) goes :func:`append`'s locked way; a value key that
+    holds a list, or a row at version 0, goes :func:`values.write`'s."""
+    hash_keys = [keys.hash_key(k) for k, _ in appends]
+    heads = [*hash_keys, *(x for k, _ in value_rows for x in (k, keys.hash_key(k)))]
+    cur.execute(t.statements["LOCK_HASH_ROWS"].replace("{marks}", ", ".join(["%s"] * len(heads))), (sid, *heads))
+    locked = cur.fetchall()
+    found = {r[0]: r[1] for r in locked}
+    unversioned = {r[0] for r in locked if not int(r[2])}  # rows a writer unaware of versions left
+    usable = [t.sealer.usable(ListHash.parse(found.get(hk))) for hk in hash_keys]
+    out: dict[str, int] = {}
+    for (k, _), (stored, _) in zip(appends, usable):  # every length checked before any write
+        want = (at or {}).get(k)
+        if want is not None:
+            if stored is not None:
+                n = stored.n
+            else:  # no hash row of ours: count the items (a new list has none)
+                cur.execute(t.statements["COUNT_ITEMS"], (sid, k))
+                n = int(cur.fetchone()[0])
+            if n != want:
+                raise StaleStateError(k, want, n)
+            out[k] = n
+    rows: list[tuple[str, int, bytes]] = []
+    for (k, datas), hk, (stored, dig) in zip(appends, hash_keys, usable):
+        if not datas:  # only checked (``at``): its length is out[k] already
+            continue
+        if stored is None:
+            out[k] = append(cur, t, sid, k, datas)[1].n
+        else:
+            new_hash = stored.extended(dig.digests(datas, stored.n))
+            out[k] = new_hash.n
+            rows += [(k, stored.n + i, d) for i, d in enumerate(datas)]
+            rows.append((hk, 0, new_hash.to_json()))
+    for k, data in value_rows:
+        if keys.hash_key(k) in found or k in unversioned:  # a list under the key, or version 0
+            values.write(cur, t, sid, k, t.sealer.seal(sid, k, 0, data).decode())
+        else:  # a value or nothing: row 0 upserted (its version grows by one, a new one is 1)
+            rows.append((k, 0, data))
+    if rows:
+        write_rows(cur, t, sid, rows)
+    return out
 
 
 def append_if_hash(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, bytes]], expected: ListHash,

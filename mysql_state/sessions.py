@@ -7,13 +7,14 @@ catalog row follows its rows: touched by a write, gone with the session's last r
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from typing import Any, Iterator, Sequence
 
 from . import history, keys, sql
 from .table import Table
 
-__all__ = ["touch", "exists", "delete_session", "delete_key", "read_session_ids", "session_ids",
-           "forget_user", "truncate"]
+__all__ = ["touch", "exists", "delete_session", "delete_key", "delete_keys", "activity_pinned", "read_session_ids",
+           "session_ids", "forget_user", "truncate"]
 
 
 def touch(cur: Any, t: Table, sid: str) -> None:
@@ -33,19 +34,47 @@ def delete_session(cur: Any, t: Table, sid: str) -> int:
     return cur.execute(t.statements["DELETE_SESSION"], (sid, keys.history_session(sid), sid))
 
 
-def delete_key(cur: Any, t: Table, sid: str, k: str) -> None:
+def delete_key(cur: Any, t: Table, sid: str, k: str, *, touch: bool = True) -> int:
     """Delete one key (a list with its hash row, its archived history); the catalog row is
-    touched, or goes with the session's last row."""
+    touched (unless ``touch`` is false: maintenance), or goes with the session's last row;
+    returns the rows deleted (values, items and hash rows)."""
+    return delete_keys(cur, t, sid, [k], touch=touch)
+
+
+def delete_keys(cur: Any, t: Table, sid: str, ks: Sequence[str], *, touch: bool = True) -> int:
+    """Delete keys of one session (each a value, or a list with its hash row, and their
+    archived history) in the caller's transaction; returns the rows deleted (values, items
+    and hash rows; history not counted).
+
+    Then the session's catalog row is touched (its activity moves), or, with ``touch`` false
+    (maintenance: a sweep, a prune), left as it is; with the session's last row it goes."""
     s = t.statements
-    hk = keys.hash_key(k)
-    cur.execute(s["LOCK_HASH_ROW"], (sid, hk))  # waits for a list writer
-    cur.execute(s["DELETE_KEY"], (sid, k, hk))
-    history.drop(cur, t, sid, k)  # the key's archived items go with it
+    removed = 0
+    for k in ks:
+        hk = keys.hash_key(k)
+        cur.execute(s["LOCK_HASH_ROW"], (sid, hk))  # waits for a list writer
+        removed += cur.execute(s["DELETE_KEY"], (sid, k, hk))
+        history.drop(cur, t, sid, k)  # the key's archived items go with it
     if exists(cur, t, sid):
-        touch(cur, t, sid)
+        if touch:
+            cur.execute(s["CATALOG_TOUCH"], (sid,))  # as touch() does
     else:  # the last key: the session goes whole (history of keys no longer there too)
         cur.execute(s["CATALOG_DELETE"], (sid,))
         history.drop(cur, t, sid)
+    return removed
+
+
+@contextlib.contextmanager
+def activity_pinned(cur: Any, t: Table, sid: str) -> Iterator[None]:
+    """Writes inside leave the session's activity as it was (maintenance: a prune that
+    rewrites what it keeps): the catalog row is locked and read first, and its version and
+    ``updated_at`` put back after, in the caller's transaction. The rows written themselves
+    get new versions (their content changed: a compare-and-set must see it)."""
+    cur.execute(t.statements["CATALOG_PIN"], (sid,))
+    pinned = cur.fetchone()
+    yield
+    if pinned is not None:
+        cur.execute(t.statements["CATALOG_RESTORE"], (pinned[0], pinned[1], sid))
 
 
 def read_session_ids(cur: Any, t: Table, prefix: str) -> set[str]:

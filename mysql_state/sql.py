@@ -146,6 +146,13 @@ LOCK_HASH_ROW = (
     "SELECT state_data, GREATEST(version, 1) FROM {t}"
     " WHERE session_id = %s AND state_key = %s AND item_index = 0 FOR UPDATE"
 )
+# The hash rows of several lists of one session, and the row 0 of values written beside, locked
+# in one statement ({marks}: one %s per key): an append to several lists (a LangGraph step's
+# log and index, its checkpoint row) reads them once.
+LOCK_HASH_ROWS = (
+    "SELECT state_key, state_data, version FROM {t}"
+    " WHERE session_id = %s AND state_key IN ({marks}) AND item_index = 0 FOR UPDATE"
+)
 # What the item rows are (count, lowest and highest index): a save that finds nothing to
 # write checks them against the hash row, so a row lost behind its back is written again.
 ITEMS_SHAPE = (
@@ -226,6 +233,17 @@ CATALOG_TOUCH = (
     f" VALUES ('{CATALOG_SESSION}', %s, 0, '{{}}', 1) ON DUPLICATE KEY UPDATE version = version + 1"
 )
 CATALOG_DELETE = f"DELETE FROM {{t}} WHERE session_id = '{CATALOG_SESSION}' AND state_key = %s AND item_index = 0"
+# Maintenance that rewrites rows (a prune keeping what it compacts) leaves the session's
+# activity as it was: the catalog row is locked and read first, then its version and
+# updated_at put back (an explicit updated_at is kept: ON UPDATE does not apply).
+CATALOG_PIN = (
+    f"SELECT version, updated_at FROM {{t}} WHERE session_id = '{CATALOG_SESSION}' AND state_key = %s"
+    " AND item_index = 0 FOR UPDATE"
+)
+CATALOG_RESTORE = (
+    f"UPDATE {{t}} SET version = %s, updated_at = %s WHERE session_id = '{CATALOG_SESSION}' AND state_key = %s"
+    " AND item_index = 0"
+)
 UPSERT_ROWS_TAIL = " ON DUPLICATE KEY UPDATE state_data = VALUES(state_data), version = version + 1"
 
 # ---- history (keep_history=True) -----------------------------------------------------------

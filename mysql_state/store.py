@@ -596,6 +596,27 @@ class MysqlAgentStateStore:
             self._db.run(lambda cur: sessions.delete_key(cur, t, sid, k), f"delete {k!r}", write=True, session=sid)
         self._memory.forget_all_of([(sid, k)])
 
+    def delete_keys(self, user_id: Optional[str], session_id: str, keys: Sequence[str], *,
+                    maintenance: bool = False) -> int:
+        """Delete ``keys`` of one session (values, or lists with their hash rows) in ONE
+        transaction, as :meth:`delete` does each; returns the rows removed. With
+        ``maintenance=True`` (a TTL sweep, a prune) the deletes do not look like activity: the
+        session's catalog row (``updated_at``, which ``sessions()`` and :meth:`prune` read) and
+        every other row are left as they are; a session left empty goes whole either way.
+
+        >>> store.save("alice", "chat-1", "draft", "hi")
+        >>> store.delete_keys("alice", "chat-1", ["draft", "absent"], maintenance=True)
+        1
+        """
+        t = self.table
+        sid, ks = args.delete_keys(t, user_id, session_id, keys, maintenance)
+        if not ks:
+            return 0
+        removed = self._db.run(lambda cur: sessions.delete_keys(cur, t, sid, ks, touch=not maintenance),
+                               f"delete_keys {ks[:3]!r}{'...' if len(ks) > 3 else ''}", write=True, session=sid)
+        self._memory.forget_all_of([(sid, k) for k in ks])
+        return removed
+
     def list_session_ids(self, user_id: Optional[str], *, consistency: str = "strong") -> set[str]:
         """The session ids of one user (None: the anonymous user).
 

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
-from . import args, list_read, list_write, locks, sessions, values
+from . import args, keys, list_read, list_write, locks, sessions, values
 from .errors import CorruptStateError, NestedTransactionError
 from .table import Table
 
@@ -124,27 +124,40 @@ class Transaction:
 
     # ---- writes ------------------------------------------------------------------------------
 
-    def save(self, user_id: Optional[str], session_id: str, key: str, value: Any) -> None:
-        """Store one value (a list under the key is removed), as :meth:`MysqlAgentStateStore.save`."""
+    def save(self, user_id: Optional[str], session_id: str, key: str, value: Any, *,
+             maintenance: bool = False) -> None:
+        """Store one value (a list under the key is removed), as :meth:`MysqlAgentStateStore.save`;
+        ``maintenance=True``: the session's activity (catalog row) is left as it was, the row
+        written gets its new version (see :func:`mysql_state.sessions.activity_pinned`)."""
         t = self._table
+        args.flag(maintenance, "maintenance")
         sid, k, text, _ = args.prepare_value(t, user_id, session_id, key, value)
-        if (sid, k) in self._absent:
-            # Read as absent: a plain INSERT, so that if another writer created the key since,
-            # its duplicate key (1062) makes the store run fn again on what that writer wrote.
-            values.insert_new(self._cur, t, sid, k, text)
-            self._absent.discard((sid, k))
-        else:
-            values.write(self._cur, t, sid, k, text)
+        with self._kept(sid, maintenance):
+            if (sid, k) in self._absent:
+                # Read as absent: a plain INSERT, so that if another writer created the key since,
+                # its duplicate key (1062) makes the store run fn again on what that writer wrote.
+                values.insert_new(self._cur, t, sid, k, text)
+                self._absent.discard((sid, k))
+            else:
+                values.write(self._cur, t, sid, k, text)
         self.touched.add((sid, k))
 
-    def save_list(self, user_id: Optional[str], session_id: str, key: str, values: Sequence[Any]) -> None:
-        """Store the whole list, writing only what changed, as :meth:`MysqlAgentStateStore.save_list`."""
+    def save_list(self, user_id: Optional[str], session_id: str, key: str, values: Sequence[Any], *,
+                  maintenance: bool = False) -> None:
+        """Store the whole list, writing only what changed, as :meth:`MysqlAgentStateStore.save_list`;
+        ``maintenance=True`` as for :meth:`save`."""
         t = self._table
+        args.flag(maintenance, "maintenance")
         sid, k, items, blob = args.prepare_list(t, user_id, session_id, key, values)
         # no snapshot: plan from the table, which this transaction may have changed already
         w = list_write.ListWrite(sid, k, items, blob, None, damaged=(sid, k) in self._damaged)
-        list_write.save(self._cur, t, w)
+        with self._kept(sid, maintenance):
+            list_write.save(self._cur, t, w)
         self.touched.add((sid, k))
+
+    def _kept(self, sid: str, maintenance: bool) -> Any:
+        """The session's activity pinned around a maintenance write (else nothing)."""
+        return sessions.activity_pinned(self._cur, self._table, sid) if maintenance else contextlib.nullcontext()
 
     def append_list(self, user_id: Optional[str], session_id: str, key: str, items: Sequence[Any]) -> int:
         """Add items after the end; returns the new length."""
@@ -154,12 +167,62 @@ class Transaction:
             return self.list_length(user_id, session_id, key)
         return list_write.append(self._cur, self._table, sid, k, datas)[1].n
 
-    def delete(self, user_id: Optional[str], session_id: str, key: Optional[str] = None) -> None:
-        """Delete the whole session, or one key."""
+    def append_lists(self, user_id: Optional[str], session_id: str, appends: Mapping[str, Sequence[Any]], *,
+                     at: Optional[Mapping[str, int]] = None, values: Optional[Mapping[str, Any]] = None
+                     ) -> dict[str, int]:
+        """Append items to several lists of one session (``{key: items}``), each as
+        :meth:`append_list` does, and save ``values`` (``{key: value}``, as :meth:`save`) beside,
+        in 2 statements for all of them (the hash rows locked in one, every row written in
+        one); returns the new length per list key. ``at`` (``{key: length}``) makes the appends
+        a compare-and-set: a list of another length raises :class:`StaleStateError` before
+        this call writes anything."""
         t = self._table
+        for name, m in (("appends", appends), ("at", at), ("values", values)):
+            if (m is not None or name == "appends") and not isinstance(m, Mapping):
+                raise TypeError(f"{name} must be a mapping of key to {name}, got {type(m).__name__}")
+        prepared = [args.prepare_append(t, user_id, session_id, k, items) for k, items in appends.items()]
+        value_rows = [args.encode_value(t, user_id, session_id, k, v) for k, v in (values or {}).items()]
+        both = {k for _, k, _ in prepared} & {k for _, k, _ in value_rows}
+        if both:
+            raise ValueError(f"keys {sorted(both)} are given both as a list to append to and as a value")
+        want = dict(at or {})
+        for k, v in want.items():
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise TypeError(f"at[{k!r}] must be a list's length (an int >= 0), got {v!r}")
+        unknown = set(want) - {k for _, k, _ in prepared}
+        if unknown:
+            raise ValueError(f"at names keys {sorted(unknown)} that are not appended to")
+        sid = keys.pack(user_id, session_id)
+        self.touched.update((sid, k) for _, k, _ in prepared + value_rows)
+        lengths = {k: self.list_length(user_id, session_id, k) for _, k, datas in prepared if not datas and k not in want}
+        todo = [(k, datas) for _, k, datas in prepared if datas or k in want]
+        absent = [(k, v) for k, v in (values or {}).items() if (sid, k) in self._absent]
+        value_rows = [r for r in value_rows if (sid, r[1]) not in self._absent]
+        if todo or value_rows:
+            new = list_write.append_many(self._cur, t, sid, todo, want, [(k, d) for _, k, d in value_rows])
+            lengths.update(new)
+        for k, v in absent:  # read as absent: created by a plain INSERT, as save does
+            self.save(user_id, session_id, k, v)
+        return lengths
+
+    def delete(self, user_id: Optional[str], session_id: str, key: Optional[str] = None, *,
+               maintenance: bool = False) -> None:
+        """Delete the whole session, or one key; ``maintenance=True``: a key's delete leaves the
+        session's activity (catalog row) as it is (see :meth:`delete_keys`)."""
+        t = self._table
+        args.flag(maintenance, "maintenance")
         sid, k = args.ids(t, user_id, session_id, key)
         if k is None:
             sessions.delete_session(self._cur, t, sid)
         else:
-            sessions.delete_key(self._cur, t, sid, k)
+            sessions.delete_key(self._cur, t, sid, k, touch=not maintenance)
         self.touched.add((sid, k))
+
+    def delete_keys(self, user_id: Optional[str], session_id: str, keys: Sequence[str], *,
+                    maintenance: bool = False) -> int:
+        """Delete keys of one session, as :meth:`MysqlAgentStateStore.delete_keys`; the rows removed."""
+        sid, ks = args.delete_keys(self._table, user_id, session_id, keys, maintenance)
+        if not ks:
+            return 0
+        self.touched.update((sid, k) for k in ks)
+        return sessions.delete_keys(self._cur, self._table, sid, ks, touch=not maintenance)

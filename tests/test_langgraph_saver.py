@@ -26,7 +26,7 @@ from langgraph.checkpoint.serde.types import ERROR, INTERRUPT  # noqa: E402
 from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
 from typing_extensions import TypedDict  # noqa: E402
 
-from mysql_state import Keyring, MysqlAgentStateStore, keys  # noqa: E402
+from mysql_state import Keyring, MysqlAgentStateStore, StaleStateError, keys  # noqa: E402
 from mysql_state.aio import AsyncMysqlAgentStateStore  # noqa: E402
 from mysql_state.langgraph import MysqlSaver  # noqa: E402
 
@@ -309,6 +309,107 @@ def test_keys_hold_any_langgraph_names(saver, raw):
     for key, in raw.query("SELECT state_key FROM {t} WHERE session_id = %s", (keys.pack(None, "names"),)):
         assert len(key) <= 255 and key.isascii()
         assert not key.endswith(":_hash") or ":" not in key[:-6]
+
+
+def statements(raw) -> dict:
+    """The server's statement counters (Com_*), but the SHOWs that read them."""
+    return {r[0]: int(r[1]) for r in raw.query("SHOW GLOBAL STATUS LIKE 'Com\\_%%'")
+            if int(r[1]) and r[0] != "Com_show_status"}
+
+
+def test_a_step_is_four_statements_and_two_commits(saver, raw):
+    """put: the log's new message, the index entry and the checkpoint row written together
+    (the hash rows locked in ONE statement, every row written in ONE); put_writes (2)."""
+    msgs = [HumanMessage(content=f"m{i}", id=f"m{i}") for i in range(50)]
+    conf, version = {"thread_id": "steps", "checkpoint_ns": ""}, None
+    for k in range(4):
+        msgs = msgs + [AIMessage(content=f"step {k}", id=f"s{k}")]
+        version = saver.get_next_version(version, None)
+        ck = {"v": 4, "id": f"1f{k:034d}", "ts": "",
+              "channel_values": {"messages": msgs}, "channel_versions": {"messages": version}, "versions_seen": {}}
+        before = statements(raw)
+        stored = saver.put({"configurable": conf}, ck, {"source": "loop", "step": k}, {"messages": version})
+        saver.put_writes(stored, [("messages", [msgs[-1]])], f"task-{k}")
+        after = statements(raw)
+        conf = stored["configurable"]
+    diff = {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
+    assert diff == {"Com_select": 2, "Com_insert": 2, "Com_commit": 2}, diff
+    got = saver.get_tuple({"configurable": {"thread_id": "steps", "checkpoint_ns": ""}})
+    assert [m.content for m in got.checkpoint["channel_values"]["messages"]] == [m.content for m in msgs]
+    assert [w[2] for w in got.pending_writes] == [[msgs[-1]]]
+    assert saver.store.doctor() == []
+
+
+def test_two_savers_appending_to_one_thread_each_read_back_exactly(store, raw):
+    """Each saver takes the log to be as long as it last saw it; when the other appended
+    meanwhile, the compare-and-set of the length fails and the put reads the length instead."""
+    a, b = MysqlSaver(store), MysqlSaver(store)
+    ga, gb = chat_graph(a), chat_graph(b)
+    for i in range(6):
+        turn(ga if i % 2 == 0 else gb, "two", i)
+    cfg = {"configurable": {"thread_id": "two"}}
+    want = [f"hello {i}" for i in range(6)]
+    for g in (ga, gb):
+        assert [m.content for m in g.get_state(cfg).values["messages"] if m.type == "human"] == want
+    oracle = chat_graph(InMemorySaver())
+    for i in range(6):
+        turn(oracle, "two", i)
+    assert history(ga, "two") == history(oracle, "two")
+    # a knows the log as it is now; b appends to it; a's put (a fork of what a read) finds the
+    # log longer than it knew, and refers to the items where they are
+    cfg = {"configurable": {"thread_id": "two", "checkpoint_ns": ""}}
+    seen = a.get_tuple(cfg)
+    turn(gb, "two", 6)
+    msgs = [*seen.checkpoint["channel_values"]["messages"], AIMessage(content="from a", id="fa")]
+    version = a.get_next_version(seen.checkpoint["channel_versions"]["messages"], None)
+    checkpoint = {**seen.checkpoint, "id": str(uuid.uuid4()), "channel_values": {"messages": msgs},
+                  "channel_versions": {**seen.checkpoint["channel_versions"], "messages": version}}
+    stored = a.put(seen.config, checkpoint, {"source": "update", "step": 99}, {"messages": version})
+    for s in (a, b):
+        got = s.get_tuple(stored).checkpoint["channel_values"]["messages"]
+        assert [(m.id, m.content) for m in got] == [(m.id, m.content) for m in msgs]
+    assert len(gb.get_state({"configurable": {"thread_id": "two"}}).values["messages"]) in (14, 13)
+    assert store.doctor() == []
+    a.close(), b.close()
+
+
+def test_tx_append_lists_appends_to_several_lists_as_append_list_does(store, raw):
+    store.save_list("alice", "s", "a", [1, 2])
+    store.save_list("alice", "s", "b", ["x"])
+    got = store.transaction(lambda tx: tx.append_lists("alice", "s", {"a": [3], "b": ["y", "z"], "new": [0], "c": []}))
+    assert got == {"a": 3, "b": 3, "new": 1, "c": 0}
+    assert store.get_many("alice", "s", lists=["a", "b", "new"]) == {"a": [1, 2, 3], "b": ["x", "y", "z"], "new": [0]}
+    assert store.doctor() == []  # every hash row says what its rows are
+    with pytest.raises(TypeError, match="appends must be a mapping"):
+        store.transaction(lambda tx: tx.append_lists("alice", "s", [("a", [1])]))
+    with pytest.raises(TypeError):
+        store.transaction(lambda tx: tx.append_lists("alice", "s", {"a": "not a list of items"}))
+    assert store.get_list("alice", "s", "a") == [1, 2, 3]
+    # values beside, in the same statement: a new one, one replaced, one that was a list
+    store.save("alice", "s", "v", {"old": 1})
+    store.save_list("alice", "s", "was-list", [7, 8])
+    raw.execute("UPDATE {t} SET version = 0 WHERE session_id = 'alice:s' AND state_key = 'v'")  # as Java leaves it
+    got = store.transaction(lambda tx: tx.append_lists("alice", "s", {"a": [4]}, at={"a": 3},
+                                                       values={"v": {"new": 2}, "n": 1, "was-list": "value"}))
+    assert got == {"a": 4}
+    assert store.get_many("alice", "s", values=["v", "n", "was-list"], lists=["a"], versioned=True) == {
+        "v": ({"new": 2}, 2), "n": (1, 1), "was-list": ("value", 2), "a": ([1, 2, 3, 4], 3)}
+    # a compare-and-set of the length: another length raises before anything is written
+    before = raw.all_rows()
+    with pytest.raises(StaleStateError):
+        store.transaction(lambda tx: tx.append_lists("alice", "s", {"a": [5], "b": ["w"]}, at={"a": 3},
+                                                     values={"n": 2}))
+    with pytest.raises(StaleStateError):  # a new list is of length 0
+        store.transaction(lambda tx: tx.append_lists("alice", "s", {"fresh": [1]}, at={"fresh": 1}))
+    for bad in ({"a": -1}, {"a": True}, {"a": "3"}):
+        with pytest.raises(TypeError, match="at"):
+            store.transaction(lambda tx: tx.append_lists("alice", "s", {"a": [5]}, at=bad))
+    with pytest.raises(ValueError, match="not appended to"):
+        store.transaction(lambda tx: tx.append_lists("alice", "s", {"a": [5]}, at={"zz": 0}))
+    with pytest.raises(ValueError, match="both as a list"):
+        store.transaction(lambda tx: tx.append_lists("alice", "s", {"a": [5]}, values={"a": 1}))
+    assert raw.all_rows() == before
+    assert store.doctor() == []
 
 
 def test_bad_input_is_refused_before_any_sql(saver, raw):

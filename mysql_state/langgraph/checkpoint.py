@@ -57,7 +57,7 @@ from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 from .. import keys
 from ..aio import AsyncMysqlAgentStateStore
-from ..errors import CorruptStateError, SessionNotFoundError
+from ..errors import CorruptStateError, SessionNotFoundError, StaleStateError
 from ..pool import DEFAULT_POOL_SIZE
 from ..store import MysqlAgentStateStore
 from . import layout
@@ -360,18 +360,23 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         """Store a checkpoint in ONE transaction: the new items of its list channels appended
-        to their logs, its other new channel values, its row, its place in the index.
+        to their logs, its other new channel values, its row, its place in the index. The
+        usual step is 4 statements and the COMMIT: the logs and the index appended together
+        (their hash rows locked in one statement, every row written in one), the row (2).
 
         Items of a list that this process already stored or read (the same objects) are not
         serialised again: the new version refers to them.
         """
         fresh: set = set()
-        for _ in range(3):
+        exact = True
+        for _ in range(4):
             thread, ns, record, blobs, plans = self._prepare(config, checkpoint, metadata, new_versions, fresh)
             newest = self._last.get((thread, ns))
             try:
-                self.store.transaction(lambda tx: self._put_tx(tx, thread, ns, record, blobs, plans, newest))
+                self.store.transaction(lambda tx: self._put_tx(tx, thread, ns, record, blobs, plans, newest, exact))
                 break
+            except StaleStateError:
+                exact = False  # a log is not as long as this process knew: read its length
             except _LogReset as reset:
                 fresh.add(reset.key)  # rebuilt by another process (prune): write it anew
         else:  # pragma: no cover - needs three resets in a row
@@ -384,39 +389,59 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         return {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
 
     def _put_tx(self, tx: Any, thread: str, ns: str, record: dict, blobs: dict, plans: list,
-                newest: Optional[str]) -> None:
+                newest: Optional[str], exact: bool) -> None:
         u = self.user_id
-        for p in plans:
-            if p.reused:
-                record["lists"][p.where[2]] = p.ref
-                continue
-            if p.rows:
-                n = tx.append_list(u, thread, p.key, p.rows)
-                p.start = n - len(p.rows)
-                if p.start < p.floor:
+        ix = layout.index_key(ns)
+        cid, parent = record["id"], record["parent"]
+        # The logs' new items and, when this process knows the id is the newest, the index
+        # entry: appended together (their hash rows locked in one statement, the rows written
+        # in one). ``exact``: each log is taken to be as long as this process knows it, so the
+        # references (and the checkpoint row, the blobs) are known before and ride in the same
+        # statement; a log of another length raises StaleStateError and put goes the other way.
+        appends = {p.key: p.rows for p in plans if not p.reused and (p.rows or (exact and p.floor))}
+        indexed = newest is not None and cid > newest
+        if indexed:
+            appends[ix] = [[cid, parent]]
+        if exact:
+            for p in plans:
+                self._refer(p, record, p.floor)
+            tx.append_lists(u, thread, appends, at={p.key: p.floor for p in plans if p.key in appends},
+                            values={**blobs, layout.checkpoint_key(ns, cid): record})
+        else:
+            lengths = tx.append_lists(u, thread, appends) if appends else {}
+            for p in plans:
+                if not p.reused and p.rows:
+                    if lengths[p.key] - len(p.rows) < p.floor:
+                        raise _LogReset(p.where)
+                elif not p.reused and p.floor and tx.list_length(u, thread, p.key) < p.floor:
                     raise _LogReset(p.where)
-            elif p.floor and tx.list_length(u, thread, p.key) < p.floor:
-                raise _LogReset(p.where)
-            fill = iter(range(p.start, p.start + len(p.rows)))
+                self._refer(p, record, lengths[p.key] - len(p.rows) if p.key in lengths else 0)
+            for key, row in blobs.items():
+                tx.save(u, thread, key, row)
+        if not indexed:  # not known to be the newest: read the index's tail, keep it sorted
+            tail = tx.get_list(u, thread, ix, offset=-1)
+            if not tail or tail[-1][0] < cid:
+                tx.append_list(u, thread, ix, [[cid, parent]])
+            elif tail[-1][0] != cid:  # an older id than the newest
+                entries = [e for e in tx.get_list(u, thread, ix) if e[0] != cid]
+                entries.append([cid, parent])
+                entries.sort(key=lambda e: e[0])
+                tx.save_list(u, thread, ix, entries)
+        if not exact:
+            tx.save(u, thread, layout.checkpoint_key(ns, cid), record)
+
+    @staticmethod
+    def _refer(p: _ListPlan, record: dict, start: int) -> None:
+        """The plan's reference (its items' ranges in the log, its new items from ``start``),
+        into the checkpoint row."""
+        if not p.reused:
+            p.start = start
+            fill = iter(range(start, start + len(p.rows)))
             indexes = [i if i >= 0 else next(fill) for i in p.indexes]
             p.ref = {"g": p.gen, "r": layout.ranges_of(indexes), "n": len(indexes)}
             if p.delta:
                 p.ref["d"] = 1
-            record["lists"][p.where[2]] = p.ref
-        for key, row in blobs.items():
-            tx.save(u, thread, key, row)
-        ix = layout.index_key(ns)
-        cid, parent = record["id"], record["parent"]
-        if newest is not None and cid > newest:  # newer than all this process indexed: append
-            tx.append_list(u, thread, ix, [[cid, parent]])
-        elif not (tail := tx.get_list(u, thread, ix, offset=-1)) or tail[-1][0] < cid:
-            tx.append_list(u, thread, ix, [[cid, parent]])
-        elif tail[-1][0] != cid:  # an older id than the newest: keep the index sorted
-            entries = [e for e in tx.get_list(u, thread, ix) if e[0] != cid]
-            entries.append([cid, parent])
-            entries.sort(key=lambda e: e[0])
-            tx.save_list(u, thread, ix, entries)
-        tx.save(u, thread, layout.checkpoint_key(ns, cid), record)
+        record["lists"][p.where[2]] = p.ref
 
     def put_writes(
         self,
@@ -709,6 +734,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
     def _drop_tx(self, tx: Any, thread: str, doomed: Sequence[dict], writes: Sequence[str]) -> None:
         u = self.user_id
         by_ns: dict[str, set] = {}
+        doomed_keys: list[str] = []
         for r in doomed:
             by_ns.setdefault(r["ns"], set()).add(r["id"])
         for ns, ids in by_ns.items():
@@ -717,13 +743,11 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             kept = [e for e in entries if e[0] not in ids]
             if len(kept) != len(entries):
                 if kept:
-                    tx.save_list(u, thread, ix, kept)
+                    tx.save_list(u, thread, ix, kept, maintenance=True)
                 else:
-                    tx.delete(u, thread, ix)
-            for cid in ids:
-                tx.delete(u, thread, layout.checkpoint_key(ns, cid))
-        for key in writes:
-            tx.delete(u, thread, key)
+                    tx.delete(u, thread, ix, maintenance=True)
+            doomed_keys += [layout.checkpoint_key(ns, cid) for cid in sorted(ids)]
+        tx.delete_keys(u, thread, doomed_keys + list(writes), maintenance=True)
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune threads. ``"delete"`` removes them whole, in one transaction.
@@ -838,21 +862,20 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 keep_keys |= {k for k in rows if k.startswith(layout.writes_prefix(ns, r["id"]))}
                 keep_keys |= {layout.blob_key(ns, ch, v) for ch, v in r.get("blobs", {}).items()}
                 if r != rows.get(ck):
-                    tx.save(u, thread, ck, r)
+                    tx.save(u, thread, ck, r, maintenance=True)
             ix = layout.index_key(ns)
             new_index = sorted(([r["id"], r["parent"]] for r in recs), key=lambda e: e[0])
             keep_keys.add(ix)
             if new_index != indexes[ns]:
-                tx.save_list(u, thread, ix, new_index)
+                tx.save_list(u, thread, ix, new_index, maintenance=True)
         for old, (new_key, _, items, _) in plan.items():
-            tx.save_list(u, thread, new_key, items)
+            tx.save_list(u, thread, new_key, items, maintenance=True)
         # everything else the thread holds: checkpoints, writes, values and logs no longer used
         doomed = set(rows) - keep_keys
         doomed |= {layout.log_key(r["ns"], ch, ref["g"]) for k, r in rows.items()
                    if k.startswith(layout.RECORDS) and isinstance(r, dict)
                    for ch, ref in r.get("lists", {}).items()} - keep_keys
-        for key in sorted(doomed):
-            tx.delete(u, thread, key)
+        tx.delete_keys(u, thread, sorted(doomed), maintenance=True)
         return True
 
     # ---- versions ----------------------------------------------------------------------------------

@@ -622,18 +622,19 @@ class MysqlStore(BaseStore):
         now = datetime.now(timezone.utc)
         delta: dict[tuple[str, ...], int] = {}
         removed = 0
+        doomed: list[str] = []
         for tk, ns, key in chunk:
             expiry = tx.get(user, session, tk)
             if expiry is None or not self._expired(expiry, tk, now):
                 continue  # refreshed, put again or deleted since it was read
             ik = item_key(ITEMS, ns, key)
             item = self._row(tx.get(user, session, ik), ik)
-            tx.delete(user, session, tk)
+            doomed.append(tk)
             if item is None:
                 continue
-            tx.delete(user, session, ik)
+            doomed.append(ik)
             if item.get("indexed"):
-                tx.delete(user, session, item_key(VECTORS, ns, key))
+                doomed.append(item_key(VECTORS, ns, key))
             delta[ns] = delta.get(ns, 0) + 1
             removed += 1
         for ns, d in sorted(delta.items()):
@@ -642,9 +643,11 @@ class MysqlStore(BaseStore):
             if marker is None:
                 continue
             if marker["items"] - d > 0:
-                tx.save(user, session, mk, {**marker, "items": marker["items"] - d})
+                tx.save(user, session, mk, {**marker, "items": marker["items"] - d}, maintenance=True)
             else:
-                tx.delete(user, session, mk)
+                doomed.append(mk)
+        # maintenance: the memory's activity (its catalog row) stays as the user left it
+        tx.delete_keys(user, session, doomed, maintenance=True)
         return removed
 
     def _interval(self, sweep_interval_minutes: Optional[float]) -> float:
