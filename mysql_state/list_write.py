@@ -160,7 +160,7 @@ def save(cur: Any, t: Table, w: ListWrite, speculate: bool = True) -> Plan:
         if snap is not None and not w.missed:
             planned = snap.diff(w.blob, w.values, encode)
             if planned is not None and planned[0].kind == "append" and planned[0].delete_from is None:
-                plan = _speculate(cur, t, w, planned, snap.hash)
+                plan = _speculate_on_prefix(cur, t, w, planned, snap)
                 if plan is not None:
                     return plan
                 w.missed = True
@@ -203,6 +203,27 @@ def _speculate(cur: Any, t: Table, w: ListWrite, planned: Optional[tuple[Plan, S
     if not version:
         return None
     w.new_snapshot, w.version = planned[1], version
+    return plan
+
+
+def _speculate_on_prefix(cur: Any, t: Table, w: ListWrite, planned: tuple[Plan, Snapshot],
+                         snap: Snapshot) -> Optional[Plan]:
+    """Write an append to the snapshot's list in one statement, accepted if the stored list is
+    the snapshot's or any longer prefix of the new list (another worker appended the turns in
+    between: two workers taking turns), as the stored hash row's ``(n, sum)`` says
+    (:func:`append_if_one_of`). The plan (its rows trimmed to those written) or None."""
+    plan = planned[0]
+    args.check_upserts(t, w.key, plan, w.values)
+    base = snap.hash
+    if t.sealer.usable(base)[0] is None or base.v != listsync.HASH_VERSION:
+        return None
+    found = append_if_one_of(cur, t, w.sid, w.key, plan.upserts, base, snap.dig, plan.new_hash)
+    if found is None:
+        return None
+    w.version, stored_n = found
+    if stored_n > base.n:  # the other worker's items were stored already: not written again
+        plan.upserts = [(i, d) for i, d in plan.upserts if i >= stored_n]
+    w.new_snapshot = planned[1]
     return plan
 
 
@@ -359,14 +380,42 @@ def append_if_hash(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, 
         return 0  # more than one packet: the locked way
     statement, params = statements[0]
     h = values.digest(expected.to_json())
-    affected = cur.execute(statement, params + (hk, h, hk, h))
-    # hash row updated (2, and LAST_INSERT_ID set) + 1 per new item + catalog row (1 or 2)
-    if cur.lastrowid and affected - len(items) in (3, 4):
+    cur.execute(statement, params + (hk, h, hk, h))
+    if cur.lastrowid:  # set by the hash row's update, only when its condition held
         return int(cur.lastrowid)
     cur.execute(sql.ROLLBACK)  # another writer got there first: undo, then lock and read
     if t.isolate_each:
         cur.execute(sql.READ_COMMITTED_NEXT)
     return 0
+
+
+def append_if_one_of(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, bytes]], base: ListHash,
+                     dig: Digester, new_hash: ListHash) -> Optional[tuple[int, int]]:
+    """Write ``items`` (indexes ``base.n`` on) and the new hash row in ONE statement, the hash
+    row only if the stored list is the one ``base`` describes or that list followed by the
+    first items of ``items`` (its hash row's ``n`` and digest sum say which: the stored items
+    are then exactly those). ``(new version, the
+    stored length)``; None (all undone, a new transaction begun): the caller goes the locked way.
+    At most ``sql.MAX_PICKS`` states are accepted: the base's and the latest ones."""
+    n_new = base.n + len(items)
+    picks = [base.n] + list(range(max(base.n + 1, n_new - sql.MAX_PICKS + 1), n_new))
+    between = dig.digests([d for _, d in items[:-1]], base.n)
+    sums = dict(zip(range(base.n, n_new), [base.total] + base.running_totals(between)))
+    heads = [ListHash.head(m, sums[m]) for m in picks]
+    hk = keys.hash_key(k)
+    rows = t.sealer.seal_rows(sid, [(hk, 0, new_hash.to_json())] + [(k, i, d) for i, d in items])
+    statements = sql.upsert_rows((t.upsert[0], sql.append_if_one_of_tail(len(heads))), sid, rows,
+                                 t.max_allowed_packet - 1024, catalog.row(sid))
+    if len(statements) == 1:
+        statement, params = statements[0]
+        cur.execute(statement, params + (hk, *heads, *heads, hk, *heads))
+        got = int(cur.lastrowid or 0)  # set by the hash row's update, only when a pick held
+        if got % 64:
+            return got // 64, picks[got % 64 - 1]
+        cur.execute(sql.ROLLBACK)  # another writer changed the list otherwise: undo, lock and read
+        if t.isolate_each:
+            cur.execute(sql.READ_COMMITTED_NEXT)
+    return None
 
 
 def pop(cur: Any, t: Table, sid: str, k: str, model: Any = None) -> Any:

@@ -132,6 +132,18 @@ class ListHash:
         return orjson.dumps(obj)
 
     @staticmethod
+    def head(n: int, total: int) -> bytes:
+        """The leading bytes of the text of any hash row this store writes (the current format)
+        whose list has ``n`` items with digest sum ``total``, up to ``,"p":``: what
+        :func:`sql.append_if_one_of_tail` compares.
+
+        >>> h = ListHash(3, 5, 2, 40)
+        >>> h.to_json().startswith(ListHash.head(3, 5) + b',"p":')
+        True
+        """
+        return b'{"fmt":"%s","n":%d,"sum":"%032x"' % (_FORMAT_OF[HASH_VERSION].encode(), n, total)
+
+    @staticmethod
     def parse(data: Optional[str]) -> Optional["ListHash"]:
         """The hash row's content, or None when missing or in a format this store does not know."""
         if data is None:
@@ -163,6 +175,14 @@ class ListHash:
         if self.v != HASH_VERSION:
             return ListHash(n, total, 0, 0, empty_prefix, 0, self.dk)
         return ListHash(n, total, self.p, self.plen, self.ph, self.psum, self.dk)
+
+    def running_totals(self, new_digests: Sequence[int]) -> list[int]:
+        """The digest sums after appending each of the items with these digests, in turn."""
+        out, total = [], self.total
+        for d in new_digests:
+            total = (total + d) & _MASK
+            out.append(total)
+        return out
 
     def without_last(self, last_digest: int, empty_prefix: bytes = EMPTY_PREFIX) -> "ListHash":
         """The hash after removing the last item, whose digest is given (a pop)."""

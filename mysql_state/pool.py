@@ -483,17 +483,32 @@ class _Flight:
         self.wrote = False
 
 
-class _Cursor:
-    """A driver cursor that records when a statement is in flight (see :class:`_Flight`)."""
+#: pymysql's server status bit of a session running with ``NO_BACKSLASH_ESCAPES``.
+_NO_BACKSLASH_ESCAPES = 512
 
-    __slots__ = ("_cur", "_flight")
+
+class _Cursor:
+    """A driver cursor that records when a statement is in flight (see :class:`_Flight`), and
+    binds its parameters itself (:func:`sql.bind`: the same literals as pymysql's, without
+    its per-character escaping) on a utf8mb4 connection; any other charset: the driver's."""
+
+    __slots__ = ("_cur", "_flight", "_con")
 
     def __init__(self, cur: Any, flight: _Flight) -> None:
         self._cur, self._flight = cur, flight
+        con = getattr(cur, "connection", None)
+        self._con = con if getattr(con, "encoding", None) == "utf8" and hasattr(con, "escape") else None
 
     def execute(self, query: str, args: Any = None) -> int:
         if not self._flight.wrote and _writes(query):
             self._flight.wrote = True
+        con = self._con
+        if con is not None and args is not None and type(args) in (tuple, list):
+            try:
+                query = sql.bind(query, args, not con.server_status & _NO_BACKSLASH_ESCAPES, con.escape)
+                args = None
+            except (TypeError, ValueError):  # a placeholder mismatch: the driver names it
+                pass
         self._flight.on = True
         n = self._cur.execute(query, args)
         self._flight.on = False

@@ -8,7 +8,7 @@ Templates hold ``{t}`` for the backtick-quoted ``db.table`` (validated in :mod:`
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from .keys import CATALOG_SESSION  # the catalog rows' session_id, defined once (keys.py)
 
@@ -215,17 +215,45 @@ UPSERT_ROWS_HEAD = "INSERT INTO {t} (session_id, state_key, item_index, state_da
 UPSERT_ROW = "(%s, %s, %s, %s, 1)"
 # An append in one statement: the hash row (first, so it is locked first) is updated only if it
 # still holds what this process last saw (the SHA-256 of its text: 64 bytes sent, not the text
-# twice); an item row that exists is left alone. The caller checks the affected-row count (2
-# for the hash row, 1 per new item, 1 or 2 for the session's catalog row, which rides last and
-# is always touched) and rolls back otherwise; LAST_INSERT_ID(expr) hands back the hash row's
-# new version in the OK packet.
+# twice); item rows are written whatever is there (a row left at a new item's index by hand or
+# by another program is overwritten, never taken for the item). LAST_INSERT_ID(expr) hands the
+# hash row's new version back in the OK packet only when its condition held (else 0: the caller
+# rolls back). The session's catalog row rides last and is always touched.
 APPEND_IF_HASH_TAIL = (
     " ON DUPLICATE KEY UPDATE"
     " version = IF(state_key = %s AND SHA2(state_data, 256) = %s,"
     f" LAST_INSERT_ID(version + 1), IF(session_id = '{CATALOG_SESSION}', version + 1, version)),"
-    " state_data = IF(state_key = %s AND SHA2(state_data, 256) = %s, VALUES(state_data), state_data)"
+    " state_data = IF(state_key = %s, IF(SHA2(state_data, 256) = %s, VALUES(state_data), state_data),"
+    " VALUES(state_data))"
 )
 ROLLBACK = "ROLLBACK"
+#: How many stored states one conditional append may accept (:func:`append_if_one_of_tail`).
+MAX_PICKS = 16
+
+
+def append_if_one_of_tail(count: int) -> str:
+    """The tail of a multi-row upsert that writes the hash row only if the stored one says
+    one of ``count`` states ``(n, sum)``, given as the leading bytes of their hash row texts up
+    to ``,"p":`` (:meth:`ListHash.head`); then ``LAST_INSERT_ID`` is ``(version + 1) * 64 + j``,
+    ``j`` the 1-based pick that held (0: none did; the caller rolls back). Item rows are written
+    whatever is there, as in ``APPEND_IF_HASH_TAIL`` (those the stored list already has get the
+    text they hold: its digest sum proved them equal). Parameters: the hash key, the picks
+    twice, the hash key, the picks.
+
+    >>> append_if_one_of_tail(2).count("%s")
+    8
+    """
+    if not 1 <= count <= MAX_PICKS:
+        raise ValueError(f"count {count} must be within 1..{MAX_PICKS}")
+    pick = "FIELD(CAST(SUBSTRING_INDEX(state_data, ',\"p\":', 1) AS BINARY), " + ", ".join(["%s"] * count) + ")"
+    return (
+        " ON DUPLICATE KEY UPDATE"
+        f" version = IF(state_key = %s AND {pick} > 0, LAST_INSERT_ID((version + 1) * 64 + {pick}) DIV 64,"
+        f" IF(session_id = '{CATALOG_SESSION}', version + 1, version)),"
+        f" state_data = IF(state_key = %s, IF({pick} > 0, VALUES(state_data), state_data), VALUES(state_data))"
+    )
+
+
 # The session's catalog row, on paths whose own statement cannot carry it (a plain INSERT that
 # must fail on a duplicate key; a key deleted); its version grows so updated_at moves.
 CATALOG_TOUCH = (
@@ -498,7 +526,7 @@ GTID_WAIT_MYSQL = "SELECT WAIT_FOR_EXECUTED_GTID_SET(%s, %s)"
 
 
 def render(template: str, table: str, collation: str = "") -> str:
-    """Fill ``{t}`` (quoted table) and ``{c}`` (collation) once, at store construction."""
+    r"""Fill ``{t}`` (quoted table) and ``{c}`` (collation) once, at store construction."""
     return template.replace("{t}", table).replace("{c}", collation)
 
 
@@ -511,6 +539,62 @@ def escaped_size(text: bytes) -> int:
     pymysql writes each of backslash, both quotes, NUL, LF, CR and ^Z as two bytes.
     """
     return len(text) + sum(text.count(c) for c in _ESCAPED) + 2
+
+
+def literal(value: object, backslashes: bool = True) -> "str | None":
+    r"""``value`` as an SQL literal for a utf8mb4 connection, or None when the driver must do it.
+
+    The same literal the server reads from pymysql's escaping, without its per-character
+    ``str.translate`` (the cost of a statement carrying list items): a text is scanned once
+    per special character it may hold. ``backslashes``: False when the session runs with
+    ``NO_BACKSLASH_ESCAPES`` (then only ``'`` is doubled, as pymysql does). Bytes become a
+    ``_binary'...'`` literal (the binary string pymysql sends as ``X'...'``, half the bytes)
+    when they are UTF-8; anything else but str, int and None is left to the driver.
+
+    >>> literal("it's"), literal(b"a\\b"), literal(7), literal(None), literal("it's", False)
+    ("'it\\'s'", "_binary'a\\\\b'", '7', 'NULL', "'it''s'")
+    """
+    kind = type(value)
+    if kind is int:
+        return str(value)
+    if value is None:
+        return "NULL"
+    prefix = ""
+    if kind is bytes:
+        try:
+            text = value.decode("utf-8")  # type: ignore[union-attr]
+        except UnicodeDecodeError:
+            return None
+        prefix = "_binary"
+    elif kind is str:
+        text = value  # type: ignore[assignment]
+    else:
+        return None
+    if not backslashes:
+        return prefix + "'" + text.replace("'", "''") + "'"
+    if "\\" in text:
+        text = text.replace("\\", "\\\\")
+    if "'" in text:
+        text = text.replace("'", "\\'")
+    if "\0" in text:
+        text = text.replace("\0", "\\0")
+    if "\x1a" in text:
+        text = text.replace("\x1a", "\\Z")
+    return prefix + "'" + text + "'"
+
+
+def bind(query: str, params: Sequence, backslashes: bool, escape: Callable[[object], str]) -> str:
+    r"""``query`` with its ``%s`` parameters as literals (:func:`literal`; ``escape``, the
+    driver's, for the kinds it leaves): the text pymysql would send, escaped faster.
+
+    >>> bind("SELECT %s, %s", ("a'b", 1.5), True, repr)
+    "SELECT 'a\\'b', 1.5"
+    """
+    out = []
+    for value in params:
+        text = literal(value, backslashes)
+        out.append(escape(value) if text is None else text)
+    return query % tuple(out)
 
 
 def upsert_rows(

@@ -40,10 +40,70 @@ def hash_row(raw: Raw, key: str = "m", sid: str = "u:s") -> dict:
 # ---- two workers taking turns ----------------------------------------------------------------
 
 
-def test_two_workers_alternating_save_in_three_statements(store, other, raw, monkeypatch):
+def test_two_workers_alternating_save_in_two_statements(store, other, raw):
     """Each save is the next turn by the worker that did not save the one before, with no read
-    in between: after one miss a worker goes the locked way (lock the hash row, write, COMMIT),
-    and checks the stored checkpoint from the hasher state it kept two turns ago."""
+    in between: its one statement is accepted when the stored hash row describes its own last
+    list or that list followed by the other worker's turn (n and digest sum), so it writes only
+    its own new items: the write and the COMMIT, like the warm path."""
+    items = [msg(i) for i in range(300)]
+    store.save("u", "s", "x", 1)
+    store.save_list("u", "s", "m", items)
+    counts, written = [], []
+    for turn in range(8):
+        items = items + [msg(300 + 2 * turn), msg(301 + 2 * turn)]
+        worker = (other, store)[turn % 2]
+        plan, n = statements(raw, lambda: worker.save_list_report("u", "s", "m", items))
+        counts.append(n)
+        written.append((plan.kind, list(plan.indexes)))
+        assert check_list_rows(raw, "u:s", "m") == items
+    assert counts == [3] + [2] * 7, counts  # other never saw it (3): then always 2
+    assert written == [("append", [300 + 2 * t, 301 + 2 * t]) for t in range(8)]  # only its own turn
+    assert hash_row(raw)["n"] == 316
+    version = raw.query("SELECT version FROM {t} WHERE session_id='u:s' AND state_key='m:_hash'")[0][0]
+    assert version == 9  # one per save
+
+
+def test_a_worker_back_in_turn_writes_only_its_own_items(store, other, raw):
+    items = [msg(i) for i in range(50)]
+    store.save_list("u", "s", "m", items)
+    items = items + [msg(50)]
+    other.save_list("u", "s", "m", items)
+    theirs = raw.query("SELECT state_data, updated_at FROM {t} WHERE session_id='u:s' AND state_key='m' AND item_index=50")
+    items = items + [msg(51)]
+    plan, n = statements(raw, lambda: store.save_list_report("u", "s", "m", items))
+    assert n == 2 and list(plan.indexes) == [51]
+    assert raw.query("SELECT state_data, updated_at FROM {t} WHERE session_id='u:s' AND state_key='m'"
+                     " AND item_index=50") == theirs  # the other worker's row is left as it was stored
+    items = items + [msg(52)]
+    assert statements(raw, lambda: store.save_list("u", "s", "m", items))[1] == 2  # warm
+    assert check_list_rows(raw, "u:s", "m") == items
+
+
+def test_a_worker_whose_list_diverged_goes_the_locked_way_then_speculates_again(store, other, raw):
+    """The other worker edited an item this worker's list does not have: the one statement is
+    refused by the stored hash row (the statement, its undo), the locked save (lock, read the
+    stored items after the checkpoint, where the edit is; write, COMMIT) writes exactly this
+    worker's list (last writer wins); the next save goes the locked way at once (3) and finds
+    its own row: warm again (2)."""
+    items = [msg(i) for i in range(200)]
+    store.save_list("u", "s", "m", items)
+    edited = list(items)
+    edited[150] = msg(150, "edited by the other worker")
+    other.save_list("u", "s", "m", edited + [msg(200)])
+    counts = []
+    for turn in range(3):
+        items = items + [msg(300 + turn)]
+        counts.append(statements(raw, lambda: store.save_list("u", "s", "m", items))[1])
+        assert check_list_rows(raw, "u:s", "m") == items
+    assert counts == [6, 3, 2], counts
+
+
+def test_a_worker_far_behind_checks_the_checkpoint_from_what_it_hashed(store, other, raw, monkeypatch):
+    """More items of its own than one statement accepts stored states for (``sql.MAX_PICKS``)
+    after the other worker's turn: refused, then the locked way, which checks the stored
+    checkpoint by extending the hasher state this worker kept, not by hashing the prefix."""
+    from mysql_state import sql
+
     seeded = []
     real = listsync.seed_of
 
@@ -54,33 +114,48 @@ def test_two_workers_alternating_save_in_three_statements(store, other, raw, mon
 
     monkeypatch.setattr(listsync, "seed_of", counting)
     items = [msg(i) for i in range(300)]
-    store.save("u", "s", "x", 1)
     store.save_list("u", "s", "m", items)
-    counts = []
-    for turn in range(8):
-        items = items + [msg(300 + 2 * turn), msg(301 + 2 * turn)]
-        worker = (other, store)[turn % 2]
-        _, n = statements(raw, lambda: worker.save_list("u", "s", "m", items))
-        counts.append(n)
-        assert check_list_rows(raw, "u:s", "m") == items
-    # other never saw it (3); then each worker's one-statement append misses once (5) ...
-    assert counts[:3] == [3, 5, 5], counts
-    assert counts[3:] == [3] * 5, counts  # ... and it goes the locked way: never 5 again
-    assert seeded[-5:] == [True] * 5  # each checked from what that worker hashed two turns ago
-
-
-def test_a_worker_back_in_turn_speculates_again(store, other, raw):
-    items = [msg(i) for i in range(50)]
-    store.save_list("u", "s", "m", items)
-    items = items + [msg(50)]
+    items = items + [msg(300), msg(301)]
     other.save_list("u", "s", "m", items)
-    items = items + [msg(51)]
-    assert statements(raw, lambda: store.save_list("u", "s", "m", items))[1] == 5  # missed once
-    items = items + [msg(52)]
-    assert statements(raw, lambda: store.save_list("u", "s", "m", items))[1] == 3  # finds its own row
-    items = items + [msg(53)]
-    assert statements(raw, lambda: store.save_list("u", "s", "m", items))[1] == 2  # warm again
+    items = items + [msg(400 + i) for i in range(sql.MAX_PICKS + 2)]
+    assert statements(raw, lambda: store.save_list("u", "s", "m", items))[1] == 5
+    assert seeded == [True]
     assert check_list_rows(raw, "u:s", "m") == items
+
+
+@pytest.mark.parametrize("how", ["alternating save", "warm save", "append_list"])
+def test_a_stray_row_where_a_new_item_goes_is_never_taken_for_it(store, other, raw, how):
+    """A row left at the index a new item takes (written by hand, or by another program) is
+    written over by the one-statement save or append, never kept and read back as the item
+    (it was, on the warm paths, before)."""
+    items = [msg(i) for i in range(10)]
+    store.save_list("u", "s", "m", items)
+    if how == "alternating save":
+        items = items + [msg(10)]
+        other.save_list("u", "s", "m", items)
+    at = len(items)
+    raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+                " VALUES ('u:s', 'm', %s, '\"stray\"', 1)", (at,))
+    if how == "append_list":
+        store.append_list("u", "s", "m", [msg(at)])
+        items = items + [msg(at)]
+    else:
+        items = items + [msg(at)]
+        assert statements(raw, lambda: store.save_list("u", "s", "m", items))[1] == 2
+    assert check_list_rows(raw, "u:s", "m") == items
+    assert store.get_list("u", "s", "m") == items
+
+
+@pytest.mark.parametrize("kind", ["append", "pop", "edit", "value", "java", "deleted"])
+def test_a_save_guided_by_a_stale_snapshot_is_still_exact(store, other, raw, kind):
+    """The other worker changed the list since this worker's last save (no read in between)."""
+    items = [msg(i) for i in range(40)]
+    other.save_list("u", "s", "m", items)
+    _stale_by(kind, store, raw, items)
+    mine = items + [msg(40), msg(41)]
+    other.save_list("u", "s", "m", mine)  # last writer wins: exactly its list
+    assert check_list_rows(raw, "u:s", "m") == mine
+    assert other.get_list("u", "s", "m") == mine == store.get_list("u", "s", "m")
 
 
 def test_a_worker_that_read_the_list_saves_in_two_statements(store, other, raw):
