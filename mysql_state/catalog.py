@@ -5,6 +5,9 @@ Every session has one catalog row in the same table: ``session_id = '__catalog__
 carries it in the statement that already writes the session (the multi-row upsert, the value
 upsert), so it costs no round trip; its ``version`` grows on every touch so MySQL moves its
 ``updated_at`` (the server's clock: every process agrees). ``created_at`` is the first write.
+The one-statement writes of a process (appends, a turn's save) move it at most once every
+:data:`TOUCH_EVERY` seconds and once a transaction: ``updated_at`` is at most
+:data:`ACTIVITY_LAG` behind the session's last write.
 
 A page is two statements: the page of catalog rows by the index ``by_activity (session_id,
 updated_at)`` with a keyset cursor (cost in proportion to the page, not the table), then ONE
@@ -23,7 +26,15 @@ import orjson
 from . import keys, sql
 from .table import Table
 
-__all__ = ["ALL_USERS", "SessionInfo", "SessionPage", "row", "sessions", "user_range"]
+__all__ = ["ACTIVITY_LAG", "ALL_USERS", "SessionInfo", "SessionPage", "TOUCH_EVERY", "row", "sessions", "user_range"]
+
+#: Seconds between two moves of a session's catalog row by the one-statement writes of one
+#: process (a list append, a turn's save: their condition proves the session exists, so its
+#: catalog row does); every other write moves it. The activity time's resolution is the
+#: second anyway (``updated_at`` is a DATETIME).
+TOUCH_EVERY = 1.0
+#: How far a catalog row's ``updated_at`` may be behind its session's last write.
+ACTIVITY_LAG = dt.timedelta(seconds=TOUCH_EVERY + 1)
 
 
 class _AllUsers:

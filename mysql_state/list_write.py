@@ -50,6 +50,9 @@ class ListWrite:
     #: (3 statements) rather than try a one-statement write bound to fail (5). Set and
     #: cleared by :func:`save`; the facade keeps it per list.
     missed: bool = False
+    #: Whether the session's catalog row must be moved (``memory.ListMemory.catalog_due``):
+    #: False lets a one-statement write, whose condition proves the session, leave it.
+    touch: bool = True
 
     def lock(self) -> Any:
         return lock_of(self.snapshot)
@@ -199,7 +202,7 @@ def _speculate(cur: Any, t: Table, w: ListWrite, planned: Optional[tuple[Plan, S
         return None
     plan = planned[0]
     args.check_upserts(t, w.key, plan, w.values)
-    version = append_if_hash(cur, t, w.sid, w.key, plan.upserts, expected, plan.new_hash)
+    version = append_if_hash(cur, t, w.sid, w.key, plan.upserts, expected, plan.new_hash, w.touch)
     if not version:
         return None
     w.new_snapshot, w.version = planned[1], version
@@ -217,7 +220,7 @@ def _speculate_on_prefix(cur: Any, t: Table, w: ListWrite, planned: tuple[Plan, 
     base = snap.hash
     if t.sealer.usable(base)[0] is None or base.v != listsync.HASH_VERSION:
         return None
-    found = append_if_one_of(cur, t, w.sid, w.key, plan.upserts, base, snap.dig, plan.new_hash)
+    found = append_if_one_of(cur, t, w.sid, w.key, plan.upserts, base, snap.dig, plan.new_hash, w.touch)
     if found is None:
         return None
     w.version, stored_n = found
@@ -287,16 +290,17 @@ def apply(cur: Any, t: Table, sid: str, k: str, plan: Plan, items: Sequence[Any]
 # ---- appends and pops ------------------------------------------------------------------------
 
 
-def append(cur: Any, t: Table, sid: str, k: str, datas: list[bytes], hint: Optional[ListHash] = None
-           ) -> tuple[Optional[ListHash], ListHash]:
+def append(cur: Any, t: Table, sid: str, k: str, datas: list[bytes], hint: Optional[ListHash] = None,
+           touch: bool = True) -> tuple[Optional[ListHash], ListHash]:
     """Append under the list's hash row: (the hash row found, the new one). With ``hint``
     (the hash row this process last saw) it is ONE statement: the items and the new hash
     row, the hash row written only if it still holds ``hint`` (checked under its lock); any
-    other outcome is rolled back and the append is made the locked way."""
+    other outcome is rolled back and the append is made the locked way. ``touch=False``: the
+    one statement leaves the catalog row (see :class:`ListWrite`)."""
     hint, hint_dig = t.sealer.usable(hint)
     if hint is not None:
         new_hash = hint.extended(hint_dig.digests(datas, hint.n), hint_dig.empty)
-        if append_if_hash(cur, t, sid, k, list(enumerate(datas, hint.n)), hint, new_hash):
+        if append_if_hash(cur, t, sid, k, list(enumerate(datas, hint.n)), hint, new_hash, touch):
             return hint, new_hash
     row, stored, dig = _lock_hash(cur, t, sid, k)
     if stored is None:  # no hash row of ours: derive it from the items
@@ -368,14 +372,14 @@ def append_many(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[
 
 
 def append_if_hash(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, bytes]], expected: ListHash,
-                   new_hash: ListHash) -> int:
+                   new_hash: ListHash, touch: bool = True) -> int:
     """Write new items and the new hash row in ONE statement, the hash row only if it still
     holds ``expected`` (checked under its lock); returns the list's new version. 0 (all
     undone, a new transaction begun): the caller goes the locked way."""
     hk = keys.hash_key(k)
     rows = t.sealer.seal_rows(sid, [(hk, 0, new_hash.to_json())] + [(k, i, d) for i, d in items])
     statements = sql.upsert_rows((t.upsert[0], t.statements["APPEND_IF_HASH_TAIL"]), sid, rows,
-                                 t.max_allowed_packet - 1024, catalog.row(sid))
+                                 t.max_allowed_packet - 1024, catalog.row(sid) if touch else ())
     if len(statements) != 1:
         return 0  # more than one packet: the locked way
     statement, params = statements[0]
@@ -390,7 +394,7 @@ def append_if_hash(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, 
 
 
 def append_if_one_of(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, bytes]], base: ListHash,
-                     dig: Digester, new_hash: ListHash) -> Optional[tuple[int, int]]:
+                     dig: Digester, new_hash: ListHash, touch: bool = True) -> Optional[tuple[int, int]]:
     """Write ``items`` (indexes ``base.n`` on) and the new hash row in ONE statement, the hash
     row only if the stored list is the one ``base`` describes or that list followed by the
     first items of ``items`` (its hash row's ``n`` and digest sum say which: the stored items
@@ -405,7 +409,7 @@ def append_if_one_of(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int
     hk = keys.hash_key(k)
     rows = t.sealer.seal_rows(sid, [(hk, 0, new_hash.to_json())] + [(k, i, d) for i, d in items])
     statements = sql.upsert_rows((t.upsert[0], sql.append_if_one_of_tail(len(heads))), sid, rows,
-                                 t.max_allowed_packet - 1024, catalog.row(sid))
+                                 t.max_allowed_packet - 1024, catalog.row(sid) if touch else ())
     if len(statements) == 1:
         statement, params = statements[0]
         cur.execute(statement, params + (hk, *heads, *heads, hk, *heads))
@@ -453,23 +457,26 @@ def pop(cur: Any, t: Table, sid: str, k: str, model: Any = None) -> Any:
 
 
 def save_many(cur: Any, t: Table, writes: Sequence[ListWrite], prepared: Sequence[tuple[str, str, str, int]],
-              expected: dict[str, int], seen: Optional[dict[str, tuple[int, str]]] = None
+              expected: dict[str, int], seen: Optional[dict[str, tuple[int, str]]] = None, touch: bool = True
               ) -> tuple[dict[str, Plan], dict[str, int]]:
     """``save_many``'s transaction: every list, then every value (compare-and-set where
     ``expected`` names the key, :class:`StaleStateError` otherwise); (plans, versions).
 
     ``seen``: per value key, ``(version, digest)`` of row 0 as this process last read or wrote
     it; such a value is written in ONE statement if the row is still that
-    (:func:`values.write_if_seen`), else the locked way."""
+    (:func:`values.write_if_seen`), else the locked way. ``touch``: whether the catalog row
+    must move (the lists' :class:`ListWrite` say it too); it moves at most once."""
     # Only the first list may speculate: a miss rolls back what the transaction wrote before it.
     plans = {w.key: save(cur, t, w, speculate=i == 0) for i, w in enumerate(writes)}
     versions = {w.key: w.version for w in writes}
     seen = seen or {}
+    # The catalog row moves once a transaction: a list written moved it (or needed not to).
+    touch = touch and not any(p.new_hash is not None for p in plans.values())
     for sid, k, text, _ in prepared:
         want = expected.get(k, UNVERSIONED)
         hint = seen.get(k)
         if hint is not None and want in (UNVERSIONED, hint[0]):
-            got = values.write_if_seen(cur, t, sid, k, text, hint)
+            got = values.write_if_seen(cur, t, sid, k, text, hint, touch)
             if got:
                 versions[k] = got
                 continue

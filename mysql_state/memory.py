@@ -9,7 +9,11 @@
   ``get_many`` or written here, so ``save_many`` writes it in ONE statement conditioned on it
   (:func:`mysql_state.values.write_if_seen`);
 * damaged: lists a read found damaged, so their next save rewrites the rows instead of
-  trusting the hash row (which a row damaged by hand still matches).
+  trusting the hash row (which a row damaged by hand still matches);
+* catalog touches: when this process last moved a session's catalog row (its activity time),
+  so the one-statement writes touch it at most once every ``catalog.TOUCH_EVERY`` seconds
+  (:meth:`ListMemory.catalog_due`): a row less to write per turn, and the activity time at
+  most ``catalog.ACTIVITY_LAG`` behind.
 
 Each is a hint only: every write checks it against the stored row under its lock, so a
 stale entry costs a round trip, never a wrong row. Keys are ``(packed session id, key)``.
@@ -18,8 +22,10 @@ stale entry costs a round trip, never a wrong row. Keys are ``(packed session id
 from __future__ import annotations
 
 import contextlib
+import time
 from typing import Iterable, Iterator, Optional, Sequence
 
+from . import catalog
 from .cache import LRU
 from .errors import CorruptStateError
 from .listsync import ListHash, Snapshot
@@ -40,6 +46,18 @@ class ListMemory:
         self.values: LRU[Key, tuple[int, str]] = LRU(max_entries=HASH_HINTS)
         #: Lists a read found damaged (shared with transactions, which add to it and rewrite).
         self.damaged: set[Key] = set()
+        self.touched: LRU[str, float] = LRU(max_entries=HASH_HINTS)
+
+    def catalog_due(self, sid: str) -> bool:
+        """Whether a write of session ``sid`` must move its catalog row: this process has not
+        for ``catalog.TOUCH_EVERY`` seconds. Only a write conditioned on a row of the session
+        (which proves the session, so its catalog row, still exists) may skip it."""
+        last = self.touched.get(sid)
+        return last is None or time.monotonic() - last >= catalog.TOUCH_EVERY
+
+    def catalog_touched(self, sid: str, at: float) -> None:
+        """A write that began at ``at`` (``time.monotonic()``) moved the catalog row of ``sid``."""
+        self.touched.put(sid, at)
 
     def saved(self, key: Key, snap: Optional[Snapshot], missed: bool = False) -> None:
         """A list save wrote ``snap``: keep it, and its hash row as a hint for appends;
@@ -75,6 +93,8 @@ class ListMemory:
         self.hints.drop(key, session)
         self.missed.drop(key, session)
         self.values.drop(key, session)
+        if key is None:  # a whole session (its catalog row may be gone), or everything
+            self.touched.drop(session)
 
     def forget_all_of(self, touched: Iterable[tuple[str, Optional[str]]]) -> None:
         """Drop the lists (``(sid, key)``) and whole sessions (``(sid, None)``) written."""

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator, Optional
 
 import orjson
 
-from . import keys, listsync, sql, transfer
+from . import catalog, keys, listsync, sql, transfer
 from .crypto import is_sealed, well_formed
 from .errors import ALREADY_DONE_ERRNOS, DecryptionError, MysqlStateError
 from .table import Table
@@ -413,7 +413,7 @@ def _catalog_problems(ctx: Ctx, catalog_rows: dict, last_write: dict, fix: bool)
         if have is None:
             out.append(DoctorFinding("catalog", f"session {sid!r} has no catalog row (written behind the catalog's back)", sid))
             stale.append(sid)
-        elif last is not None and have is not None and have < last:
+        elif last is not None and have is not None and have < last - catalog.ACTIVITY_LAG:
             out.append(DoctorFinding("catalog", f"the catalog row of {sid!r} says {have}, its rows were written at {last}", sid))
             stale.append(sid)
     orphans = [sid for sid in catalog_rows if sid not in last_write]

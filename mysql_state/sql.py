@@ -103,6 +103,13 @@ INSERT_VALUE = (
 # deleted since is not brought back (the locked way decides). LAST_INSERT_ID(expr) hands back
 # the new version (0: the row was not the one read); the session's catalog row is touched in
 # the same statement (the affected-row count tells whether it exists).
+# The same without the catalog row (a session whose catalog row this process moved a moment
+# ago: see memory.CATALOG_TOUCH_EVERY); parameters as above but the last.
+UPDATE_VALUE_IF_SEEN_QUIET = (
+    "UPDATE {t} SET state_data = %s, version = LAST_INSERT_ID(%s)"
+    " WHERE session_id = %s AND state_key = %s AND item_index = 0"
+    " AND GREATEST(version, 1) = %s AND SHA2(state_data, 256) = %s"
+)
 UPDATE_VALUE_IF_SEEN = (
     "UPDATE {t} SET"
     f" state_data = IF(session_id = '{CATALOG_SESSION}', state_data, %s),"

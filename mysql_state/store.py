@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import time
 from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
 
 from . import args, catalog, history, keys, list_read, list_write, locks, migrations, retention, schema, serde
@@ -330,12 +331,15 @@ class MysqlAgentStateStore:
     def _save_list(self, user_id, session_id, key, items, expected: Optional[int] = None) -> tuple[ListWrite, Plan]:
         w, t = self._list_write(user_id, session_id, key, items, expected), self.table
         what = f"save_list {w.key!r}" if expected is None else f"save_list_if_version {w.key!r}"
+        began, w.touch = time.monotonic(), self._memory.catalog_due(w.sid)
         try:
             with w.lock():
                 plan = self._db.run(lambda cur: list_write.save(cur, t, w), what, write=True, session=w.sid)
         except StaleStateError:
             self._forget((w.sid, w.key))
             raise
+        if w.touch:
+            self._memory.catalog_touched(w.sid, began)
         self._saved(w, plan)
         return w, plan
 
@@ -370,18 +374,23 @@ class MysqlAgentStateStore:
         prepared = [args.prepare_value(t, user_id, session_id, k, v) for k, v in sorted(value_map.items())]
         if not writes and not prepared:
             return SavedMany()
+        began, due = time.monotonic(), self._memory.catalog_due(sid)
+        for w in writes:
+            w.touch = due
         with contextlib.ExitStack() as stack:
             for w in writes:
                 stack.enter_context(w.lock())
             seen = {k: v for _, k, _, _ in prepared if (v := self._memory.values.get((sid, k))) is not None}
             try:
-                plans, versions = self._db.run(lambda cur: list_write.save_many(cur, t, writes, prepared, expected, seen),
-                                               f"save_many {sorted(list_map) + sorted(value_map)}", write=True,
-                                               session=sid)
+                plans, versions = self._db.run(
+                    lambda cur: list_write.save_many(cur, t, writes, prepared, expected, seen, due),
+                    f"save_many {sorted(list_map) + sorted(value_map)}", write=True, session=sid)
             except StaleStateError:
                 for w in writes:
                     self._forget((w.sid, w.key))
                 raise
+        if due:
+            self._memory.catalog_touched(sid, began)
         result = SavedMany({w.key: list_write.report(plans[w.key], w.version) for w in writes})
         result.versions = versions
         for w in writes:
@@ -406,10 +415,13 @@ class MysqlAgentStateStore:
         cache_key = (sid, k)
         snap = self._memory.snapshots.get(cache_key)
         hint = snap.hash if snap is not None else self._memory.hints.get(cache_key)
+        began, due = time.monotonic(), self._memory.catalog_due(sid)
         with list_write.lock_of(snap):
-            stored, new_hash = self._db.run(lambda cur: list_write.append(cur, t, sid, k, datas, hint),
+            stored, new_hash = self._db.run(lambda cur: list_write.append(cur, t, sid, k, datas, hint, due),
                                             f"append_list {k!r}", write=True, session=sid)
             self._memory.appended(cache_key, snap, stored, datas, new_hash)
+        if due:
+            self._memory.catalog_touched(sid, began)
         self._metrics.saved("append", len(datas), sum(map(len, datas)))
         return new_hash.n
 

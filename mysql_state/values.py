@@ -61,11 +61,15 @@ def digest(text: Any) -> str:
     return hashlib.sha256(text.encode("utf-8") if isinstance(text, str) else text).hexdigest()
 
 
-def write_if_seen(cur: Any, t: Table, sid: str, k: str, text: str, seen: tuple[int, str]) -> int:
+def write_if_seen(cur: Any, t: Table, sid: str, k: str, text: str, seen: tuple[int, str], touch: bool = True) -> int:
     """Write one value in ONE statement if row 0 still is what ``seen`` ``(version, digest)``
     says (read by this process, or written by it, with no list under the key); the new
-    version, or 0: nothing written, go the locked way (:func:`write`)."""
+    version, or 0: nothing written, go the locked way (:func:`write`). ``touch=False``: the
+    catalog row is left as it is (moved a moment ago; the condition proves the session)."""
     version, h = seen
+    if not touch:
+        cur.execute(t.statements["UPDATE_VALUE_IF_SEEN_QUIET"], (text, version + 1, sid, k, version, h))
+        return version + 1 if int(cur.lastrowid or 0) == version + 1 else 0
     affected = cur.execute(t.statements["UPDATE_VALUE_IF_SEEN"], (text, version + 1, sid, k, version, h, sid))
     updated = int(cur.lastrowid or 0) == version + 1
     if affected - updated < 1:  # no catalog row yet (a table older than the catalog): make it

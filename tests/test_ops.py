@@ -8,12 +8,13 @@ import datetime as dt
 import os
 import subprocess
 import sys
+import time
 
 import orjson
 import pytest
 
 from mysql_state import ALL_USERS, MysqlAgentStateStore, SessionExistsError, SessionNotFoundError
-from mysql_state import metrics
+from mysql_state import catalog, metrics
 from tests.conftest import Raw, connect
 from tests.conftest import JAVA_DDL, make_java_table
 
@@ -42,16 +43,68 @@ def test_every_write_path_keeps_one_catalog_row_per_session(store, raw):
     cat = raw.query("SELECT state_key, version FROM {t} WHERE session_id = '__catalog__' ORDER BY state_key")
     assert [r[0] for r in cat] == ["__anon__:f", "alice:a", "alice:b", "alice:c", "bob:d", "bob:e"]
     before = dict(cat)["alice:b"]
-    store.save_list("alice", "b", "l", [1, 2, 3, 4])  # warm one-statement append
-    store.append_list("alice", "b", "l", [5])
-    store.pop_list("alice", "b", "l")
-    after = dict(raw.query("SELECT state_key, version FROM {t} WHERE session_id = '__catalog__'"))["alice:b"]
-    assert after == before + 3  # touched by each write, so updated_at moves
+
+    def moves() -> int:
+        return dict(raw.query("SELECT state_key, version FROM {t} WHERE session_id = '__catalog__'"))["alice:b"] - before
+
+    store.save_list("alice", "b", "l", [1, 2, 3, 4])  # warm one-statement append: moved a moment ago,
+    store.append_list("alice", "b", "l", [5])  # so left (at most once every catalog.TOUCH_EVERY)
+    assert moves() == 0
+    store.pop_list("alice", "b", "l")  # a locked write: always moved, so updated_at moves
+    assert moves() == 1
+    time.sleep(catalog.TOUCH_EVERY)
+    store.append_list("alice", "b", "l", [5])  # due again
+    assert moves() == 2
     store.delete("alice", "a", "v")  # its last key: the catalog row goes with it
     store.delete("alice", "b")
     keys_left = [r[0] for r in raw.query("SELECT state_key FROM {t} WHERE session_id = '__catalog__'")]
     assert "alice:a" not in keys_left and "alice:b" not in keys_left and "alice:c" in keys_left
     assert store.list_session_ids("alice") == {"c"} and not store.exists("alice", "a")
+
+
+def test_the_activity_time_is_at_most_the_lag_behind_and_the_doctor_agrees(store, raw):
+    """Turns as fast as they come for a few seconds (one-statement appends and saves that leave
+    the catalog row between two moves): its updated_at is never more than ACTIVITY_LAG behind
+    the session's rows, and the doctor finds nothing to say about it."""
+    store.save_many("alice", "busy", values={"state": {"n": 0}}, lists={"m": [0]})
+    items, n = [0], 0
+    end = time.monotonic() + 2.5 * catalog.TOUCH_EVERY
+    while time.monotonic() < end:
+        n += 1
+        store.get_many("alice", "busy", values=["state"], lists=["m"])
+        items = items + [n]
+        store.save_many("alice", "busy", values={"state": {"n": n}}, lists={"m": items})
+        store.append_list("alice", "busy", "m", [-n])
+        items = items + [-n]
+        (cat,), (rows,) = (raw.query("SELECT updated_at FROM {t} WHERE session_id = '__catalog__' AND state_key = 'alice:busy'"),
+                           raw.query("SELECT MAX(updated_at) FROM {t} WHERE session_id = 'alice:busy'"))
+        assert cat[0] >= rows[0] - catalog.ACTIVITY_LAG
+    assert store.get_list("alice", "busy", "m") == items
+    assert [f for f in store.doctor() if f.kind == "catalog"] == []
+
+
+@pytest.mark.parametrize("how", ["append_list", "save_list", "save_many"])
+def test_a_session_deleted_between_two_moves_gets_its_catalog_row_back(store, url, database, raw, how):
+    """Another worker deletes the session right after this one moved its catalog row: the next
+    write (not due to move it) finds its condition broken, goes the locked way and makes the
+    catalog row again: never rows without one."""
+    other = MysqlAgentStateStore.from_url(url, database_name=database)
+    try:
+        store.save_many("alice", "gone", values={"state": {"n": 0}}, lists={"m": [0]})
+        store.get_many("alice", "gone", values=["state"], lists=["m"])
+        other.delete("alice", "gone")
+        assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = '__catalog__' AND state_key = 'alice:gone'") == [(0,)]
+        if how == "append_list":
+            store.append_list("alice", "gone", "m", [1])
+        elif how == "save_list":
+            store.save_list("alice", "gone", "m", [0, 1])
+        else:
+            store.save_many("alice", "gone", values={"state": {"n": 1}})
+        assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = '__catalog__' AND state_key = 'alice:gone'") == [(1,)]
+        assert "gone" in store.list_session_ids("alice")
+        assert [f for f in store.doctor() if f.kind == "catalog"] == []
+    finally:
+        other.close()
 
 
 def test_sessions_pages_newest_first_with_counts(store, raw):
