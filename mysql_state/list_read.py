@@ -38,7 +38,7 @@ def many(cur: Any, t: Table, sid: str, value_keys: Sequence[str], list_keys: Seq
          seen: Optional[dict] = None) -> dict[str, tuple[Any, int]]:
     """Values and whole lists of one session, one statement: ``{key: (value or items, version)}``
     (``seen``: see :func:`check_many`)."""
-    return check_many(t, read_many(cur, t, sid, value_keys, list_keys), sid, value_keys, list_keys, seen)
+    return check_many(t, read_many(cur, t, sid, value_keys, list_keys), sid, value_keys, list_keys, seen, cur)
 
 
 def read(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int], long: bool = False) -> list:
@@ -110,12 +110,17 @@ def _check_whole(t: Table, rows: Any, sid: str, k: str, model: Any) -> Checked:
 def _check_marked(t: Table, rows: Any, sid: str, k: str, model: Any) -> Checked:
     """:func:`check` for a whole list read by ``SELECT_ITEMS_LONG`` (one column, the hash row
     last, marked with its version and the lowest and highest item index)."""
-    stored, version, got = None, 0, len(rows)
-    mark = sql.HEAD_MARK
-    if rows[-1][0].startswith(mark):
-        meta, _, head = rows[-1][0][1:].partition(mark)
-        rows = rows[:-1]
-        got -= 1
+    if rows[-1][0].startswith(sql.HEAD_MARK):
+        return _check_run(t, rows[:-1], rows[-1][0], sid, k, model)
+    return _check_run(t, rows, None, sid, k, model)
+
+
+def _check_run(t: Table, items: Sequence[tuple], marked: Optional[str], sid: str, k: str, model: Any) -> Checked:
+    """The items of a whole list (one column) checked against its marked hash row
+    (``HEAD_MARK`` + ``<version>,<lowest>,<highest>`` + ``HEAD_MARK`` + its text; None: none)."""
+    stored, version, got = None, 0, len(items)
+    if marked is not None:
+        meta, _, head = marked[1:].partition(sql.HEAD_MARK)
         parts = meta.split(",")
         version = int(parts[0])
         first, last = (int(parts[1]), int(parts[2])) if parts[1] else (None, None)
@@ -123,7 +128,7 @@ def _check_marked(t: Table, rows: Any, sid: str, k: str, model: Any) -> Checked:
         n = stored.n if stored is not None else got
         if got != n or (n and (first != 0 or last != n - 1)):
             raise damaged(sid, k, stored, 0, n, got, first, last)
-    return t.sealer.decode_items(sid, k, rows, 0, 0, model), version, stored
+    return t.sealer.decode_items(sid, k, items, 0, 0, model), version, stored
 
 
 def damaged(sid: str, k: str, stored: Optional[ListHash], start: int, stop: int, got: int,
@@ -160,7 +165,8 @@ def length(cur: Any, t: Table, sid: str, k: str, *, lock: bool = False) -> int:
 
 
 def read_many(cur: Any, t: Table, sid: str, value_keys: Sequence[str], list_keys: Sequence[str]) -> list:
-    """Values and whole lists of one session: one statement, rows in key order."""
+    """Values and whole lists of one session: one statement, rows in key order, one column
+    (:func:`sql.select_many`)."""
     hash_keys = [keys.hash_key(k) for k in (*value_keys, *list_keys)]
     statement, params = sql.select_many(t.quoted, sid, value_keys, list_keys, hash_keys)
     cur.execute(statement, params)
@@ -168,16 +174,32 @@ def read_many(cur: Any, t: Table, sid: str, value_keys: Sequence[str], list_keys
 
 
 def check_many(t: Table, rows: Sequence[tuple], sid: str, value_keys: Sequence[str],
-               list_keys: Sequence[str], seen: Optional[dict] = None) -> dict[str, tuple[Any, int]]:
+               list_keys: Sequence[str], seen: Optional[dict] = None, cur: Any = None) -> dict[str, tuple[Any, int]]:
     """From :func:`read_many`'s rows: ``{key: (value or items, version)}``, absent keys left out.
 
     ``seen`` (a dict) is given what the read saw, for the writes that follow: per list key its
     hash row (a :class:`ListHash`, None when it has none this store reads), per value key with
     a row 0 and no list under it ``(version, digest of the stored text)``
-    (:func:`values.write_if_seen`)."""
+    (:func:`values.write_if_seen`). ``cur``: the first list has no hash row of this store (a
+    Java list): its rows are read again with their indexes, to check them."""
+    mark, row_mark = sql.HEAD_MARK, sql.ROW_MARK
+    # The first list's items are one run of unmarked rows (key order keeps them together): the
+    # marked rows around it are few, so only they are looked at one by one.
+    start, end = 0, len(rows)
+    while start < end and rows[start][0].startswith(mark):
+        start += 1
+    while end > start and rows[end - 1][0].startswith(mark):
+        end -= 1
+    run, first_hash = rows[start:end], None
     by_key: dict[str, list] = {}
-    for key, index, data, version in rows:
-        by_key.setdefault(key, []).append((index, data, version))
+    for (text,) in (*rows[:start], *rows[end:]):
+        if text.startswith(row_mark):
+            key, index, version, data = text[2:].split(mark, 3)
+            by_key.setdefault(key, []).append((int(index), data, version))
+        elif first_hash is None:
+            first_hash = text
+        else:  # two rows marked as its hash row: not ours
+            raise damaged(sid, list_keys[0], None, 0, len(run), len(run), None, None)
     out: dict[str, tuple[Any, int]] = {}
     for k in value_keys:
         head = [(False, r[1], r[2]) for r in by_key.get(k, ()) if r[0] == 0]
@@ -187,12 +209,23 @@ def check_many(t: Table, rows: Sequence[tuple], sid: str, value_keys: Sequence[s
             out[k] = found[:2]
         if seen is not None and len(head) == 1 and not head[0][0]:
             seen[k] = (int(head[0][2]), values.digest(head[0][1]))
-    for k in list_keys:
-        hash_row = [(-1, r[1], r[2]) for r in by_key.get(keys.hash_key(k), ())]
-        items = by_key.get(k, [])
-        if hash_row or items:
+    for i, k in enumerate(list_keys):
+        if i == 0:
+            if first_hash is not None:
+                got = _check_run(t, run, first_hash, sid, k, None)
+            elif not run:
+                continue
+            elif cur is not None:  # items, no hash row: read again with their indexes
+                got = get(cur, t, sid, k, 0, None, None)
+            else:
+                raise damaged(sid, k, None, 0, len(run), len(run), None, None)
+        else:
+            hash_row = [(-1, r[1], r[2]) for r in by_key.get(keys.hash_key(k), ())]
+            items = [r[:2] for r in by_key.get(k, [])]
+            if not hash_row and not items:
+                continue
             got = check(t, items + hash_row, sid, k, 0, None, None)
-            out[k] = got[:2]
-            if seen is not None:
-                seen[k] = got[2]
+        out[k] = got[:2]
+        if seen is not None:
+            seen[k] = got[2]
     return out

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Sequence
 
-from .keys import CATALOG_SESSION  # the catalog rows' session_id, defined once (keys.py)
+from .keys import CATALOG_SESSION, HASH_SUFFIX  # the catalog rows' session_id, defined once (keys.py)
 
 Statement = tuple[str, tuple]
 
@@ -646,14 +646,28 @@ def upsert_rows(
     return out
 
 
+#: How :func:`select_many` marks its rows other than the first list's items and hash row:
+#: ``"\x1f\x1f<key>\x1f<index>\x1f<version>\x1f<data>"`` (the first list's hash row is marked as
+#: in ``SELECT_ITEMS_LONG``: ``HEAD_MARK``; no JSON text, nor a sealed row, starts with either).
+ROW_MARK = "\x1f\x1f"
+
+
 def select_many(
     table: str, session: str, value_keys: Sequence[str], list_keys: Sequence[str], hash_keys: Sequence[str]
 ) -> Statement:
     """One statement for several values (row 0) and whole lists (items and hash rows) of one
-    session: rows ``(state_key, item_index, state_data, version)`` in key order.
+    session, in key order, ONE column a row (the driver parses one field a row: the read of an
+    agent's turn is mostly the items of its conversation): the first list's items as they are
+    stored; its hash row marked ``HEAD_MARK`` with its version and the lowest and highest item
+    index (computed in its branch only, once), as ``SELECT_ITEMS_LONG`` does; every other row
+    marked ``ROW_MARK`` with its key, index and version.
 
     ``hash_keys`` are the hash keys of every key asked for, so a value key that holds a list
     is recognised.
+
+    >>> statement, params = select_many("t", "u:s", ["a"], ["m"], ["a:_hash", "m:_hash"])
+    >>> params
+    ('m', 'm:_hash', 'u:s', 'm', 'u:s', 'm', 'u:s', 'a', 'a:_hash', 'm:_hash', 'm')
     """
     parts, params = [], [session]
     if value_keys or hash_keys:
@@ -663,8 +677,22 @@ def select_many(
     if list_keys:
         parts.append(f"state_key IN ({', '.join(['%s'] * len(list_keys))})")
         params += list_keys
+    marked = ("CONCAT(CHAR(31), CHAR(31), state_key, CHAR(31), item_index, CHAR(31), GREATEST(version, 1),"
+              " CHAR(31), state_data)")
+    if list_keys:
+        first = list_keys[0]
+        column = (
+            f"IF(state_key = %s, state_data, IF(state_key = %s AND item_index = 0, CONCAT(CHAR(31),"
+            f" GREATEST(version, 1), ',',"
+            f" COALESCE((SELECT MIN(item_index) FROM {table} WHERE session_id = %s AND state_key = %s), ''), ',',"
+            f" COALESCE((SELECT MAX(item_index) FROM {table} WHERE session_id = %s AND state_key = %s), ''),"
+            f" CHAR(31), state_data), {marked}))"
+        )
+        params = [first, first + HASH_SUFFIX, session, first, session, first, *params]
+    else:
+        column = marked
     statement = (
-        f"SELECT state_key, item_index, state_data, GREATEST(version, 1) FROM {table}"
+        f"SELECT {column} FROM {table}"
         f" WHERE session_id = %s AND ({' OR '.join(parts)}) ORDER BY state_key, item_index"
     )
     return statement, tuple(params)

@@ -217,3 +217,42 @@ def test_unreadable_rows_raise_corrupt_state_naming_the_row(store, raw):
         store.get_list("u", "s", "m")
     assert (err.value.key, err.value.index) == ("m", 2) and "item_index 2" in str(err.value)
     assert store.get_list("u", "s", "m", limit=2) == [1, 2]
+
+
+# ---- get_many's one-column read (issue 21): every shape of what it may meet -------------------
+
+
+@pytest.mark.parametrize("damage", ["missing item", "extra item", "renumbered"])
+def test_get_many_finds_damage_in_its_first_list_and_in_the_others(store, raw, damage):
+    for key in ("a", "m", "z"):  # the first list asked for ("m"), another ("z"), a value key ("a")
+        if key == "a":
+            store.save("u", "s", "a", {"v": 1})
+        else:
+            store.save_list("u", "s", key, ITEMS)
+    for key in ("m", "z"):
+        want = {"m": ITEMS, "z": ITEMS}
+        assert store.get_many("u", "s", values=["a"], lists=["m", "z"]) == {"a": {"v": 1}, **want}
+        if damage == "missing item":
+            raw.execute("DELETE FROM {t} WHERE session_id = 'u:s' AND state_key = %s AND item_index = 1", (key,))
+        elif damage == "extra item":
+            raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data) VALUES ('u:s', %s, 3, '1')", (key,))
+        else:
+            raw.execute("UPDATE {t} SET item_index = 5 WHERE session_id = 'u:s' AND state_key = %s AND item_index = 2", (key,))
+        with pytest.raises(CorruptStateError) as caught:
+            store.get_many("u", "s", values=["a"], lists=["m", "z"])
+        assert caught.value.key == key
+        store.save_list("u", "s", key, ITEMS)  # repaired
+    assert store.get_many("u", "s", values=["a"], lists=["m", "z"]) == {"a": {"v": 1}, "m": ITEMS, "z": ITEMS}
+
+
+def test_get_many_reads_a_list_the_java_store_wrote(store, raw):
+    """Items without a hash row of ours (the Java store's, or none): read again with their
+    indexes, as get_list reads them; a value key holding a list reads as get does (its row 0)."""
+    for i, item in enumerate(ITEMS):
+        raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data) VALUES ('u:s', 'm', %s, %s)",
+                    (i, orjson.dumps(item).decode()))
+    store.save_list("u", "s", "l", [1, 2])
+    got = store.get_many("u", "s", values=["l"], lists=["m"], versioned=True)
+    assert got["m"].value == ITEMS and got["l"].value == store.get("u", "s", "l") == 1
+    assert store.get_many("u", "s", lists=["m", "l"]) == {"m": ITEMS, "l": [1, 2]}
+    assert store.get_many("u", "s", lists=["l", "m"]) == {"m": ITEMS, "l": [1, 2]}

@@ -36,8 +36,11 @@ def test_upserts_split_under_the_packet_limit_and_carry_extra_rows_last():
 
 def test_select_many_asks_for_row_zero_of_values_and_whole_lists():
     statement, params = sql.select_many("t", "u:s", ["a"], ["m"], ["a:_hash", "m:_hash"])
-    assert params == ("u:s", "a", "a:_hash", "m:_hash", "m")
+    assert params[6:] == ("u:s", "a", "a:_hash", "m:_hash", "m")  # the WHERE's
+    assert params[:6] == ("m", "m:_hash", "u:s", "m", "u:s", "m")  # the first list's marks
     assert "item_index = 0" in statement and statement.count("%s") == len(params)
+    statement, params = sql.select_many("t", "u:s", ["a"], [], ["a:_hash"])
+    assert params == ("u:s", "a", "a:_hash") and statement.count("%s") == len(params)
 
 
 def test_prefix_reads_are_ranges_or_escaped_likes():
