@@ -41,7 +41,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 
 from .errors import DecryptionError
 
-try:  # SIMD base64 (the encryption extra installs it): 3-4x binascii on a row (issue 21)
+try:  # SIMD base64 (the encryption extra installs it): 2-3x binascii a row (issue 21)
     from pybase64 import b64decode as _b64decode
 except ImportError:  # pragma: no cover - exercised only without pybase64
     _b64decode = binascii.a2b_base64
