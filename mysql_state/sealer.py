@@ -116,10 +116,9 @@ class KeyringSealer(Sealer):
         return self.cipher.open(sid, k, index, text)
 
     def decode_items(self, sid: str, k: str, rows: Sequence[Any], col: int, first: int, model: Any) -> list:
-        loads = serde.decode
-        opened: Callable[[int, Any], bytes] = self.cipher.opener(sid, k)
+        loads: Callable[[bytes], Any] = orjson.loads if model is None else lambda b: serde.decode(b, model)
         try:
-            return [loads(opened(i, r[col]), model) for i, r in enumerate(rows, first)]
+            return self.cipher.open_rows(sid, k, rows, col, first, loads)
         except ValueError:
             self.name_bad_row(sid, k, rows, col, first)
             raise

@@ -272,3 +272,31 @@ def test_fork_and_history_of_an_encrypted_store_read_back(url, database, store, 
         assert not plaintext_anywhere(raw, SECRET)
     finally:
         s.close()
+
+
+def test_a_long_list_under_two_keys_reads_back_and_a_bad_row_is_named(open_store, raw):
+    """The encrypted list read (issue 21's fast path): a long list read whole by the store that
+    wrote it (one-column shape), by a fresh store (two columns) and as a window; rows under an
+    older key of the ring and a plaintext row among them open; a damaged row is named."""
+    old = open_store(ring("k1"))
+    old.save_list("alice", "c1", "m", msgs(150))
+    new = open_store(ring("k2", "k1"))
+    assert new.append_list("alice", "c1", "m", msgs(50, 150)) == 200  # rows 150.. under k2
+    raw.execute("UPDATE {t} SET state_data=%s WHERE state_key='m' AND item_index=7", (orjson.dumps(msgs(1, 7)[0]).decode(),))
+    new.get_list("alice", "c1", "m")  # this store has now seen 200 items: the long shape next
+    for s in (new, open_store(ring("k2", "k1"))):
+        assert s.get_list("alice", "c1", "m") == msgs(200)
+        assert s.get_list("alice", "c1", "m", offset=140, limit=20) == msgs(20, 140)
+    assert open_store(ring("k2")).get_list("alice", "c1", "m", offset=150) == msgs(50, 150)
+    with pytest.raises(DecryptionError) as err:
+        open_store(ring("k2")).get_list("alice", "c1", "m")
+    assert (err.value.index, err.value.key_id) == (0, "k1")  # k1 is not in that ring
+    text = raw.query("SELECT state_data FROM {t} WHERE state_key='m' AND item_index=170")[0][0]
+    raw.execute("UPDATE {t} SET state_data=%s WHERE state_key='m' AND item_index=170",
+                (text[:-5] + ("A" if text[-5] != "A" else "B") + text[-4:],))
+    for s in (new, open_store(ring("k2", "k1"))):
+        for window in ({}, {"offset": 160, "limit": 20}):
+            with pytest.raises(DecryptionError) as err:
+                s.get_list("alice", "c1", "m", **window)
+            assert (err.value.session_id, err.value.key, err.value.index, err.value.key_id) == ("alice:c1", "m", 170, "k2")
+            assert SECRET not in str(err.value)
