@@ -383,7 +383,7 @@ def append_if_hash(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, 
     if len(statements) != 1:
         return 0  # more than one packet: the locked way
     statement, params = statements[0]
-    h = values.digest(expected.to_json())
+    h = expected.text_digest()
     cur.execute(statement, params + (hk, h, hk, h))
     if cur.lastrowid:  # set by the hash row's update, only when its condition held
         return int(cur.lastrowid)

@@ -123,13 +123,27 @@ class ListHash:
 
     def to_json(self) -> bytes:
         """The hash row's text, in the format it was read in (``v``): re-serialising a row read
-        gives its text back, which is what a conditional write compares."""
-        obj: dict[str, Any] = {"fmt": _FORMAT_OF[self.v], "n": self.n, "sum": format(self.total, "032x")}
-        if self.v != 1:
-            obj.update(p=self.p, plen=self.plen, ph=self.ph.hex(), psum=format(self.psum, "032x"))
-            if self.dk is not None:
-                obj["dk"] = self.dk
-        return orjson.dumps(obj)
+        gives its text back, which is what a conditional write compares. Made once (the hash
+        written by one append is the next one's expected row)."""
+        made = self.__dict__.get("_json")
+        if made is None:
+            obj: dict[str, Any] = {"fmt": _FORMAT_OF[self.v], "n": self.n, "sum": format(self.total, "032x")}
+            if self.v != 1:
+                obj.update(p=self.p, plen=self.plen, ph=self.ph.hex(), psum=format(self.psum, "032x"))
+                if self.dk is not None:
+                    obj["dk"] = self.dk
+            made = orjson.dumps(obj)
+            object.__setattr__(self, "_json", made)  # a cache, not a field: eq and repr ignore it
+        return made
+
+    def text_digest(self) -> str:
+        """The SHA-256 (hex, as ``SHA2()`` gives it) of :meth:`to_json`: what a one-statement
+        append compares the stored hash row with. Made once."""
+        made = self.__dict__.get("_sha")
+        if made is None:
+            made = hashlib.sha256(self.to_json()).hexdigest()
+            object.__setattr__(self, "_sha", made)
+        return made
 
     @staticmethod
     def head(n: int, total: int) -> bytes:
