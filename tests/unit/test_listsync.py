@@ -281,3 +281,21 @@ def test_plan_on_hint_is_an_append_or_nothing():
     assert snap.hash == plan.new_hash
     for other in (old[:3], old[:4] + [{"m": "x"}], [{"m": "x"}] + old[1:] + [{"m": 5}], old):
         assert listsync.plan_on_hint(orjson.dumps(other), other, hint, encode) is None
+
+
+def test_the_head_a_one_statement_append_compares_is_the_hash_row_text_up_to_p():
+    """``ListHash.head(n, sum)`` is what ``SUBSTRING_INDEX(text, ',"p":', 1)`` gives for every
+    hash row this store writes (any checkpoint, keyed or not), and differs for another n or sum."""
+    import random
+
+    from mysql_state.listsync import ListHash
+
+    rng = random.Random(7)
+    for _ in range(500):
+        n = rng.randrange(0, 10 ** rng.randint(1, 9))
+        total = rng.getrandbits(128)
+        h = ListHash(n, total, rng.randrange(0, n + 1), rng.randrange(0, 10 ** 7), rng.randbytes(32),
+                     rng.getrandbits(128), rng.choice([None, "k1", "key-2"]))
+        text = h.to_json()
+        assert text.split(b',"p":', 1)[0] == ListHash.head(n, total)
+        assert ListHash.head(n + 1, total) != ListHash.head(n, total) != ListHash.head(n, total ^ 1)
