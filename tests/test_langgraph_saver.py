@@ -534,18 +534,18 @@ def editing_graph(checkpointer):
     def agent(state: MessagesState) -> dict:
         msgs = state["messages"]
         n = len(msgs)
-        if n == 3:  # turn 2: the first user message's text, and a nested dict of the first reply
+        if n == 3:  # turn 1: the first user message's text, and a nested dict of the first reply
             msgs[0].content = "edited in place"
             msgs[1].additional_kwargs["note"] = {"k": [1]}
-        elif n == 5:  # turn 3: deeper, and a value whose type only changes (1 == True)
+        elif n == 5:  # turn 2: deeper, and a value whose type only changes (1 == True)
             msgs[1].additional_kwargs["note"]["k"].append(2)
             msgs[2].additional_kwargs["flag"] = 1
-        elif n == 7:  # turn 4: 1 -> True; and a message the fast fingerprint cannot read
+        elif n == 7:  # turn 3: 1 -> True; and a message the fast fingerprint cannot read
             msgs[2].additional_kwargs["flag"] = True
             msgs[3].additional_kwargs["at"] = datetime.datetime(2026, 12, 3, 18, 0)
-        elif n == 9:  # turn 5: the datetime one edited again
+        elif n == 9:  # turn 4: the datetime one edited again
             msgs[3].additional_kwargs["at"] = datetime.datetime(2026, 12, 4, 9, 30)
-        elif n == 11:  # turn 6: edited, but no update of the channel: no new version
+        elif n == 11:  # turn 5: edited, but no update of the channel: no new version
             msgs[4].content = "edited, never returned"
             return {}
         return {"messages": [AIMessage(content=f"reply {n}", id=f"ai-{n}")]}
@@ -583,9 +583,9 @@ def test_messages_edited_in_place_between_steps_are_stored_as_edited(store, raw)
     last = mine[-1]
     assert last[0][2] == "edited in place" and last[1][3] == {"note": {"k": [1, 2]}}
     assert last[2][3]["flag"] is True and last[3][3]["at"] == datetime.datetime(2026, 12, 4, 9, 30)
-    assert last[4][2] == "hello 2"  # edited without a new version: not stored, as LangGraph's savers
+    assert last[4][2] == "hello 2"  # edited without a new version: not stored, as in LangGraph's savers
     # plain SQL: the log holds the original texts and each edited copy, nothing more:
-    # 7 users + 6 replies (turn 6 returned none), and 7 edited copies (2 + 2 + 2 + 1, turns 2-5)
+    # 7 users + 6 replies (turn 5 returned none), and 7 edited copies (2 + 2 + 2 + 1, turns 1-4)
     sid = keys.pack(None, "edits")
     rows = [r[0] for r in raw.query("SELECT state_data FROM {t} WHERE session_id = %s AND state_key LIKE 'log/%%'"
                                     " AND state_key NOT LIKE '%%:_hash' ORDER BY item_index", (sid,))]
@@ -617,3 +617,23 @@ def test_a_long_thread_step_appends_only_its_new_items(saver, raw):
     for i in range(61):
         turn(og, "long-tail", i)
     assert history(graph, "long-tail") == history(og, "long-tail")
+
+
+def test_check_edits_off_takes_the_same_object_for_unchanged(store, raw):
+    """``check_edits = False`` (for graphs that never edit state objects in place): an object
+    the saver remembers is taken for unchanged, edited or not, and nothing is written for it."""
+    saver = MysqlSaver(store)
+    saver.check_edits = False
+    graph = editing_graph(saver)
+    for i in range(2):  # the second turn edits two messages in place
+        graph.invoke({"messages": [HumanMessage(content=f"hello {i}", id=f"h-off-{i}")]},
+                     {"configurable": {"thread_id": "edits-off"}}, durability="sync")
+    rows = raw.query("SELECT state_data FROM {t} WHERE session_id = %s AND state_key LIKE 'log/%%'"
+                     " AND state_key NOT LIKE '%%:_hash'", (keys.pack(None, "edits-off"),))
+    assert len(rows) == 2 + 2  # the users' and the replies: no edited copy
+    assert not any("edited in place" in r[0] for r in rows)
+    fresh = MysqlSaver(store)
+    latest = fresh.get_tuple({"configurable": {"thread_id": "edits-off"}}).checkpoint["channel_values"]["messages"]
+    assert latest[0].content == "hello 0"  # stored as it was: what check_edits = True prevents
+    saver.close()
+    fresh.close()

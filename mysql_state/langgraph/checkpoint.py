@@ -64,7 +64,7 @@ from ..pool import DEFAULT_POOL_SIZE
 from ..store import MysqlAgentStateStore
 from . import layout
 from .codec import RowError, from_row, to_row
-from .identity import state_of
+from .identity import IMMUTABLE, state_of
 
 __all__ = ["MysqlSaver", "PRUNE_STRATEGIES"]
 
@@ -169,6 +169,12 @@ class MysqlSaver(BaseCheckpointSaver[str]):
 
     #: Items (messages) this saver remembers by identity, over all threads (0: none).
     cache_items: int = DEFAULT_CACHE_ITEMS
+    #: Whether a remembered item must also have the state it had (its fingerprint, taken at
+    #: each put: ~1.3 µs a message) to be taken for unchanged. False: being the same object is
+    #: enough, which is exact only for graphs that never edit state objects in place (what
+    #: LangGraph's state model asks: reducers make new objects); an edited object would be
+    #: stored as it was.
+    check_edits: bool = True
 
     def __init__(
         self,
@@ -323,6 +329,8 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         tell, what the serializer makes of it (a ``(type, bytes)`` pair, never equal to a
         fingerprint; an ``EncryptedSerializer``'s inner serializer, as its ciphertext changes
         at each call)."""
+        if not self.check_edits:
+            return [IMMUTABLE] * len(items)
         marks = list(map(state_of, items))
         if None in marks:
             serde = self.serde.serde if isinstance(self.serde, EncryptedSerializer) else self.serde
