@@ -64,7 +64,7 @@ from ..pool import DEFAULT_POOL_SIZE
 from ..store import MysqlAgentStateStore
 from . import layout
 from .codec import RowError, from_row, to_row
-from .identity import IMMUTABLE, state_of
+from .identity import state_of
 
 __all__ = ["MysqlSaver", "PRUNE_STRATEGIES"]
 
@@ -325,18 +325,18 @@ class MysqlSaver(BaseCheckpointSaver[str]):
     # ---- put ---------------------------------------------------------------------------------------
 
     def _marks(self, items: Sequence[Any]) -> list:
-        """The fingerprint of each item's state (:mod:`.identity`); for an item it cannot
-        tell, what the serializer makes of it (a ``(type, bytes)`` pair, never equal to a
-        fingerprint; an ``EncryptedSerializer``'s inner serializer, as its ciphertext changes
-        at each call)."""
+        """The mark of each item's state: a 64-bit hash (Python's keyed SipHash) of its
+        fingerprint (:mod:`.identity`) or, for an item that cannot tell, of what the
+        serializer makes of it (an ``EncryptedSerializer``'s inner serializer: its ciphertext
+        changes at each call). Kept small: the cache holds one int per item."""
         if not self.check_edits:
-            return [IMMUTABLE] * len(items)
-        marks = list(map(state_of, items))
-        if None in marks:
+            return [0] * len(items)
+        states: list = list(map(state_of, items))
+        if None in states:
             serde = self.serde.serde if isinstance(self.serde, EncryptedSerializer) else self.serde
-            for pos in [p for p, m in enumerate(marks) if m is None]:
-                marks[pos] = tuple(serde.dumps_typed(items[pos]))
-        return marks
+            for pos in [p for p, m in enumerate(states) if m is None]:
+                states[pos] = tuple(serde.dumps_typed(items[pos]))
+        return list(map(hash, states))
 
     def _plan_list(self, thread: str, ns: str, channel: str, value: Any, version: Any, fresh: bool) -> _ListPlan:
         """Which items of a list version this process has stored or read, unchanged (the
