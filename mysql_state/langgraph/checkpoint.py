@@ -91,8 +91,8 @@ class _LogReset(Exception):
 
 @dataclass
 class _Last:
-    """The last version of a list this process stored or read: its objects, their
-    fingerprints, its ranges. A new version that starts with the same objects, unchanged,
+    """The last version of a list this process stored or read: its objects, the marks of
+    their states, its ranges. A new version that starts with the same objects, unchanged,
     refers to the same ranges and is walked only from there (its new tail)."""
 
     items: list
@@ -105,7 +105,7 @@ class _View:
     """What this process knows of one list channel's log: the items it holds, by identity."""
 
     gen: str
-    known: dict = field(default_factory=dict)  # id(obj) -> (obj, log index, fingerprint)
+    known: dict = field(default_factory=dict)  # id(obj) -> (obj, log index, mark of its state)
     by_index: dict = field(default_factory=dict)  # log index -> ids of its objects, oldest first
     length: int = 0  # the log has at least this many items
     refs: "OrderedDict[Any, dict]" = field(default_factory=OrderedDict)  # version -> reference
@@ -129,7 +129,7 @@ class _ListPlan:
     ref: Optional[dict] = None
     start: int = 0
     reused: bool = False  # the reference of this very version, known already
-    marks: list = field(default_factory=list)  # the fingerprint of every item
+    marks: list = field(default_factory=list)  # the mark of every item's state (``_marks``)
     head: int = 0  # items[:head] are the last version's, unchanged: they are ``base``
     base: list = field(default_factory=list)  # the ranges of items[:head]
 
@@ -422,8 +422,9 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         usual step is 4 statements and the COMMIT: the logs and the index appended together
         (their hash rows locked in one statement, every row written in one), the row (2).
 
-        Items of a list that this process already stored or read (the same objects) are not
-        serialised again: the new version refers to them.
+        Items of a list that this process already stored or read (the same objects, in the
+        same state: see :attr:`check_edits`) are not serialised again: the new version refers
+        to them; a version that extends the last one is walked only over its new tail.
         """
         fresh: set = set()
         exact = True
