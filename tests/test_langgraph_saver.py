@@ -28,7 +28,7 @@ from langgraph.checkpoint.serde.types import ERROR, INTERRUPT  # noqa: E402
 from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
 from typing_extensions import TypedDict  # noqa: E402
 
-from mysql_state import Keyring, MysqlAgentStateStore, StaleStateError, keys  # noqa: E402
+from mysql_state import CorruptStateError, Keyring, MysqlAgentStateStore, StaleStateError, keys  # noqa: E402
 from mysql_state.aio import AsyncMysqlAgentStateStore  # noqa: E402
 from mysql_state.langgraph import MysqlSaver  # noqa: E402
 
@@ -53,6 +53,11 @@ def chat_graph(checkpointer, *, keep: int | None = None, pad: int = 200):
             out = [RemoveMessage(id=m.id) for m in msgs[: len(msgs) + 1 - keep]] + out
         return {"messages": out}
 
+    return one_node_graph(checkpointer, agent)
+
+
+def one_node_graph(checkpointer, agent):
+    """``START -> agent -> END`` on ``MessagesState``."""
     b = StateGraph(MessagesState)
     b.add_node("agent", agent)
     b.add_edge(START, "agent")
@@ -550,11 +555,7 @@ def editing_graph(checkpointer):
             return {}
         return {"messages": [AIMessage(content=f"reply {n}", id=f"ai-{n}")]}
 
-    b = StateGraph(MessagesState)
-    b.add_node("agent", agent)
-    b.add_edge(START, "agent")
-    b.add_edge("agent", END)
-    return b.compile(checkpointer=checkpointer)
+    return one_node_graph(checkpointer, agent)
 
 
 def full_history(graph, thread: str) -> list:
@@ -637,3 +638,19 @@ def test_check_edits_off_takes_the_same_object_for_unchanged(store, raw):
     assert latest[0].content == "hello 0"  # stored as it was: what check_edits = True prevents
     saver.close()
     fresh.close()
+
+
+def test_a_corrupt_message_row_is_a_typed_error_naming_its_log(saver, raw):
+    """The items of a version are decoded together (one serializer call); a row that does not
+    decode is still found and named: CorruptStateError, never a wrong list or "no state"."""
+    graph = chat_graph(saver)
+    for i in range(3):
+        turn(graph, "corrupt", i)
+    sid = keys.pack(None, "corrupt")
+    key, index = raw.query("SELECT state_key, item_index FROM {t} WHERE session_id = %s AND state_key LIKE 'log/%%'"
+                           " AND state_key NOT LIKE '%%:_hash' ORDER BY item_index LIMIT 1 OFFSET 2", (sid,))[0]
+    raw.execute("UPDATE {t} SET state_data = %s WHERE session_id = %s AND state_key = %s AND item_index = %s",
+                ('{"t": "msgpack", "v": {"~b": 12}}', sid, key, index))  # a tree, not one to_row writes
+    with pytest.raises(CorruptStateError, match="log/") as caught:
+        MysqlSaver(saver.store).get_tuple({"configurable": {"thread_id": "corrupt"}})
+    assert key in str(caught.value) and sid in str(caught.value)

@@ -63,7 +63,7 @@ from ..errors import CorruptStateError, SessionNotFoundError, StaleStateError
 from ..pool import DEFAULT_POOL_SIZE
 from ..store import MysqlAgentStateStore
 from . import layout
-from .codec import RowError, from_row, to_row
+from .codec import RowError, from_row, from_rows, to_row
 from .identity import state_of
 
 __all__ = ["MysqlSaver", "PRUNE_STRATEGIES"]
@@ -585,11 +585,12 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             if max(indexes) - lo >= len(rows):
                 raise self._corrupt(thread, k, ValueError(
                     f"the list log has {lo + len(rows)} items, a checkpoint refers to item {max(indexes)}"))
-            decoded: dict[int, Any] = {}
-            for i in indexes:
-                if i not in decoded:
-                    decoded[i] = self._decode(thread, k, rows[i - lo])
-                items.append(decoded[i])
+            order = list(dict.fromkeys(indexes))  # each item decoded once, all in one call
+            try:
+                decoded = dict(zip(order, from_rows(self.serde, [rows[i - lo] for i in order])))
+            except RowError as exc:
+                raise self._corrupt(thread, k, exc) from exc
+            items = [decoded[i] for i in indexes]
             if learn and self.cache_items > 0:
                 marks = dict(zip(decoded, self._marks(list(decoded.values()))))
                 self._learn((thread, ns, ch), ref["g"], [(decoded[i], i, marks[i]) for i in decoded],
