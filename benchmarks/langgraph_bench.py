@@ -27,6 +27,7 @@ own overhead over the store: the same turn's messages saved with the store's ``s
 
     python benchmarks/langgraph_bench.py [--sizes 10,100,1000] [--out benchmarks/results]
     python benchmarks/langgraph_bench.py --quick 40 --sizes 1000   # the saver alone, minutes
+    python benchmarks/langgraph_bench.py --savers MysqlSaver,PostgresSaver   # the graph, two savers
 """
 
 from __future__ import annotations
@@ -375,7 +376,11 @@ def median(xs: list[float]) -> Optional[float]:
     return statistics.median(xs) if xs else None
 
 
-def run(sizes: list[int], seed: int = 7) -> dict:
+SAVERS = ("MysqlSaver", "SqliteSaver", "PostgresSaver", "PyMySQLSaver")
+
+
+def run(sizes: list[int], seed: int = 7, savers: tuple[str, ...] = SAVERS) -> dict:
+    """The graph run (``savers``: which of :data:`SAVERS` besides ``MysqlSaver``, always run)."""
     url = server_url()
     kwargs, _ = parse_url(url)
     tmp = tempfile.mkdtemp(prefix="lgbench-")
@@ -384,25 +389,28 @@ def run(sizes: list[int], seed: int = 7) -> dict:
     skipped: dict[str, str] = {}
     ours = Ours(url, "lgbench_ours")
     subjects.append(ours)
-    subjects.append(Sqlite(os.path.join(tmp, "sqlite.db")))
+    if "SqliteSaver" in savers:
+        subjects.append(Sqlite(os.path.join(tmp, "sqlite.db")))
     try:
-        pg = LocalPostgres()
-        subjects.append(Postgres(pg.dsn))
+        if "PostgresSaver" in savers:
+            pg = LocalPostgres()
+            subjects.append(Postgres(pg.dsn))
     except Exception as exc:
         skipped["PostgresSaver"] = f"{type(exc).__name__}: {exc}"[:300]
     other = None
-    try:
-        # a server of its own: its O(T²) bytes would otherwise fill the buffer pool and the redo
-        # log that MysqlSaver's commits share (a MYSQL_URL run shares the given server)
-        other_url = url
-        if not os.environ.get("MYSQL_URL"):
-            from mysql_state.server import LocalServer
+    if "PyMySQLSaver" in savers:
+        try:
+            # a server of its own: its O(T²) bytes would otherwise fill the buffer pool and the
+            # redo log that MysqlSaver's commits share (a MYSQL_URL run shares the given server)
+            other_url = url
+            if not os.environ.get("MYSQL_URL"):
+                from mysql_state.server import LocalServer
 
-            other = LocalServer()
-            other_url = other.url
-        subjects.append(CommunityMysql(parse_url(other_url)[0], "lgbench_community"))
-    except Exception as exc:
-        skipped["PyMySQLSaver"] = f"{type(exc).__name__}: {exc}"[:300]
+                other = LocalServer()
+                other_url = other.url
+            subjects.append(CommunityMysql(parse_url(other_url)[0], "lgbench_community"))
+        except Exception as exc:
+            skipped["PyMySQLSaver"] = f"{type(exc).__name__}: {exc}"[:300]
     rng = random.Random(seed)
     turns = max(sizes) // 2
     per_turn: dict[str, list[dict]] = {s.name: [] for s in subjects}
@@ -651,6 +659,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,100,1000")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
+    parser.add_argument("--savers", default=",".join(SAVERS),
+                        help="the savers of the graph run (MysqlSaver always runs), e.g. MysqlSaver,PostgresSaver")
     parser.add_argument("--quick", type=int, default=0, metavar="ROUNDS",
                         help="only the saver alone vs PostgresSaver, ROUNDS interleaved rounds per size (see quick())")
     args = parser.parse_args()
@@ -659,7 +669,11 @@ def main() -> int:
         print(quick(sizes, args.quick), flush=True)
         return 0
     print(f"LangGraph checkpointers at {sizes} messages (load average {os.getloadavg()[0]:.2f})", flush=True)
-    r = run(sizes)
+    savers = tuple(x.strip() for x in args.savers.split(",") if x.strip())
+    unknown = set(savers) - set(SAVERS)
+    if unknown:
+        parser.error(f"unknown savers {sorted(unknown)}: use some of {', '.join(SAVERS)}")
+    r = run(sizes, savers=savers)
     os.makedirs(args.out, exist_ok=True)
     base = os.path.join(args.out, f"{r['date']}-langgraph")
     with open(base + ".json", "w") as f:

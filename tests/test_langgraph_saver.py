@@ -6,6 +6,8 @@ checkpoint must read back as (time travel, forks, edits, trims, delta channels).
 from __future__ import annotations
 
 import asyncio
+import datetime
+import json
 import operator
 import os
 import subprocess
@@ -26,7 +28,7 @@ from langgraph.checkpoint.serde.types import ERROR, INTERRUPT  # noqa: E402
 from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
 from typing_extensions import TypedDict  # noqa: E402
 
-from mysql_state import Keyring, MysqlAgentStateStore, StaleStateError, keys  # noqa: E402
+from mysql_state import CorruptStateError, Keyring, MysqlAgentStateStore, StaleStateError, keys  # noqa: E402
 from mysql_state.aio import AsyncMysqlAgentStateStore  # noqa: E402
 from mysql_state.langgraph import MysqlSaver  # noqa: E402
 
@@ -51,6 +53,11 @@ def chat_graph(checkpointer, *, keep: int | None = None, pad: int = 200):
             out = [RemoveMessage(id=m.id) for m in msgs[: len(msgs) + 1 - keep]] + out
         return {"messages": out}
 
+    return one_node_graph(checkpointer, agent)
+
+
+def one_node_graph(checkpointer, agent):
+    """``START -> agent -> END`` on ``MessagesState``."""
     b = StateGraph(MessagesState)
     b.add_node("agent", agent)
     b.add_edge(START, "agent")
@@ -520,3 +527,130 @@ def test_the_docs_examples_run(url, database):
         done = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, MYSQL_URL=url), cwd=ROOT,
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, code + done.stdout + done.stderr
+
+
+# ---- items edited in place -------------------------------------------------------------------
+
+
+def editing_graph(checkpointer):
+    """A node that edits messages of the state IN PLACE (the same objects) at some turns, then
+    returns a reply (a new version of the list) or, once, nothing (the same version)."""
+
+    def agent(state: MessagesState) -> dict:
+        msgs = state["messages"]
+        n = len(msgs)
+        if n == 3:  # turn 1: the first user message's text, and a nested dict of the first reply
+            msgs[0].content = "edited in place"
+            msgs[1].additional_kwargs["note"] = {"k": [1]}
+        elif n == 5:  # turn 2: deeper, and a value whose type only changes (1 == True)
+            msgs[1].additional_kwargs["note"]["k"].append(2)
+            msgs[2].additional_kwargs["flag"] = 1
+        elif n == 7:  # turn 3: 1 -> True; and a message the fast fingerprint cannot read
+            msgs[2].additional_kwargs["flag"] = True
+            msgs[3].additional_kwargs["at"] = datetime.datetime(2026, 12, 3, 18, 0)
+        elif n == 9:  # turn 4: the datetime one edited again
+            msgs[3].additional_kwargs["at"] = datetime.datetime(2026, 12, 4, 9, 30)
+        elif n == 11:  # turn 5: edited, but no update of the channel: no new version
+            msgs[4].content = "edited, never returned"
+            return {}
+        return {"messages": [AIMessage(content=f"reply {n}", id=f"ai-{n}")]}
+
+    return one_node_graph(checkpointer, agent)
+
+
+def full_history(graph, thread: str) -> list:
+    """Every checkpoint's messages, whole (content and every kwarg), oldest first."""
+    return [[(m.type, m.id, m.content, m.additional_kwargs) for m in s.values.get("messages", [])]
+            for s in reversed(list(graph.get_state_history({"configurable": {"thread_id": thread}})))]
+
+
+def test_messages_edited_in_place_between_steps_are_stored_as_edited(store, raw):
+    """The saver does not serialise again a message it stored or read (each invoke starts by
+    reading the thread: the node edits objects the saver decoded); an object edited in place
+    since (its text, a nested dict, a value's type only, a message the fast fingerprint cannot
+    read) is not taken for unchanged: it is written as a new item, and every earlier
+    checkpoint still reads the old one."""
+    oracle = InMemorySaver()
+    saver = MysqlSaver(store)
+    for checkpointer in (saver, oracle):
+        graph = editing_graph(checkpointer)
+        for i in range(7):  # "sync": each checkpoint stored before the next node edits its objects
+            graph.invoke({"messages": [HumanMessage(content=f"hello {i}", id=f"h-edits-{i}")]},
+                         {"configurable": {"thread_id": "edits"}}, durability="sync")
+    fresh = MysqlSaver(store)  # nothing cached: what the table holds
+    mine, theirs = full_history(editing_graph(fresh), "edits"), full_history(editing_graph(oracle), "edits")
+    assert len(mine) == len(theirs) > 20
+    assert mine == theirs
+    last = mine[-1]
+    assert last[0][2] == "edited in place" and last[1][3] == {"note": {"k": [1, 2]}}
+    assert last[2][3]["flag"] is True and last[3][3]["at"] == datetime.datetime(2026, 12, 4, 9, 30)
+    assert last[4][2] == "hello 2"  # edited without a new version: not stored, as in LangGraph's savers
+    # plain SQL: the log holds the original texts and each edited copy, nothing more:
+    # 7 users + 6 replies (turn 5 returned none), and 7 edited copies (2 + 2 + 2 + 1, turns 1-4)
+    sid = keys.pack(None, "edits")
+    rows = [r[0] for r in raw.query("SELECT state_data FROM {t} WHERE session_id = %s AND state_key LIKE 'log/%%'"
+                                    " AND state_key NOT LIKE '%%:_hash' ORDER BY item_index", (sid,))]
+    assert len(rows) == 7 + 6 + 7, len(rows)
+    assert sum("edited in place" in r for r in rows) == 1 and sum('"hello 0"' in r for r in rows) == 1
+    assert not any("never returned" in r for r in rows)
+    saver.close()
+    fresh.close()
+
+
+def test_a_long_thread_step_appends_only_its_new_items(saver, raw):
+    """Each step of a long thread writes only the new message (the version that extends the
+    last one is taken from its ranges), and every checkpoint reads back whole."""
+    graph = chat_graph(saver, pad=50)
+    for i in range(60):
+        turn(graph, "long-tail", i)
+    sid = keys.pack(None, "long-tail")
+    count = lambda: raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = %s AND state_key LIKE 'log/%%'"  # noqa: E731
+                              " AND state_key NOT LIKE '%%:_hash'", (sid,))[0][0]
+    assert count() == 120
+    turn(graph, "long-tail", 60)
+    assert count() == 122
+    refs = [json.loads(r[0])["lists"]["messages"] for r in raw.query(
+        "SELECT state_data FROM {t} WHERE session_id = %s AND state_key LIKE 'cp/%%'", (sid,))
+        if "messages" in json.loads(r[0])["lists"]]
+    assert max(len(ref["r"]) for ref in refs) == 1  # one range each: [0, n)
+    oracle = InMemorySaver()
+    og = chat_graph(oracle, pad=50)
+    for i in range(61):
+        turn(og, "long-tail", i)
+    assert history(graph, "long-tail") == history(og, "long-tail")
+
+
+def test_check_edits_off_takes_the_same_object_for_unchanged(store, raw):
+    """``check_edits = False`` (for graphs that never edit state objects in place): an object
+    the saver remembers is taken for unchanged, edited or not, and nothing is written for it."""
+    saver = MysqlSaver(store)
+    saver.check_edits = False
+    graph = editing_graph(saver)
+    for i in range(2):  # the second turn edits two messages in place
+        graph.invoke({"messages": [HumanMessage(content=f"hello {i}", id=f"h-off-{i}")]},
+                     {"configurable": {"thread_id": "edits-off"}}, durability="sync")
+    rows = raw.query("SELECT state_data FROM {t} WHERE session_id = %s AND state_key LIKE 'log/%%'"
+                     " AND state_key NOT LIKE '%%:_hash'", (keys.pack(None, "edits-off"),))
+    assert len(rows) == 2 + 2  # the users' and the replies: no edited copy
+    assert not any("edited in place" in r[0] for r in rows)
+    fresh = MysqlSaver(store)
+    latest = fresh.get_tuple({"configurable": {"thread_id": "edits-off"}}).checkpoint["channel_values"]["messages"]
+    assert latest[0].content == "hello 0"  # stored as it was: what check_edits = True prevents
+    saver.close()
+    fresh.close()
+
+
+def test_a_corrupt_message_row_is_a_typed_error_naming_its_log(saver, raw):
+    """The items of a version are decoded together (one serializer call); a row that does not
+    decode is still found and named: CorruptStateError, never a wrong list or "no state"."""
+    graph = chat_graph(saver)
+    for i in range(3):
+        turn(graph, "corrupt", i)
+    sid = keys.pack(None, "corrupt")
+    key, index = raw.query("SELECT state_key, item_index FROM {t} WHERE session_id = %s AND state_key LIKE 'log/%%'"
+                           " AND state_key NOT LIKE '%%:_hash' ORDER BY item_index LIMIT 1 OFFSET 2", (sid,))[0]
+    raw.execute("UPDATE {t} SET state_data = %s WHERE session_id = %s AND state_key = %s AND item_index = %s",
+                ('{"t": "msgpack", "v": {"~b": 12}}', sid, key, index))  # a tree, not one to_row writes
+    with pytest.raises(CorruptStateError, match="log/") as caught:
+        MysqlSaver(saver.store).get_tuple({"configurable": {"thread_id": "corrupt"}})
+    assert key in str(caught.value) and sid in str(caught.value)

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import base64
 import math
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple, Optional, Sequence
 
 import ormsgpack
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-__all__ = ["to_row", "from_row", "msgpack_to_json", "json_to_msgpack", "RowError"]
+__all__ = ["to_row", "from_row", "from_rows", "msgpack_to_json", "json_to_msgpack", "RowError"]
 
 #: Keys that mark an escaped msgpack form in a tree. A dict of the serializer's data whose
 #: keys start with "~" is itself escaped (as ``"~m"``), so a marker is never data. ``"~p"``
@@ -168,3 +169,38 @@ def from_row(serde: Any, row: Any) -> Any:
     except (ValueError, TypeError, KeyError, ormsgpack.MsgpackEncodeError) as exc:
         raise RowError(f"a LangGraph value row of type {row['t']!r} does not decode ({exc})") from exc
     return serde.loads_typed((row["t"], data))
+
+
+def _array_header(n: int) -> bytes:
+    """The msgpack header of an array of ``n`` items (its items follow, each packed)."""
+    if n < 16:
+        return bytes([0x90 | n])
+    if n < 1 << 16:
+        return b"\xdc" + n.to_bytes(2, "big")
+    return b"\xdd" + n.to_bytes(4, "big")
+
+
+def from_rows(serde: Any, rows: Sequence[Any]) -> list:
+    """The values of many rows of :func:`to_row`, in order, each what :func:`from_row` gives.
+
+    With LangGraph's own ``JsonPlusSerializer`` and rows that all hold msgpack trees, the
+    serializer is called once, on one msgpack array of the rows' bytes (as a saver reading one
+    blob does: one unpacking, not one per row); else, or if that fails, row by row (so a bad
+    row raises :class:`RowError` as :func:`from_row` does).
+
+    >>> serde = JsonPlusSerializer()
+    >>> from_rows(serde, [to_row(serde, {"a": 1}), to_row(serde, [b"x", 2.5])])  # one call
+    [{'a': 1}, [b'x', 2.5]]
+    >>> from_rows(serde, [to_row(serde, "s"), to_row(serde, None)])  # a null row: row by row
+    ['s', None]
+    """
+    if type(serde) is JsonPlusSerializer and len(rows) > 1 and all(
+            type(r) is dict and r.get("t") == "msgpack" and "v" in r for r in rows):
+        try:
+            data = _array_header(len(rows)) + b"".join([json_to_msgpack(r["v"]) for r in rows])
+            values = serde.loads_typed(("msgpack", data))
+            if type(values) is list and len(values) == len(rows):
+                return values
+        except Exception:  # a row that does not decode: found and named row by row, below
+            pass
+    return [from_row(serde, r) for r in rows]

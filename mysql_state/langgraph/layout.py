@@ -158,13 +158,16 @@ def log_key(ns: str, channel: str, gen: str) -> str:
 # ---- a list version as ranges of its log -------------------------------------------------------
 
 
-def ranges_of(indexes: Sequence[int]) -> list[list[int]]:
-    """Log indexes as ``[start, stop)`` ranges, consecutive runs merged.
+def ranges_of(indexes: Sequence[int], head: Sequence[Sequence[int]] = ()) -> list[list[int]]:
+    """Log indexes as ``[start, stop)`` ranges, consecutive runs merged; after the ranges
+    ``head`` (copied, not changed: a version that extends another).
 
     >>> ranges_of([0, 1, 2, 7, 8, 3])
     [[0, 3], [7, 9], [3, 4]]
+    >>> ranges_of([5, 6], head=[[0, 5]])
+    [[0, 7]]
     """
-    out: list[list[int]] = []
+    out: list[list[int]] = [[lo, hi] for lo, hi in head]
     for i in indexes:
         if out and out[-1][1] == i:
             out[-1][1] = i + 1

@@ -1,0 +1,89 @@
+"""The fingerprints MysqlSaver tells an unchanged list item by (pure: no database).
+
+A fingerprint must change with every edit the serializer would see (exact types, dict order,
+nested containers, a model's extras), and must say "cannot tell" (None) rather than guess."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+import pytest
+
+pytest.importorskip("langgraph", reason="needs the langgraph extra (make test installs it)")
+
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage  # noqa: E402
+from pydantic import BaseModel  # noqa: E402
+
+from mysql_state.langgraph.identity import IMMUTABLE, state_of  # noqa: E402
+
+
+def test_every_in_place_edit_of_a_message_changes_its_fingerprint():
+    m = AIMessage(content="hi", id="a1", additional_kwargs={"k": [1, {"x": 1}]})
+    seen = {state_of(m)}
+    edits = [
+        lambda: setattr(m, "content", "edited"),
+        lambda: m.additional_kwargs["k"].append(2),
+        lambda: m.additional_kwargs["k"][1].update(x=1.0),  # 1 == 1.0, but serialised apart
+        lambda: m.additional_kwargs["k"][1].update(x=True),  # and True
+        lambda: m.response_metadata.update(model="m"),
+        lambda: m.tool_calls.append({"name": "t", "args": {}, "id": "c1", "type": "tool_call"}),
+        lambda: m.additional_kwargs.update({"z": 0}),
+        lambda: m.additional_kwargs.update({"k": m.additional_kwargs.pop("k")}),  # only the order
+        lambda: setattr(m, "name", "bot"),
+        lambda: setattr(m, "name", "bot\u00e9"),
+    ]
+    for edit in edits:
+        edit()
+        now = state_of(m)
+        assert now is not None and now not in seen, edit
+        seen.add(now)
+    assert state_of(m) == state_of(m)  # unchanged: the same fingerprint, always
+
+
+def test_equal_messages_built_apart_have_equal_fingerprints_and_kinds_differ():
+    a = HumanMessage(content="same", id="h1")
+    assert state_of(a) == state_of(HumanMessage(content="same", id="h1"))
+    assert state_of(a) != state_of(AIMessage(content="same", id="h1"))  # the class counts
+    t = ToolMessage(content="r", tool_call_id="c1", artifact={"rows": [1]})
+    before = state_of(t)
+    t.artifact["rows"].append(2)
+    assert state_of(t) != before
+
+
+def test_extras_of_a_model_count():
+    class Loose(BaseModel, extra="allow"):
+        a: int = 1
+
+    m = Loose(b=[1])
+    before = state_of(m)
+    m.b.append(2)  # an extra field, kept in __pydantic_extra__
+    assert state_of(m) != before
+
+
+def test_builtins_and_immutables():
+    assert state_of("text") == state_of(7) == state_of(None) == IMMUTABLE  # identity is enough
+    d = {"a": [1]}
+    before = state_of(d)
+    d["a"].append(1)
+    assert state_of(d) != before
+    assert state_of((1, 2)) != state_of([1, 2])
+
+
+def test_what_it_cannot_tell_is_none_never_a_guess():
+    @dataclasses.dataclass
+    class Item:
+        text: str
+
+    class Slotted(BaseModel):
+        __slots__ = ("hidden",)
+        a: int = 1
+
+    assert state_of(Item("x")) is None  # not a kind it knows: the saver asks the serializer
+    assert state_of(Slotted()) is None  # state outside BaseModel's slots
+    assert state_of(AIMessage(content="x", additional_kwargs={"at": dt.datetime(2026, 1, 1)})) is None
+    assert state_of({"k": {1, 2}.__class__([dt.date(2026, 1, 1)])}) is None
+    class Sub(str):
+        pass
+
+    assert state_of([Sub("x")]) is None  # a subclass of a builtin: marshal refuses, no guess
