@@ -338,7 +338,7 @@ class MysqlAgentStateStore:
         except StaleStateError:
             self._forget((w.sid, w.key))
             raise
-        if w.touch:
+        if w.touch and plan.new_hash is not None:  # written, so its catalog row moved
             self._memory.catalog_touched(w.sid, began)
         self._saved(w, plan)
         return w, plan
@@ -389,7 +389,7 @@ class MysqlAgentStateStore:
                 for w in writes:
                     self._forget((w.sid, w.key))
                 raise
-        if due:
+        if due and (prepared or any(p.new_hash is not None for p in plans.values())):  # written: moved
             self._memory.catalog_touched(sid, began)
         result = SavedMany({w.key: list_write.report(plans[w.key], w.version) for w in writes})
         result.versions = versions

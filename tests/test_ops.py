@@ -83,6 +83,20 @@ def test_the_activity_time_is_at_most_the_lag_behind_and_the_doctor_agrees(store
     assert [f for f in store.doctor() if f.kind == "catalog"] == []
 
 
+def test_a_save_that_writes_nothing_does_not_count_as_a_move(store, raw):
+    """An unchanged save writes no row, so it moves no catalog row: the one-statement write
+    right after it must (else the activity time could stay where an older write left it)."""
+    store.save_list("alice", "quiet", "m", [1, 2])
+    raw.execute("UPDATE {t} SET updated_at = NOW() - INTERVAL 1 DAY WHERE session_id = '__catalog__'"
+                " AND state_key = 'alice:quiet'")
+    time.sleep(catalog.TOUCH_EVERY)
+    store.save_list("alice", "quiet", "m", [1, 2])  # unchanged: nothing written
+    store.save_many("alice", "quiet", lists={"m": [1, 2]})  # unchanged too
+    store.save_list("alice", "quiet", "m", [1, 2, 3])  # a one-statement append
+    (updated,), = raw.query("SELECT updated_at FROM {t} WHERE session_id = '__catalog__' AND state_key = 'alice:quiet'")
+    assert updated > dt.datetime.now() - dt.timedelta(hours=1)
+
+
 @pytest.mark.parametrize("how", ["append_list", "save_list", "save_many"])
 def test_a_session_deleted_between_two_moves_gets_its_catalog_row_back(store, url, database, raw, how):
     """Another worker deletes the session right after this one moved its catalog row: the next
