@@ -220,7 +220,8 @@ def _speculate_on_prefix(cur: Any, t: Table, w: ListWrite, planned: tuple[Plan, 
     base = snap.hash
     if t.sealer.usable(base)[0] is None or base.v != listsync.HASH_VERSION:
         return None
-    found = append_if_one_of(cur, t, w.sid, w.key, plan.upserts, base, snap.dig, plan.new_hash, w.touch)
+    found = append_if_one_of(cur, t, w.sid, w.key, plan.upserts, base, [plan.digests[i] for i, _ in plan.upserts],
+                             plan.new_hash, w.touch)
     if found is None:
         return None
     w.version, stored_n = found
@@ -371,55 +372,53 @@ def append_many(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[
     return out
 
 
+def _upsert_if_held(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, bytes]], new_hash: ListHash,
+                    tail: str, condition: tuple, touch: bool) -> int:
+    """The one-statement append: the new hash row and ``items`` in ONE multi-row upsert whose
+    ``tail`` writes the hash row only if its ``condition`` parameters hold; the
+    ``LAST_INSERT_ID`` the hash row's update set (0: it did not hold, everything was undone
+    and a new transaction begun; or the rows needed more than one packet, nothing was sent)."""
+    hk = keys.hash_key(k)
+    rows = t.sealer.seal_rows(sid, [(hk, 0, new_hash.to_json())] + [(k, i, d) for i, d in items])
+    statements = sql.upsert_rows((t.upsert[0], tail), sid, rows, t.max_allowed_packet - 1024,
+                                 catalog.row(sid) if touch else ())
+    if len(statements) != 1:
+        return 0  # more than one packet: the locked way
+    statement, params = statements[0]
+    cur.execute(statement, params + condition)
+    got = int(cur.lastrowid or 0)  # set by the hash row's update, only when its condition held
+    if not got:
+        cur.execute(sql.ROLLBACK)  # another writer changed the list: undo, then lock and read
+        if t.isolate_each:
+            cur.execute(sql.READ_COMMITTED_NEXT)
+    return got
+
+
 def append_if_hash(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, bytes]], expected: ListHash,
                    new_hash: ListHash, touch: bool = True) -> int:
     """Write new items and the new hash row in ONE statement, the hash row only if it still
     holds ``expected`` (checked under its lock); returns the list's new version. 0 (all
     undone, a new transaction begun): the caller goes the locked way."""
-    hk = keys.hash_key(k)
-    rows = t.sealer.seal_rows(sid, [(hk, 0, new_hash.to_json())] + [(k, i, d) for i, d in items])
-    statements = sql.upsert_rows((t.upsert[0], t.statements["APPEND_IF_HASH_TAIL"]), sid, rows,
-                                 t.max_allowed_packet - 1024, catalog.row(sid) if touch else ())
-    if len(statements) != 1:
-        return 0  # more than one packet: the locked way
-    statement, params = statements[0]
-    h = expected.text_digest()
-    cur.execute(statement, params + (hk, h, hk, h))
-    if cur.lastrowid:  # set by the hash row's update, only when its condition held
-        return int(cur.lastrowid)
-    cur.execute(sql.ROLLBACK)  # another writer got there first: undo, then lock and read
-    if t.isolate_each:
-        cur.execute(sql.READ_COMMITTED_NEXT)
-    return 0
+    hk, h = keys.hash_key(k), expected.text_digest()
+    return _upsert_if_held(cur, t, sid, k, items, new_hash, t.statements["APPEND_IF_HASH_TAIL"], (hk, h, hk, h), touch)
 
 
 def append_if_one_of(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, bytes]], base: ListHash,
-                     dig: Digester, new_hash: ListHash, touch: bool = True) -> Optional[tuple[int, int]]:
-    """Write ``items`` (indexes ``base.n`` on) and the new hash row in ONE statement, the hash
-    row only if the stored list is the one ``base`` describes or that list followed by the
-    first items of ``items`` (its hash row's ``n`` and digest sum say which: the stored items
-    are then exactly those). ``(new version, the
-    stored length)``; None (all undone, a new transaction begun): the caller goes the locked way.
-    At most ``sql.MAX_PICKS`` states are accepted: the base's and the latest ones."""
+                     digests: Sequence[int], new_hash: ListHash, touch: bool = True) -> Optional[tuple[int, int]]:
+    """Write ``items`` (indexes ``base.n`` on, their ``digests``) and the new hash row in ONE
+    statement, the hash row only if the stored list is the one ``base`` describes or that list
+    followed by the first items of ``items`` (its hash row's ``n`` and digest sum say which: the
+    stored items are then exactly those). ``(new version, the stored length)``; None (all
+    undone, a new transaction begun): the caller goes the locked way. At most
+    ``sql.MAX_PICKS`` states are accepted: the base's and the latest ones."""
     n_new = base.n + len(items)
     picks = [base.n] + list(range(max(base.n + 1, n_new - sql.MAX_PICKS + 1), n_new))
-    between = dig.digests([d for _, d in items[:-1]], base.n)
-    sums = dict(zip(range(base.n, n_new), [base.total] + base.running_totals(between)))
-    heads = [ListHash.head(m, sums[m]) for m in picks]
+    sums = dict(zip(range(base.n, n_new), [base.total] + base.running_totals(digests[:-1])))
+    heads = tuple(ListHash.head(m, sums[m]) for m in picks)
     hk = keys.hash_key(k)
-    rows = t.sealer.seal_rows(sid, [(hk, 0, new_hash.to_json())] + [(k, i, d) for i, d in items])
-    statements = sql.upsert_rows((t.upsert[0], sql.append_if_one_of_tail(len(heads))), sid, rows,
-                                 t.max_allowed_packet - 1024, catalog.row(sid) if touch else ())
-    if len(statements) == 1:
-        statement, params = statements[0]
-        cur.execute(statement, params + (hk, *heads, *heads, hk, *heads))
-        got = int(cur.lastrowid or 0)  # set by the hash row's update, only when a pick held
-        if got % 64:
-            return got // 64, picks[got % 64 - 1]
-        cur.execute(sql.ROLLBACK)  # another writer changed the list otherwise: undo, lock and read
-        if t.isolate_each:
-            cur.execute(sql.READ_COMMITTED_NEXT)
-    return None
+    got = _upsert_if_held(cur, t, sid, k, items, new_hash, sql.append_if_one_of_tail(len(heads)),
+                          (hk, *heads, *heads, hk, *heads), touch)
+    return (got // 64, picks[got % 64 - 1]) if got else None
 
 
 def pop(cur: Any, t: Table, sid: str, k: str, model: Any = None) -> Any:

@@ -225,6 +225,8 @@ class Plan:
     delete_all: bool = False  # full rewrite: drop every item row first
     new_hash: Optional[ListHash] = None  # None: nothing to write at all
     kind: str = "unchanged"  # unchanged | append | suffix | shrink | rewrite | clear
+    #: The digests of the upserted items by index, where the planner computed them (a warm plan).
+    digests: dict[int, int] = field(default_factory=dict)
 
     @property
     def rows_written(self) -> int:
@@ -339,7 +341,7 @@ class Snapshot:
             return None  # not the layout we assumed
         plan = Plan()
         dig = self.dig.digest
-        dg: dict[int, int] = {}
+        dg = plan.digests
         total = 0 if k == 0 else self.hash.total
         for i, d in enumerate(suffix, k):
             if i < n and d == self.item(i):
