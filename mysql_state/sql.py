@@ -190,11 +190,21 @@ SELECT_ITEMS = (
 # A long list (its hash row, last seen, says more than list_read.LONG_LIST items): one column, so the
 # driver parses one field a row, the hash row marked "\x1f<version>,<lowest>,<highest>\x1f"
 # (its MIN/MAX computed in its branch only, once): no UNION either.
+def marked_head(table: str) -> str:
+    """The column a one-column list read gives the list's hash row: ``HEAD_MARK``, its version,
+    the lowest and highest item index (computed in this branch only, once), ``HEAD_MARK``, its
+    text (what ``list_read`` parses). Parameters: the session, the list key, twice."""
+    return (
+        "CONCAT(CHAR(31), GREATEST(version, 1), ',',"
+        f" COALESCE((SELECT MIN(item_index) FROM {table} WHERE session_id = %s AND state_key = %s), ''), ',',"
+        f" COALESCE((SELECT MAX(item_index) FROM {table} WHERE session_id = %s AND state_key = %s), ''),"
+        " CHAR(31), state_data)"
+    )
+
+
 SELECT_ITEMS_LONG = (
-    "SELECT IF(state_key = %s, state_data, CONCAT(CHAR(31), GREATEST(version, 1), ',',"
-    " COALESCE((SELECT MIN(item_index) FROM {t} WHERE session_id = %s AND state_key = %s), ''), ',',"
-    " COALESCE((SELECT MAX(item_index) FROM {t} WHERE session_id = %s AND state_key = %s), ''), CHAR(31),"
-    " state_data)) FROM {t} WHERE session_id = %s AND state_key IN (%s, %s) ORDER BY state_key, item_index"
+    "SELECT IF(state_key = %s, state_data, " + marked_head("{t}") + ")"
+    " FROM {t} WHERE session_id = %s AND state_key IN (%s, %s) ORDER BY state_key, item_index"
 )
 HEAD_MARK = "\x1f"
 #: A LIMIT no list reaches (item_index is an INT), yet valid SQL: "no limit" in a window.
@@ -681,13 +691,7 @@ def select_many(
               " CHAR(31), state_data)")
     if list_keys:
         first = list_keys[0]
-        column = (
-            f"IF(state_key = %s, state_data, IF(state_key = %s AND item_index = 0, CONCAT(CHAR(31),"
-            f" GREATEST(version, 1), ',',"
-            f" COALESCE((SELECT MIN(item_index) FROM {table} WHERE session_id = %s AND state_key = %s), ''), ',',"
-            f" COALESCE((SELECT MAX(item_index) FROM {table} WHERE session_id = %s AND state_key = %s), ''),"
-            f" CHAR(31), state_data), {marked}))"
-        )
+        column = f"IF(state_key = %s, state_data, IF(state_key = %s AND item_index = 0, {marked_head(table)}, {marked}))"
         params = [first, first + HASH_SUFFIX, session, first, session, first, *params]
     else:
         column = marked
