@@ -465,6 +465,14 @@ IMPORT_ON_REPLACE = (
     " ON DUPLICATE KEY UPDATE state_data = VALUES(state_data), version = VALUES(version),"
     " created_at = VALUES(created_at), updated_at = VALUES(updated_at)"
 )
+# "replace" for the store's catalog rows: a session's first write and last activity only widen
+# (an older export does not set the activity of a session that moved on since back; so a
+# second import of it changes nothing), as REBUILD_CATALOG does.
+IMPORT_ON_MERGE_CATALOG = (
+    " ON DUPLICATE KEY UPDATE version = GREATEST(version, VALUES(version)),"
+    " created_at = COALESCE(LEAST(created_at, VALUES(created_at)), created_at),"
+    " updated_at = COALESCE(GREATEST(updated_at, VALUES(updated_at)), updated_at)"
+)
 # The catalog rows of sessions written behind the catalog's back (an import without them, the
 # Java store): first write and last activity from the rows; an existing row only widens.
 REBUILD_CATALOG = (

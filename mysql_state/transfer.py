@@ -271,12 +271,14 @@ def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict
     def flush() -> None:
         nonlocal written, batch, size
         rows = batch if on_conflict == "replace" else _unclaimed(cur, q, batch, decided, kept)
-        values = ",".join([sql.IMPORT_ROW] * len(rows))
-        params = tuple(v for r in rows for v in r)
         if rows:
-            written += cur.execute(head + values + sql.IMPORT_ON_SKIP, params)  # 1 per row inserted
-        if rows and on_conflict == "replace":
-            written += cur.execute(head + values + sql.IMPORT_ON_REPLACE, params) // 2  # 2 per row changed
+            written += cur.execute(head + _values(rows) + sql.IMPORT_ON_SKIP, _params(rows))  # 1 per row inserted
+        if rows and on_conflict == "replace":  # 2 per row changed
+            catalog_rows = [r for r in rows if r[0] == keys.CATALOG_SESSION]
+            others = [r for r in rows if r[0] != keys.CATALOG_SESSION] if catalog_rows else rows
+            for part, tail in ((others, sql.IMPORT_ON_REPLACE), (catalog_rows, sql.IMPORT_ON_MERGE_CATALOG)):
+                if part:
+                    written += cur.execute(head + _values(part) + tail, _params(part)) // 2
         batch, size = [], 0
         if progress is not None:
             progress(seen)
@@ -317,6 +319,14 @@ def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict
     written += _drop_the_rest(cur, q, held)
     _rebuild(cur, q, sorted(sessions))
     return written
+
+
+def _values(rows: Sequence[tuple]) -> str:
+    return ",".join([sql.IMPORT_ROW] * len(rows))
+
+
+def _params(rows: Sequence[tuple]) -> tuple:
+    return tuple(v for r in rows for v in r)
 
 
 def _drop_the_rest(cur: Any, q: Callable[[str], str], held: dict) -> int:

@@ -5,6 +5,7 @@ on the table is the truth."""
 from __future__ import annotations
 
 import json
+import time
 import uuid
 
 import orjson
@@ -97,6 +98,23 @@ def test_replace_of_an_older_export_restores_each_key_whole(store, raw) -> None:
     assert len(key_rows(raw, USER, "s1", "was_list")) == 5
     assert store.get(USER, "s1", "newer") == 7
     assert store.import_rows(old, on_conflict="replace") == 0  # twice changes nothing
+
+
+def test_replace_twice_changes_nothing_when_the_session_moved_on_since_the_export(store, raw) -> None:
+    """The session was active after the export (a second later, so its catalog row's
+    ``updated_at`` is newer than the exported one): a replace restores the keys, keeps that
+    newer activity (the catalog only widens), and a second replace changes nothing."""
+    store.save_list(USER, "s1", "memory", ["a", "b", "c"])
+    old = list(store.export(USER))
+    time.sleep(1.1)  # DATETIME has one-second steps: the activity below is a later second
+    store.save(USER, "s1", "newer", 7)
+    cat = ("SELECT updated_at FROM {t} WHERE session_id = %s AND state_key = %s AND item_index = 0")
+    moved = raw.query(cat, (keys.CATALOG_SESSION, keys.pack(USER, "s1")))
+    assert store.import_rows(old, on_conflict="replace") == 0  # the rows are the export's already
+    assert raw.query(cat, (keys.CATALOG_SESSION, keys.pack(USER, "s1"))) == moved  # not set back
+    assert store.import_rows(old, on_conflict="replace") == 0
+    assert store.get_list(USER, "s1", "memory") == ["a", "b", "c"]
+    assert store.get(USER, "s1", "newer") == 7
 
 
 def test_skip_keeps_a_key_that_exists_whole(store, raw) -> None:
