@@ -87,3 +87,55 @@ def test_what_it_cannot_tell_is_none_never_a_guess():
         pass
 
     assert state_of([Sub("x")]) is None  # a subclass of a builtin: marshal refuses, no guess
+
+
+# ---- the whole-list fingerprint (print_of / extends) -------------------------------------------
+
+from mysql_state.langgraph.identity import extends, print_of  # noqa: E402
+
+
+def conversation(n: int) -> list:
+    return [HumanMessage(content=f"q{i}", id=f"h{i}") if i % 2 == 0 else
+            AIMessage(content=f"a{i}", id=f"a{i}", additional_kwargs={"k": [1, {"x": 1}]}) for i in range(n)]
+
+
+def test_a_list_that_goes_on_with_the_same_unchanged_objects_extends_the_last_print():
+    log = conversation(6)
+    before = print_of(log)
+    assert before is not None and extends(print_of(log), before)
+    assert extends(print_of(log + conversation(3)), before)
+    assert not extends(print_of(log[:5]), before)  # shorter: not an extension
+    assert not extends(print_of(log[1:] + log[:1]), before)  # another order
+
+
+@pytest.mark.parametrize("edit", [
+    lambda log: setattr(log[0], "content", "edited"),
+    lambda log: log[1].additional_kwargs["k"].append(2),
+    lambda log: log[1].additional_kwargs["k"][1].update(x=1.0),  # 1 == 1.0, serialised apart
+    lambda log: log[1].additional_kwargs["k"][1].update(x=True),
+    lambda log: log[3].additional_kwargs.update({"k": log[3].additional_kwargs.pop("k"), "z": 0}),
+    lambda log: log[5].response_metadata.update(model="m"),
+    lambda log: setattr(log[2], "name", None),  # the value it had, but now a field set
+    lambda log: setattr(log[4], "id", "h4\u00e9"),
+])
+def test_any_in_place_edit_of_an_earlier_item_breaks_the_extension(edit):
+    log = conversation(6)
+    before = print_of(log)
+    edit(log)
+    assert not extends(print_of(log + conversation(1)), before)
+
+
+def test_what_the_whole_list_print_cannot_tell_is_none_and_never_extends():
+    class Loose(BaseModel, extra="allow"):
+        a: int = 1
+
+    assert print_of([HumanMessage(content="x", id="h"), Loose(b=[1])]) is None  # extras: item by item
+    assert print_of([HumanMessage(content="x", id="h"), {"role": "user"}]) is None  # mixed kinds
+    assert print_of([dt.date(2026, 1, 1)]) is None
+    assert not extends(None, print_of(conversation(2))) and not extends(print_of(conversation(2)), None)
+    plain = [{"role": "user", "n": 1}, "text", 3]
+    before = print_of(plain)
+    assert before is not None and extends(print_of(plain + [None]), before)
+    plain[0]["n"] = True  # builtins: the same exactness
+    assert not extends(print_of(plain + [None]), before)
+    assert not extends(print_of(conversation(2)), print_of([{"content": "q0"}, {"content": "a1"}]))
