@@ -34,14 +34,27 @@ def _fail(key: str, value: Any, exc: Exception, item: Optional[int] = None) -> T
     return TypeError(f"cannot serialise the value for {where}: {type(value).__name__} ({exc})")
 
 
+_ATOMS = frozenset({str, int, bool, type(None), bytes})  # exact types that hold no float
+
+
 def _non_finite(obj: Any, depth: int = 0) -> Optional[float]:
-    """A NaN or infinity anywhere in ``obj`` (orjson would silently write it as null)."""
-    if isinstance(obj, float):
+    """A NaN or infinity anywhere in ``obj`` (orjson would silently write it as null).
+
+    Exact builtin types first (the leaves are looked at in the loop, not by a call each);
+    subclasses, dataclasses and pydantic models after."""
+    kind = type(obj)
+    if kind is float:
         return None if math.isfinite(obj) else obj
-    if depth > 200:
+    if kind in _ATOMS or depth > 200:
         return None
-    if isinstance(obj, dict):
+    if kind is dict:
         items: Iterable[Any] = obj.values()
+    elif kind is list or kind is tuple:
+        items = obj
+    elif isinstance(obj, float):
+        return None if math.isfinite(obj) else obj
+    elif isinstance(obj, dict):
+        items = obj.values()
     elif isinstance(obj, (list, tuple)):
         items = obj
     elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
@@ -51,6 +64,13 @@ def _non_finite(obj: Any, depth: int = 0) -> Optional[float]:
     else:
         return None
     for v in items:
+        kind = type(v)
+        if kind in _ATOMS:
+            continue
+        if kind is float:
+            if not math.isfinite(v):
+                return v
+            continue
         bad = _non_finite(v, depth + 1)
         if bad is not None:
             return bad

@@ -23,6 +23,7 @@ import base64
 import math
 from typing import Any, NamedTuple, Optional, Sequence
 
+import orjson
 import ormsgpack
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
@@ -125,6 +126,9 @@ def msgpack_to_json(data: bytes) -> Optional[Any]:
     >>> msgpack_to_json(ormsgpack.packb({"a": [1, 2.5, None]}))  # plain: marked, packed in one call
     {'~p': {'a': [1, 2.5, None]}}
     """
+    fast = _plain_tree(data)
+    if fast is not None:
+        return fast
     try:
         tree, plain = _tree(_unpack(data))
         if plain:
@@ -134,6 +138,22 @@ def msgpack_to_json(data: bytes) -> Optional[Any]:
     except (_NotJson, ormsgpack.MsgpackDecodeError, ormsgpack.MsgpackEncodeError, TypeError, ValueError):
         pass
     return None
+
+
+def _plain_tree(data: bytes) -> Optional[Any]:
+    """:func:`msgpack_to_json` without the walk, for msgpack holding no float (its marker
+    bytes absent), no extension (unpacking refuses one without a hook), nothing JSON has not
+    (orjson refuses bytes and non-string keys) and no ``"~"`` that would need escaping: a
+    checkpoint's body, its metadata. None: take the walk."""
+    if b"\xca" in data or b"\xcb" in data:
+        return None
+    try:
+        obj = ormsgpack.unpackb(data, option=_NON_STR)
+        if b'"~' in orjson.dumps(obj) or _pack(obj) != data:
+            return None
+    except (ormsgpack.MsgpackDecodeError, ormsgpack.MsgpackEncodeError, TypeError, ValueError):
+        return None
+    return {_PLAIN: obj}
 
 
 def json_to_msgpack(tree: Any) -> bytes:

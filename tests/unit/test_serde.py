@@ -65,3 +65,20 @@ def test_sequences_and_key_lists_refuse_what_would_be_misread():
 def test_invalid_json_is_a_corrupt_state_error_naming_the_row():
     with pytest.raises(CorruptStateError, match="'u:s'.*'k'.*item_index 3"):
         serde.decode_row("{not json", None, "u:s", "k", 3)
+
+
+def test_a_non_finite_float_is_found_at_any_depth_and_in_any_container():
+    class Scored(pydantic.BaseModel):
+        text: str
+        score: float
+
+    @dataclasses.dataclass
+    class Holder:
+        values: list
+
+    nan = math.nan
+    for where in ({"a": [1, {"b": (2, nan)}]}, [None, "x", math.inf], Holder([1.5, [nan]]),
+                  {"deep": [[[[[-math.inf]]]]]}, Scored(text="t", score=nan)):
+        with pytest.raises(ValueError, match="holds the float"):
+            serde.encode(where, "k")
+    assert serde.encode({"a": [1.5, None, True, "nan", 2.0], "b": Holder([None])}, "k")
