@@ -3,7 +3,9 @@
 Candidates come from the catalog by ``updated_at`` (the index ``by_activity``), ``batch`` at a
 time; each batch is one short transaction that locks the sessions' rows as ``delete`` does
 (waiting for writers in flight), re-checks under the catalog rows' locks that each session is
-still idle since the cutoff, and deletes it with its history and catalog row. A session
+still idle since the cutoff (its catalog row, which may lag its last write by up to
+``catalog.ACTIVITY_LAG``, and its rows' own times), and deletes it with its history and
+catalog row. A session
 written during the prune is skipped, never half-deleted; an interrupted prune leaves whole
 sessions only, and running it again ends where one uninterrupted run would.
 """
@@ -94,12 +96,11 @@ def prune(db: Any, t: Table, user_id: Any, when: dt.datetime,
 def _batch(cur: Any, q: Callable[[str], str], sids: list[str], when: dt.datetime, dry_run: bool) -> tuple[int, int]:
     """One batch in one transaction: lock, re-check idleness, delete; (sessions, rows)."""
     m = _marks(len(sids))
-    if dry_run:
-        idle = sids
-    else:
+    if not dry_run:
         cur.execute(q(sql.PRUNE_LOCK_SESSIONS.replace("{ids}", m)), sids)  # as delete(): wait for writers
-        cur.execute(q(sql.PRUNE_STILL_IDLE.replace("{ids}", m)), (keys.CATALOG_SESSION, *sids, when))
-        idle = [r[0] for r in cur.fetchall()]
+    idle_sql = sql.PRUNE_IDLE if dry_run else sql.PRUNE_STILL_IDLE  # the catalog row AND the rows
+    cur.execute(q(idle_sql.replace("{ids}", m)), (keys.CATALOG_SESSION, *sids, when, when))
+    idle = [r[0] for r in cur.fetchall()]
     if not idle:
         return 0, 0
     ids = idle + [keys.history_session(s) for s in idle]

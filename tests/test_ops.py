@@ -243,6 +243,23 @@ def test_prune_skips_a_session_written_since(store, raw):
     assert store.prune(dt.timedelta(days=30)) == (0, 0) and len(raw.rows("u:s")) == 2
 
 
+@pytest.mark.parametrize("dry_run", [True, False])
+def test_prune_keeps_a_session_whose_catalog_row_lags_its_last_write(store, raw, dry_run):
+    """The one-statement writes move a session's catalog row at most once a second, so it may
+    say the session is older than it is (up to catalog.ACTIVITY_LAG): a cutoff inside that lag
+    must still keep a session with a row written since. The lag is made long here (plain SQL
+    on the catalog row) to make the case deterministic."""
+    store.save("u", "lagging", "k", 1)
+    store.save("u", "idle", "k", 1)
+    raw.execute("UPDATE {t} SET updated_at = NOW() - INTERVAL 10 SECOND WHERE session_id = '__catalog__'"
+                " AND state_key IN ('u:lagging', 'u:idle')")
+    raw.execute("UPDATE {t} SET updated_at = NOW() - INTERVAL 10 SECOND WHERE session_id = 'u:idle'")
+    assert store.prune(dt.timedelta(seconds=5), user_id="u", dry_run=dry_run) == (1, 1)  # idle only
+    left = {r[0] for r in raw.query("SELECT DISTINCT session_id FROM {t} WHERE session_id LIKE %s", ("u:%",))}
+    assert left == ({"u:lagging", "u:idle"} if dry_run else {"u:lagging"})
+    assert store.get("u", "lagging", "k") == 1
+
+
 # ---- history ---------------------------------------------------------------------------------
 
 
