@@ -20,6 +20,7 @@ are checked here (:func:`mysql_state.args.check_upserts`), since only planning k
 from __future__ import annotations
 
 import contextlib
+import secrets
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -53,6 +54,11 @@ class ListWrite:
     #: Whether the session's catalog row must be moved (``memory.ListMemory.catalog_due``):
     #: False lets a one-statement write, whose condition proves the session, leave it.
     touch: bool = True
+    #: Single values riding in this list's one-statement append (``save_many``): ``(key,
+    #: stored text, (version, digest) this process last saw)``; ``riders_written`` says they
+    #: were written there (else they go their own way).
+    riders: Sequence[tuple[str, str, tuple[int, str]]] = ()
+    riders_written: bool = False
 
     def lock(self) -> Any:
         return lock_of(self.snapshot)
@@ -202,10 +208,10 @@ def _speculate(cur: Any, t: Table, w: ListWrite, planned: Optional[tuple[Plan, S
         return None
     plan = planned[0]
     args.check_upserts(t, w.key, plan, w.values)
-    version = append_if_hash(cur, t, w.sid, w.key, plan.upserts, expected, plan.new_hash, w.touch)
+    version = append_if_hash(cur, t, w.sid, w.key, plan.upserts, expected, plan.new_hash, w.touch, w.riders)
     if not version:
         return None
-    w.new_snapshot, w.version = planned[1], version
+    w.new_snapshot, w.version, w.riders_written = planned[1], version, bool(w.riders)
     return plan
 
 
@@ -221,10 +227,10 @@ def _speculate_on_prefix(cur: Any, t: Table, w: ListWrite, planned: tuple[Plan, 
     if t.sealer.usable(base)[0] is None or base.v != listsync.HASH_VERSION:
         return None
     found = append_if_one_of(cur, t, w.sid, w.key, plan.upserts, base, [plan.digests[i] for i, _ in plan.upserts],
-                             plan.new_hash, w.touch)
+                             plan.new_hash, w.touch, w.riders)
     if found is None:
         return None
-    w.version, stored_n = found
+    (w.version, stored_n), w.riders_written = found, bool(w.riders)
     if stored_n > base.n:  # the other worker's items were stored already: not written again
         plan.upserts = [(i, d) for i, d in plan.upserts if i >= stored_n]
     w.new_snapshot = planned[1]
@@ -373,20 +379,37 @@ def append_many(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[
 
 
 def _upsert_if_held(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, bytes]], new_hash: ListHash,
-                    tail: str, condition: tuple, touch: bool) -> int:
+                    tail: str, condition: tuple, touch: bool, riders: Sequence[tuple[str, str, tuple[int, str]]] = ()
+                    ) -> int:
     """The one-statement append: the new hash row and ``items`` in ONE multi-row upsert whose
     ``tail`` writes the hash row only if its ``condition`` parameters hold; the
     ``LAST_INSERT_ID`` the hash row's update set (0: it did not hold, everything was undone
-    and a new transaction begun; or the rows needed more than one packet, nothing was sent)."""
+    and a new transaction begun; or the rows needed more than one packet, nothing was sent).
+    ``riders``: single values ``(key, stored text, (version, digest) seen)`` written in the same
+    statement, each only if its row 0 is still the one seen (:func:`sql.with_riders`); any of
+    them not holding undoes everything too."""
     hk = keys.hash_key(k)
     rows = t.sealer.seal_rows(sid, [(hk, 0, new_hash.to_json())] + [(k, i, d) for i, d in items])
+    lead: list = []
+    if riders:
+        if len(riders) > sql.MAX_RIDERS:
+            return 0
+        nonce = sql.RIDER_FLOOR + secrets.randbelow(sql.RIDER_FLOOR - sql.MAX_RIDERS - 1)
+        marks: list = []
+        for j, (vk, text, (version, digest)) in enumerate(riders):
+            lead.append((sid, vk, 0, text.encode("utf-8")))
+            marks += [vk, version, digest, *((nonce + j,) if j else ()), nonce + j + 1, version + 1]
+        tail = sql.with_riders(tail, len(riders))
+        condition = (*marks, condition[0], nonce + len(riders), *condition[1:])
     statements = sql.upsert_rows((t.upsert[0], tail), sid, rows, t.max_allowed_packet - 1024,
-                                 catalog.row(sid) if touch else ())
+                                 catalog.row(sid) if touch else (), lead)
     if len(statements) != 1:
         return 0  # more than one packet: the locked way
     statement, params = statements[0]
     cur.execute(statement, params + condition)
     got = int(cur.lastrowid or 0)  # set by the hash row's update, only when its condition held
+    if got >= sql.RIDER_FLOOR:  # a value's mark: the values held, the list did not
+        got = 0
     if not got:
         cur.execute(sql.ROLLBACK)  # another writer changed the list: undo, then lock and read
         if t.isolate_each:
@@ -395,16 +418,18 @@ def _upsert_if_held(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int,
 
 
 def append_if_hash(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, bytes]], expected: ListHash,
-                   new_hash: ListHash, touch: bool = True) -> int:
+                   new_hash: ListHash, touch: bool = True, riders: Sequence = ()) -> int:
     """Write new items and the new hash row in ONE statement, the hash row only if it still
     holds ``expected`` (checked under its lock); returns the list's new version. 0 (all
     undone, a new transaction begun): the caller goes the locked way."""
     hk, h = keys.hash_key(k), expected.text_digest()
-    return _upsert_if_held(cur, t, sid, k, items, new_hash, t.statements["APPEND_IF_HASH_TAIL"], (hk, h, hk, h), touch)
+    return _upsert_if_held(cur, t, sid, k, items, new_hash, t.statements["APPEND_IF_HASH_TAIL"], (hk, h, hk, h), touch,
+                           riders)
 
 
 def append_if_one_of(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, bytes]], base: ListHash,
-                     digests: Sequence[int], new_hash: ListHash, touch: bool = True) -> Optional[tuple[int, int]]:
+                     digests: Sequence[int], new_hash: ListHash, touch: bool = True, riders: Sequence = ()
+                     ) -> Optional[tuple[int, int]]:
     """Write ``items`` (indexes ``base.n`` on, their ``digests``) and the new hash row in ONE
     statement, the hash row only if the stored list is the one ``base`` describes or that list
     followed by the first items of ``items`` (its hash row's ``n`` and digest sum say which: the
@@ -417,7 +442,7 @@ def append_if_one_of(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int
     heads = tuple(ListHash.head(m, sums[m]) for m in picks)
     hk = keys.hash_key(k)
     got = _upsert_if_held(cur, t, sid, k, items, new_hash, sql.append_if_one_of_tail(len(heads)),
-                          (hk, *heads, *heads, hk, *heads), touch)
+                          (hk, *heads, *heads, hk, *heads), touch, riders)
     return (got // 64, picks[got % 64 - 1]) if got else None
 
 
@@ -465,10 +490,19 @@ def save_many(cur: Any, t: Table, writes: Sequence[ListWrite], prepared: Sequenc
     it; such a value is written in ONE statement if the row is still that
     (:func:`values.write_if_seen`), else the locked way. ``touch``: whether the catalog row
     must move (the lists' :class:`ListWrite` say it too); it moves at most once."""
+    seen = seen or {}
     # Only the first list may speculate: a miss rolls back what the transaction wrote before it.
+    # The values ride in its one-statement append when each was seen by this process (and a
+    # compare-and-set expects that version): one statement for the whole save.
+    riders = [(k, text, seen[k]) for _, k, text, _ in prepared
+              if k in seen and expected.get(k, UNVERSIONED) in (UNVERSIONED, seen[k][0])]
+    if writes and riders and len(riders) == len(prepared) <= sql.MAX_RIDERS:
+        writes[0].riders, writes[0].riders_written = riders, False
     plans = {w.key: save(cur, t, w, speculate=i == 0) for i, w in enumerate(writes)}
     versions = {w.key: w.version for w in writes}
-    seen = seen or {}
+    if writes and writes[0].riders_written:
+        versions.update({k: hint[0] + 1 for k, _, hint in writes[0].riders})
+        return plans, versions
     # The catalog row moves once a transaction: a list written moved it (or needed not to).
     touch = touch and not any(p.new_hash is not None for p in plans.values())
     for sid, k, text, _ in prepared:

@@ -271,6 +271,43 @@ def append_if_one_of_tail(count: int) -> str:
     )
 
 
+
+#: Single values that ride in a list's one-statement append (:func:`with_riders`) mark that
+#: they held with ``LAST_INSERT_ID`` values from a nonce drawn per statement at or above this;
+#: the list's own codes (a version, ``(version + 1) * 64 + pick``) stay far below it.
+RIDER_FLOOR = 1 << 61
+#: At most this many values ride along (more go their own way).
+MAX_RIDERS = 8
+_UPDATE_VERSION = " ON DUPLICATE KEY UPDATE version = "
+
+
+def with_riders(tail: str, count: int) -> str:
+    """``tail`` (:data:`APPEND_IF_HASH_TAIL` or :func:`append_if_one_of_tail`) with ``count``
+    single values riding in the same statement, their rows FIRST. A value row takes its new
+    version only if it still is what this process read or wrote (its version and the SHA-256 of
+    its text, as :data:`UPDATE_VALUE_IF_SEEN`) and the value before it held; it then sets
+    ``LAST_INSERT_ID`` to the statement's nonce plus its place, which the next row checks
+    (``LAST_INSERT_ID(expr)`` "is remembered as the next value to be returned by
+    ``LAST_INSERT_ID()``", the rows being handled in the order given). The hash row is written
+    only if the last value held; the statement's ``LAST_INSERT_ID`` is then the list's code, and
+    below :data:`RIDER_FLOOR` exactly when everything held (else the caller rolls back). A value
+    row's text is written whatever the outcome: a miss is rolled back whole. Parameters: per
+    value its key, version, digest, (from the second on: the previous mark), its mark, its new
+    version; then the tail's, with the last mark right after the hash key.
+
+    >>> with_riders(APPEND_IF_HASH_TAIL, 2).count("%s") - APPEND_IF_HASH_TAIL.count("%s")
+    12
+    """
+    if not tail.startswith(_UPDATE_VERSION + "IF(state_key = %s AND ") or not 1 <= count <= MAX_RIDERS:
+        raise ValueError(f"not a list append's tail, or count {count} not within 1..{MAX_RIDERS}")
+    version, sep, rest = tail[len(_UPDATE_VERSION):].partition(", state_data = ")
+    branches = "".join(
+        f"IF(state_key = %s AND session_id <> '{CATALOG_SESSION}' AND item_index = 0 AND GREATEST(version, 1) = %s"
+        f" AND SHA2(state_data, 256) = %s{' AND LAST_INSERT_ID() = %s' if j else ''},"
+        " IF(LAST_INSERT_ID(%s), %s, 0), " for j in range(count))
+    chained = version.replace("IF(state_key = %s AND ", "IF(state_key = %s AND LAST_INSERT_ID() = %s AND ", 1)
+    return _UPDATE_VERSION + branches + chained + ")" * count + sep + rest
+
 # The session's catalog row, on paths whose own statement cannot carry it (a plain INSERT that
 # must fail on a duplicate key; a key deleted); its version grows so updated_at moves.
 CATALOG_TOUCH = (
@@ -634,13 +671,15 @@ def upsert_rows(
     rows: Iterable[tuple[str, int, bytes]],
     max_bytes: int,
     extra: Sequence[tuple[str, str, int, bytes]] = (),
+    lead: Sequence[tuple[str, str, int, bytes]] = (),
 ) -> list[Statement]:
     """Multi-row upserts of ``(state_key, item_index, json)``, each statement under ``max_bytes``.
 
     ``table_sql`` is ``(head, tail)`` rendered for the table. A single row larger than
     ``max_bytes`` still gets a statement of its own; the caller checks sizes beforehand.
     ``extra`` rows carry their own session id (``(session_id, state_key, item_index, json)``,
-    e.g. the session's catalog row) and ride last in the last statement: no extra round trip.
+    e.g. the session's catalog row) and ride last in the last statement: no extra round trip;
+    ``lead`` rows, of the same form, come first (values riding in a list's append).
     """
     head, tail = table_sql
     fixed = len(head) + len(tail)
@@ -648,7 +687,7 @@ def upsert_rows(
     parts: list[str] = []
     params: list = []
     size = fixed
-    full = [(session, key, index, data) for key, index, data in rows]
+    full = [*lead, *((session, key, index, data) for key, index, data in rows)]
     # Escaping at most doubles a text (a str's UTF-8 is at most 4 bytes a character): when that
     # bound fits, one statement, without scanning every text for the bytes escaping doubles.
     bound = fixed + sum(2 * len(data) + 8 * (len(key) + len(sid)) + 6 + ROW_OVERHEAD

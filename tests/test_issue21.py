@@ -400,3 +400,101 @@ def test_save_many_of_two_lists_keeps_the_first_when_the_second_changed_behind_i
     assert check_list_rows(raw, "u:s", "a") == [msg(0), msg(1)]
     assert check_list_rows(raw, "u:s", "b") == [msg(0), msg(1), msg(2)]
     assert saved["a"].kind == "append" and store.get_list("u", "s", "a") == [msg(0), msg(1)]
+
+
+# ---- the turn's value rides in the list's statement (one statement a save) --------------------
+
+
+def _turn(worker, turn: int, items: list) -> tuple:
+    """One AgentScope-style turn by ``worker``: load both, then save the value and the longer list."""
+    found = worker.get_many("u", "s", values=["state", "plan"], lists=["m"], versioned=True)
+    items = items + [msg(turn)]
+    saved, n = statements(store_raw[0], lambda: worker.save_many(
+        "u", "s", values={"state": {"n": turn}, "plan": [turn]}, lists={"m": items}))
+    return found, saved, n, items
+
+
+store_raw: list = []
+
+
+def _rows_of(raw: Raw, key: str) -> list:
+    return [(r[0], orjson.loads(r[1]), r[2]) for r in raw.query(
+        "SELECT item_index, state_data, version FROM {t} WHERE session_id='u:s' AND state_key=%s ORDER BY item_index",
+        (key,))]
+
+
+def test_a_turn_by_either_worker_is_one_statement_and_the_commit(store, other, raw):
+    store_raw[:] = [raw]
+    items = [msg(0)]
+    store.save_many("u", "s", values={"state": {"n": 0}, "plan": [0]}, lists={"m": items})
+    for turn in range(1, 7):
+        found, saved, n, items = _turn((other, store)[turn % 2], turn, items)
+        assert n == 2, turn  # the list's append with both values riding, then COMMIT
+        assert saved.versions["state"] == found["state"].version + 1
+        assert saved.versions["plan"] == found["plan"].version + 1
+    assert _rows_of(raw, "state") == [(0, {"n": 6}, 7)] and _rows_of(raw, "plan") == [(0, [6], 7)]
+    assert store.get_list("u", "s", "m") == items
+    assert check_list_rows(raw, "u:s", "m") == items
+
+
+@pytest.mark.parametrize("kind", ["java", "saved", "deleted", "empty list", "list"])
+@pytest.mark.parametrize("which", ["state", "plan"])
+def test_a_riding_value_changed_behind_its_back_undoes_the_whole_statement(store, other, raw, kind, which):
+    """The list's append would hold but one value row is not what the worker saw: nothing of
+    the statement stays (the list's items included), and the locked way writes it all exactly."""
+    store.save_many("u", "s", values={"state": {"n": 0}, "plan": [0]}, lists={"m": [msg(0)]})
+    other.get_many("u", "s", values=["state", "plan"], lists=["m"], versioned=True)
+    if which == "state":
+        _value_stale_by(kind, store, raw)
+    else:  # the same damage on the second value
+        {"java": lambda: raw.execute("UPDATE {t} SET state_data='\"from java\"' WHERE session_id='u:s'"
+                                     " AND state_key='plan'"),
+         "saved": lambda: store.save("u", "s", "plan", ["theirs"]),
+         "deleted": lambda: store.delete("u", "s", "plan"),
+         "empty list": lambda: (store.delete("u", "s", "plan"), store.save_list("u", "s", "plan", [])),
+         "list": lambda: store.save_list("u", "s", "plan", [1, 2, 3])}[kind]()
+    saved, n = statements(raw, lambda: other.save_many("u", "s", values={"state": {"n": 1}, "plan": [1]},
+                                                       lists={"m": [msg(0), msg(1)]}))
+    assert n > 2  # the one statement missed: rolled back, then the locked way
+    assert _rows_of(raw, "state")[0][:2] == (0, {"n": 1}) and _rows_of(raw, "plan")[0][:2] == (0, [1])
+    assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id='u:s' AND state_key IN ('state:_hash', 'plan:_hash')"
+                     ) == [(0,)]  # nothing of a list left under a value
+    assert store.get_list("u", "s", "m") == [msg(0), msg(1)]
+    assert check_list_rows(raw, "u:s", "m") == [msg(0), msg(1)]
+    assert saved.versions[which] == _rows_of(raw, which)[0][2]
+
+
+def test_a_compare_and_set_with_riding_values_is_all_or_nothing(store, other, raw):
+    from mysql_state import StaleStateError
+
+    store.save_many("u", "s", values={"state": {"n": 0}}, lists={"m": [msg(0)]})
+    seen = other.get_many("u", "s", values=["state"], lists=["m"], versioned=True)
+    _, n = statements(raw, lambda: other.save_many("u", "s", values={"state": {"n": 1}}, lists={"m": [msg(0), msg(1)]},
+                                                   expected_versions={"state": seen["state"].version}))
+    assert n == 2
+    store.save("u", "s", "state", {"n": "theirs"})  # version 3 now; other's guess says 2
+    with pytest.raises(StaleStateError):
+        other.save_many("u", "s", values={"state": {"n": 2}}, lists={"m": [msg(0), msg(1), msg(2)]},
+                        expected_versions={"state": 2})
+    assert store.get("u", "s", "state") == {"n": "theirs"}
+    assert store.get_list("u", "s", "m") == [msg(0), msg(1)]  # the append went with the value: undone
+    assert check_list_rows(raw, "u:s", "m") == [msg(0), msg(1)]
+
+
+def test_values_ride_in_an_encrypted_list_statement_too(url, database, raw):
+    from mysql_state import Keyring
+    from mysql_state.crypto import PREFIX
+
+    ring = Keyring({"k1": b"k" * 32}, current="k1")
+    with MysqlAgentStateStore.from_url(url, database_name=database, encryption=ring) as a, \
+            MysqlAgentStateStore.from_url(url, database_name=database, encryption=ring) as b:
+        a.save_many("u", "s", values={"state": {"n": 0}}, lists={"m": [msg(0)]})
+        items = [msg(0)]
+        for turn in range(1, 5):
+            w = (b, a)[turn % 2]
+            w.get_many("u", "s", values=["state"], lists=["m"], versioned=True)
+            items = items + [msg(turn)]
+            _, n = statements(raw, lambda: w.save_many("u", "s", values={"state": {"n": turn}}, lists={"m": items}))
+            assert n == 2
+        assert a.get("u", "s", "state") == {"n": 4} and b.get_list("u", "s", "m") == items
+        assert raw.query("SELECT state_data FROM {t} WHERE session_id='u:s' AND state_key='state'")[0][0].startswith(PREFIX)
