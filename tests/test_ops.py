@@ -13,7 +13,7 @@ import time
 import orjson
 import pytest
 
-from mysql_state import ALL_USERS, MysqlAgentStateStore, SessionExistsError, SessionNotFoundError
+from mysql_state import ALL_USERS, MysqlAgentStateStore, SessionExistsError, SessionNotFoundError, catalog
 from mysql_state import catalog, metrics
 from tests.conftest import Raw, connect
 from tests.conftest import JAVA_DDL, make_java_table
@@ -247,16 +247,23 @@ def test_prune_skips_a_session_written_since(store, raw):
 def test_prune_keeps_a_session_whose_catalog_row_lags_its_last_write(store, raw, dry_run):
     """The one-statement writes move a session's catalog row at most once a second, so it may
     say the session is older than it is (up to catalog.ACTIVITY_LAG): a cutoff inside that lag
-    must still keep a session with a row written since. The lag is made long here (plain SQL
-    on the catalog row) to make the case deterministic."""
-    store.save("u", "lagging", "k", 1)
-    store.save("u", "idle", "k", 1)
-    raw.execute("UPDATE {t} SET updated_at = NOW() - INTERVAL 10 SECOND WHERE session_id = '__catalog__'"
+    must still keep a session with a row written since. The lag is set with plain SQL on the
+    catalog rows (6 s back, the cutoff 5 s back: inside ACTIVITY_LAG of it) to make the case
+    deterministic. A catalog row further back than the lag is decisive: a row rewritten since by
+    maintenance (a TTL sweep, a saver's prune: they never move the catalog row) does not keep
+    an idle session."""
+    assert catalog.ACTIVITY_LAG >= dt.timedelta(seconds=2)
+    for s in ("lagging", "idle", "swept"):
+        store.save("u", s, "k", 1)
+    raw.execute("UPDATE {t} SET updated_at = NOW() - INTERVAL 6 SECOND WHERE session_id = '__catalog__'"
                 " AND state_key IN ('u:lagging', 'u:idle')")
+    raw.execute("UPDATE {t} SET updated_at = NOW() - INTERVAL 60 SECOND WHERE session_id = '__catalog__'"
+                " AND state_key = 'u:swept'")
     raw.execute("UPDATE {t} SET updated_at = NOW() - INTERVAL 10 SECOND WHERE session_id = 'u:idle'")
-    assert store.prune(dt.timedelta(seconds=5), user_id="u", dry_run=dry_run) == (1, 1)  # idle only
+    # u:swept keeps its row written just now, as maintenance would leave it
+    assert store.prune(dt.timedelta(seconds=5), user_id="u", dry_run=dry_run) == (2, 2)  # idle, swept
     left = {r[0] for r in raw.query("SELECT DISTINCT session_id FROM {t} WHERE session_id LIKE %s", ("u:%",))}
-    assert left == ({"u:lagging", "u:idle"} if dry_run else {"u:lagging"})
+    assert left == ({"u:lagging", "u:idle", "u:swept"} if dry_run else {"u:lagging"})
     assert store.get("u", "lagging", "k") == 1
 
 
