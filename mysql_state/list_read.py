@@ -31,7 +31,10 @@ def get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int],
     ``seen_n``: the length this process last saw (a whole read of a long list takes the
     one-column shape)."""
     long = seen_n is not None and seen_n > LONG_LIST
-    return check(t, read(cur, t, sid, k, offset, limit, long), sid, k, offset, limit, model)
+    rows = read(cur, t, sid, k, offset, limit, long)
+    if long and rows and not rows[-1][0].startswith(sql.HEAD_MARK):
+        rows = read(cur, t, sid, k, offset, limit)  # no hash row: read again with the indexes
+    return check(t, rows, sid, k, offset, limit, model)
 
 
 def many(cur: Any, t: Table, sid: str, value_keys: Sequence[str], list_keys: Sequence[str],
@@ -92,13 +95,16 @@ def check(t: Table, rows: Any, sid: str, k: str, offset: int, limit: Optional[in
 def _check_whole(t: Table, rows: Any, sid: str, k: str, model: Any) -> Checked:
     """:func:`check` for a whole list read by ``SELECT_ITEMS``: rows ``(item_index, state_data)``
     in index order, the hash row last with minus its version as index. Item indexes are
-    distinct (the primary key) and ordered, so count, first and last prove them ``0..n-1``."""
+    distinct (the primary key) and ordered, so count, first and last prove them ``0..n-1``;
+    with no hash row (a list another writer left without one) they still must be, as a window
+    read requires."""
     stored, version = None, 0
     if rows and rows[-1][0] < 0:
         head = rows[-1]
         rows = rows[:-1]
         version = -int(head[0])
         stored = ListHash.parse(head[1])
+    if rows or stored is not None:
         got = len(rows)
         n = stored.n if stored is not None else got
         first, last = (rows[0][0], rows[-1][0]) if rows else (None, None)

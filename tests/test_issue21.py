@@ -387,8 +387,15 @@ def test_a_whole_read_of_a_short_or_long_list_finds_a_missing_row(store, raw, n)
     raw.execute("DELETE FROM {t} WHERE state_key='m' AND item_index=%s", (n // 2,))
     with pytest.raises(CorruptStateError):
         store.get_list("u", "s", "m")
-    raw.execute("DELETE FROM {t} WHERE state_key='m:_hash'")  # no hash row: the rows as they are
-    assert store.get_list("u", "s", "m") == items[: n // 2] + items[n // 2 + 1:]
+    raw.execute("DELETE FROM {t} WHERE state_key='m:_hash'")  # no hash row: still not 0..n-1
+    for read in (lambda: store.get_list("u", "s", "m"), lambda: store.get_many("u", "s", lists=["m"]),
+                 lambda: store.get_many("u", "s", lists=["z", "m"]), lambda: store.get_list("u", "s", "m", offset=1)):
+        with pytest.raises(CorruptStateError, match="no hash row"):
+            read()
+    raw.execute("UPDATE {t} SET item_index = item_index - 1 WHERE state_key='m' AND item_index > %s"
+                " ORDER BY item_index", (n // 2,))  # the rows renumbered 0..n-2: a list again
+    rest = items[: n // 2] + items[n // 2 + 1:]
+    assert store.get_list("u", "s", "m") == rest == store.get_many("u", "s", lists=["z", "m"])["m"]
 
 
 def test_save_many_of_two_lists_keeps_the_first_when_the_second_changed_behind_its_back(store, other, raw):
