@@ -30,7 +30,7 @@ def get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int],
     """A list read (whole, a window or a tail) and checked: (items, version, hash row);
     ``seen_n``: the length this process last saw (a whole read of a long list takes the
     one-column shape)."""
-    long = seen_n is not None and seen_n > LONG_LIST
+    long = offset == 0 and limit is None and seen_n is not None and seen_n > LONG_LIST
     rows = read(cur, t, sid, k, offset, limit, long)
     if long and rows and not rows[-1][0].startswith(sql.HEAD_MARK):
         rows = read(cur, t, sid, k, offset, limit)  # no hash row: read again with the indexes

@@ -383,6 +383,8 @@ def test_a_whole_read_of_a_short_or_long_list_finds_a_missing_row(store, raw, n)
     items = [msg(i) for i in range(n)]
     store.save_list("u", "s", "m", items)
     assert store.get_list("u", "s", "m") == items  # (the length is now known)
+    assert store.get_list("u", "s", "m", offset=1, limit=2) == items[1:3]  # a window: its own shape
+    assert store.get_list("u", "s", "m", offset=-2) == items[-2:]
     assert store.get_list_versioned("u", "s", "m").version == hash_row_version(raw)
     raw.execute("DELETE FROM {t} WHERE state_key='m' AND item_index=%s", (n // 2,))
     with pytest.raises(CorruptStateError):
