@@ -218,6 +218,34 @@ class Counter:
         self.con.close()
 
 
+def server_cpu(kwargs: dict) -> Callable[[], Optional[float]]:
+    """A reader of the server process's CPU seconds (user + system, from ``/proc``), when the
+    server runs on this machine and its pid file is readable; else a reader that says None."""
+    try:
+        con = pymysql.connect(autocommit=True, **kwargs)
+        try:
+            with con.cursor() as cur:
+                cur.execute("SELECT @@pid_file")
+                pid_file = cur.fetchone()[0]
+        finally:
+            con.close()
+        with open(pid_file) as f:
+            stat = f"/proc/{int(f.read().strip())}/stat"
+        tick = os.sysconf("SC_CLK_TCK")
+    except Exception:  # noqa: BLE001 - another machine's server, a pid file we cannot read
+        return lambda: None
+
+    def read() -> Optional[float]:
+        try:
+            with open(stat) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, IndexError, ValueError):
+            return None
+
+    return read if read() is not None else (lambda: None)
+
+
 def run_cell(
     subjects: list[Subject],
     *,

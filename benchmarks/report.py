@@ -406,9 +406,16 @@ def verified_text(v: dict) -> str:
     return f"{v['ok']}/{v['sessions']}" + (" **FAILED**" if v["failures"] else "")
 
 
+def cpu_text(us: Optional[float]) -> str:
+    """CPU microseconds per turn; '-' where it was not measured (a local system's clients, a
+    server on another machine)."""
+    return "-" if us is None else fmt_us(us)
+
+
 def throughput_table(res: dict) -> list[str]:
-    lines = ["| system | turns/s | × reference | p50 | p99 | statements per turn | same-process turns | errors | sessions verified |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| system | turns/s | × reference | p50 | p99 | statements per turn | client CPU per turn | server CPU per turn"
+             " | same-process turns | errors | sessions verified |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for s in res["systems"]:
         same = [r["same_process"] for r in s["rounds"] if r["same_process"] is not None]
         errors = sum(r["n_errors"] for r in s["rounds"])
@@ -418,9 +425,10 @@ def throughput_table(res: dict) -> list[str]:
         ref = (f"{fmt_ratio(s['vs_threads'])} threads" if s.get("vs_threads") is not None else
                f"{fmt_ratio(s['vs_floor'])} floor" if s["key"] != "threads" else "reference")
         lines.append(f"| {name} | {tps} | {ref} | {fmt_us(s['p50_us'])} | {fmt_us(s['p99_us'])} | "
-                     f"{st if st is not None else '-'} | {sum(same) / len(same):.0%} | {errors} | "
+                     f"{st if st is not None else '-'} | {cpu_text(s.get('client_cpu_us'))} | "
+                     f"{cpu_text(s.get('server_cpu_us'))} | {sum(same) / len(same):.0%} | {errors} | "
                      f"{verified_text(s['verified'])} |" if same else
-                     f"| {name} | {tps} | - | - | - | - | - | {errors} | {verified_text(s['verified'])} |")
+                     f"| {name} | {tps} | - | - | - | - | - | - | - | {errors} | {verified_text(s['verified'])} |")
     return lines
 
 
@@ -437,7 +445,10 @@ def throughput_markdown(res: dict, png_name: str) -> str:
            f"({st['rounds']} rounds × {st['seconds']:g} s each, random order per round); turns/s is the median of "
            "the rounds, × floor the median of the per-round ratios, p50/p99 pool every turn. Every session is "
            "read back after each round and must hold every completed turn exactly once, in order. Statements per "
-           "turn: the server's `Questions` + `Com_admin_commands` over the round / turns (reads, writes, COMMITs).", "",
+           "turn: the server's `Questions` + `Com_admin_commands` over the round / turns (reads, writes, COMMITs). "
+           "CPU per turn: the worker processes' own CPU time (clients) and the server process's (from /proc) "
+           "over the round / turns; on this 2-core machine the 4 workers and the server share the cores, so "
+           "their sum bounds the turns per second.", "",
            f"![turns per second and p99 latency]({png_name})", "",
            "## Targets", "", "| target | measured | limit | met | detail |", "|---|---:|---:|:---:|---|"]
     for t in res.get("targets") or throughput_targets(res):

@@ -345,6 +345,7 @@ class Actor:
 
 def run_sync(client: Client, actor: Actor, start: float, end: float) -> dict:
     time.sleep(max(0.0, start - time.monotonic()))
+    cpu = time.process_time()
     while actor.going(end):
         sid, new, state = actor.next()
         t0 = time.perf_counter_ns()
@@ -356,7 +357,7 @@ def run_sync(client: Client, actor: Actor, start: float, end: float) -> dict:
             actor.failed(exc)
         else:
             actor.done(time.perf_counter_ns() - t0)
-    return actor.result(start)
+    return {**actor.result(start), "cpu_s": time.process_time() - cpu}
 
 
 async def run_async(client: AsyncStoreClient, actor: Actor, start: float, end: float) -> dict:
@@ -445,6 +446,7 @@ class Throughput:
         self.machine = harness.machine(self.admin)
         # Statements per turn: the server's global counters around each round (private server).
         self.counter = harness.Counter(self.kwargs)
+        self.server_cpu = harness.server_cpu(self.kwargs)
         n = p["sessions"]
         seeds = [data.seeded_session(s) for s in range(n)]
         self.seeds = [m for m, _ in seeds]
@@ -533,7 +535,7 @@ class Throughput:
         p = self.profile
         picker = self.picker if system in PROC_SYSTEMS else Picker.local(p["sessions"])
         picker.clear()
-        statements = self.counter.read()
+        statements, server_cpu = self.counter.read(), self.server_cpu()
         start = time.monotonic() + 0.05
         end = start + seconds
         if system in PROC_SYSTEMS:
@@ -543,11 +545,19 @@ class Throughput:
         else:
             results = self.run_local(system, picker, rnd, start, end)
         statements = self.counter.read() - statements
+        server_after = self.server_cpu()
         summary, lat = merge(results)
         if not record:
             return
         summary["round"] = rnd
-        summary["statements_per_turn"] = round(statements / summary["turns"], 2) if summary["turns"] else None
+        turns = summary["turns"]
+        summary["statements_per_turn"] = round(statements / turns, 2) if turns else None
+        # CPU per turn: the worker processes' own (the local systems: None, they share this
+        # process with the coordinator) and the server's (None when it is not on this machine).
+        client_cpu = [r["cpu_s"] for r in results if "cpu_s" in r] if system in PROC_SYSTEMS else []
+        summary["client_cpu_us"] = round(sum(client_cpu) / turns * 1e6) if client_cpu and turns else None
+        summary["server_cpu_us"] = (round((server_after - server_cpu) / turns * 1e6)
+                                    if turns and server_cpu is not None and server_after is not None else None)
         self.rounds[system].append(summary)
         self.latencies[system] += lat
         self.verify(system, rnd, picker)
@@ -614,6 +624,8 @@ class Throughput:
                      "p99_us": (harness.quantile(lat, 0.99) or 0) / 1000 or None,
                      "turns": len(lat), "vs_floor": paired(s, "floor") if s in PROC_SYSTEMS else None,
                      "statements_per_turn": median([r["statements_per_turn"] for r in self.rounds[s]]),
+                     "client_cpu_us": median([r.get("client_cpu_us") for r in self.rounds[s]]),
+                     "server_cpu_us": median([r.get("server_cpu_us") for r in self.rounds[s]]),
                      "rounds": self.rounds[s], "verified": self.verified[s]}
             if s == "async":
                 entry["vs_threads"] = paired(s, "threads")
