@@ -554,7 +554,7 @@ class Throughput:
         summary["statements_per_turn"] = round(statements / turns, 2) if turns else None
         # CPU per turn: the worker processes' own (the local systems: None, they share this
         # process with the coordinator) and the server's (None when it is not on this machine).
-        client_cpu = [r["cpu_s"] for r in results if "cpu_s" in r] if system in PROC_SYSTEMS else []
+        client_cpu = [r["cpu_s"] for r in results] if system in PROC_SYSTEMS else []
         summary["client_cpu_us"] = round(sum(client_cpu) / turns * 1e6) if client_cpu and turns else None
         summary["server_cpu_us"] = (round((server_after - server_cpu) / turns * 1e6)
                                     if turns and server_cpu is not None and server_after is not None else None)

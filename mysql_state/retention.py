@@ -5,10 +5,10 @@ time; each batch is one short transaction that locks the sessions' rows as ``del
 (waiting for writers in flight), re-checks under the catalog rows' locks that each session is
 still idle since the cutoff (its catalog row, which may lag its last write by up to
 ``catalog.ACTIVITY_LAG``, and, for a catalog row within that lag of the cutoff, its rows' own
-times: maintenance that rewrites rows of an idle session does not make it active), and deletes it with its history and
-catalog row. A session
-written during the prune is skipped, never half-deleted; an interrupted prune leaves whole
-sessions only, and running it again ends where one uninterrupted run would.
+times: maintenance that rewrites rows of an idle session does not make it active), and
+deletes it with its history and catalog row. A session written during the prune is skipped,
+never half-deleted; an interrupted prune leaves whole sessions only, and running it again ends
+where one uninterrupted run would.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def _batch(cur: Any, q: Callable[[str], str], sids: list[str], when: dt.datetime
     m = _marks(len(sids))
     if not dry_run:
         cur.execute(q(sql.PRUNE_LOCK_SESSIONS.replace("{ids}", m)), sids)  # as delete(): wait for writers
-    idle_sql = sql.PRUNE_IDLE if dry_run else sql.PRUNE_STILL_IDLE  # the catalog row AND the rows
+    idle_sql = sql.PRUNE_IDLE if dry_run else sql.PRUNE_STILL_IDLE  # the catalog row (and the rows, in the lag)
     cur.execute(q(idle_sql.replace("{ids}", m)), (keys.CATALOG_SESSION, *sids, when, when - catalog.ACTIVITY_LAG, when))
     idle = [r[0] for r in cur.fetchall()]
     if not idle:

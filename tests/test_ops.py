@@ -13,7 +13,7 @@ import time
 import orjson
 import pytest
 
-from mysql_state import ALL_USERS, MysqlAgentStateStore, SessionExistsError, SessionNotFoundError, catalog
+from mysql_state import ALL_USERS, MysqlAgentStateStore, SessionExistsError, SessionNotFoundError
 from mysql_state import catalog, metrics
 from tests.conftest import Raw, connect
 from tests.conftest import JAVA_DDL, make_java_table
