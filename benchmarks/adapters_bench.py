@@ -8,6 +8,12 @@ process, on one server, in interleaved rounds (medians).
 
 Targets at 1 000 items: at most 0.5x the SDK's store and 0.3x ADK's, per turn.
 
+Every timed call starts after a full garbage collection (untimed, both sides alike). Without it
+the medians were bimodal at 1 000 items: a load builds ~1 000 ADK ``Event`` objects on either
+side, and every two or three turns that churn starts a full collection of the whole process
+(~170 ms here) inside whichever call crosses the threshold, so one side's median could be a
+collection's and the other's not (``ours`` 34 / 180 ms alternating, 2026-12-04).
+
     .venv/bin/python benchmarks/run.py --only adapters   # needs the bench extra (both frameworks)
 
 Writes ``results/<date>-adapters.{json,md}`` (``--quick``: ``<date>-quick-adapters``).
@@ -16,6 +22,7 @@ Writes ``results/<date>-adapters.{json,md}`` (``--quick``: ``<date>-quick-adapte
 from __future__ import annotations
 
 import asyncio
+import gc
 import statistics
 import time
 import uuid
@@ -130,6 +137,7 @@ def run_adapters(kwargs: dict, url: str, rounds: int = 15) -> tuple[list[dict], 
             for _ in range(rounds):  # interleaved: theirs, ours, theirs, ours...
                 for pair in pairs:
                     for side, fn in (("theirs", pair.theirs), ("ours", pair.ours)):
+                        gc.collect()  # untimed: no collection owed to earlier calls lands in this one
                         t0 = time.perf_counter()
                         fn()
                         times.setdefault((pair.name, side), []).append(time.perf_counter() - t0)
@@ -159,7 +167,8 @@ def markdown(rows: list[dict], failed: dict, machine: str) -> str:
     out = ["# Adapters: one turn through the adapter vs the framework's own SQL store", "",
            f"{machine}", "",
            "One turn = load the history, then save the turn's 2 items (SDK: `get_items` + `add_items`; "
-           "ADK: `get_session` + two `append_event`). Medians of interleaved rounds, one process, one server.", "",
+           "ADK: `get_session` + two `append_event`). Medians of interleaved rounds, one process, one server; "
+           "a full garbage collection (untimed) before every timed call, both sides alike.", "",
            "| framework | theirs | ours | N | theirs (ms) | ours (ms) | ratio | target at 1 000 |",
            "|---|---|---|---:|---:|---:|---:|---|"]
     for r in rows:
