@@ -1,11 +1,14 @@
 """EXPERIMENT (not part of make bench): the parts of one throughput turn, in one process.
 
-    .venv/bin/python benchmarks/proto_turn.py
+    .venv/bin/python benchmarks/experiments/proto_turn.py
 
 A session as throughput.py seeds it (~150 AgentScope-shaped messages + a state value): the load
 (`get_many`) against the floor's bare SELECT + loads, and the raw statement `get_many` sends.
 """
-import harness  # noqa: F401
+import os, sys  # noqa: E401
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # benchmarks/: harness
+import harness  # noqa: E402,F401
 
 import orjson
 import pymysql
@@ -37,8 +40,8 @@ def raw_many():
         return cur.fetchall()
 
 
-def raw_many_loads():
-    return [orjson.loads(r[2]) for r in raw_many()]
+def raw_many_loads():  # one column a row: the list's items as stored, the other rows marked
+    return [orjson.loads(r[0]) for r in raw_many() if not r[0].startswith(sql.HEAD_MARK)]
 
 
 ops = {"floor: bare SELECT + loads": bare, "get_many's statement (raw, no loads)": raw_many,

@@ -1,7 +1,7 @@
 """EXPERIMENT (not part of make bench): what each step of DESIGN-issue21.md would buy, measured
 with raw SQL on the store's own table (mysql_state is not changed).
 
-    .venv/bin/python benchmarks/proto_paths.py > /tmp/proto.txt
+    .venv/bin/python benchmarks/experiments/proto_paths.py > /tmp/proto.txt
 
 A. statement shapes of a write (each + COMMIT), interleaved rounds, medians;
 B. the short-list read: today's statement vs alternatives, and the store's Python overhead;
@@ -11,7 +11,10 @@ D. the digest of a prefix: SHA-256 vs BLAKE3, and extending a remembered hasher.
 
 from __future__ import annotations
 
-import harness  # noqa: F401
+import os, sys  # noqa: E401
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # benchmarks/: harness
+import harness  # noqa: E402,F401
 
 import base64
 import hashlib

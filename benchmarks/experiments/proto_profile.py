@@ -1,6 +1,6 @@
 """EXPERIMENT (not part of make bench): where the time of issue 21's missed paths goes.
 
-    .venv/bin/python benchmarks/proto_profile.py > /tmp/profile.txt
+    .venv/bin/python benchmarks/experiments/proto_profile.py > /tmp/profile.txt
 
 1. the CPU parts measured alone (dumps, SHA-256 vs BLAKE3 of the prefix, per-item digests);
 2. the statements each path sends, from the server's general log (exact SQL, in order);
@@ -9,7 +9,10 @@
 
 from __future__ import annotations
 
-import harness  # noqa: F401
+import os, sys  # noqa: E401
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # benchmarks/: harness
+import harness  # noqa: E402,F401
 
 import asyncio
 import cProfile

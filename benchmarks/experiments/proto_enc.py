@@ -1,13 +1,15 @@
 """EXPERIMENT (not part of make bench): the encrypted read with base64 decoded by the server.
 
-    .venv/bin/python benchmarks/proto_enc.py
+    .venv/bin/python benchmarks/experiments/proto_enc.py
 
 Plain rows read by a bare SELECT + orjson.loads, against sealed rows opened as the store does
 today (text rows, base64 decoded in Python) and sealed rows whose base64 the server decodes
 (FROM_BASE64 in the SELECT: binary rows, a quarter fewer bytes on the wire), N = 10 000.
 """
-import harness
-import os
+import os, sys  # noqa: E401
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # benchmarks/: harness
+import harness  # noqa: E402
 import orjson, pymysql, data
 from mysql_state import Keyring, MysqlAgentStateStore
 from mysql_state.crypto import PREFIX, RowCipher, NONCE_BYTES

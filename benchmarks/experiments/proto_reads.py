@@ -1,13 +1,16 @@
 """EXPERIMENT (not part of make bench): shapes of the short whole-list read, raw SQL vs the store.
 
-    .venv/bin/python benchmarks/proto_reads.py
+    .venv/bin/python benchmarks/experiments/proto_reads.py
 
 N = 10 and 100: a bare SELECT + loads (with and without the store's socket timeouts), the items
 and the hash row read by one primary-key range (``state_key IN (k, k:_hash)``) with the index
 column, the same as one column with the hash row marked (its MIN/MAX computed in its branch
 only), and ``store.get_list``; interleaved rounds, medians.
 """
-import harness
+import os, sys  # noqa: E401
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # benchmarks/: harness
+import harness  # noqa: E402
 
 import orjson
 import pymysql
