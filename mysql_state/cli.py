@@ -41,11 +41,12 @@ import orjson
 
 from .catalog import ALL_USERS
 from .crypto import Keyring
-from .errors import MysqlStateError, SessionNotFoundError
+from .errors import MysqlStateError, SchemaNotFoundError, SessionNotFoundError
 from .store import MysqlAgentStateStore
 from .url import scrub
 
 GLOBAL_VALUED = ("--url", "--database", "--table")
+GLOBAL_FLAGS = ("--json", "--create")
 KEYS_ENV = "MYSQL_STATE_KEYS"
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -165,6 +166,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--database", help="database name (wins over the URL's path)")
     p.add_argument("--table", help="table name (default agentscope_sessions)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--create", action="store_true",
+                   help="create the database and table when missing (create_if_not_exist=True): a new server, "
+                        "a restore into a fresh database")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sv = _command(sub, "server", None)
     sv.add_argument("action", choices=["start", "stop", "status"])
@@ -249,7 +253,7 @@ def hoist(argv: Sequence[str]) -> list[str]:
             front.append(a)
             if "=" not in a:
                 front.append(next(it, ""))
-        elif a == "--json":
+        elif a in GLOBAL_FLAGS:
             front.append(a)
         else:
             rest.append(a)
@@ -276,9 +280,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         # Encrypted sessions read with the ring of MYSQL_STATE_KEYS (reencrypt needs it).
         args.ring = Keyring.from_env() if os.environ.get(KEYS_ENV) or args.canonical == "reencrypt" else None
-        with MysqlAgentStateStore.from_url(url, args.database, args.table, embedded, pool_size=1,
+        with MysqlAgentStateStore.from_url(url, args.database, args.table, embedded or args.create, pool_size=1,
                                            encryption=args.ring) as store:
             return args.run(store, args)
+    except SchemaNotFoundError as exc:
+        _err(_one_line(f"the {exc.missing} {exc.name} does not exist; nothing was done. Give --create to make it "
+                       f"(before or after the command), or create it with: "
+                       + " ".join(f"{statement};" for statement in exc.statements), url))
+        return 2
     except (NotFound, SessionNotFoundError) as exc:
         _err(_one_line(str(exc), url))
         return NOT_FOUND

@@ -53,7 +53,16 @@ class MysqlStateError(Exception):
 
 
 class SchemaNotFoundError(MysqlStateError):
-    """The database or table is missing and ``create_if_not_exist`` is False."""
+    """The database or table is missing and ``create_if_not_exist`` is False.
+
+    ``missing`` is what is missing (``"database"`` or ``"table"``), ``name`` its quoted name
+    and ``statements`` the SQL that creates what is missing, in order: what a caller other than
+    the API (the command line) needs to say its own way out, without reading the message.
+    """
+
+    def __init__(self, message: str, missing: str = "", name: str = "", statements: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.missing, self.name, self.statements = missing, name, tuple(statements)
 
 
 class ServerUnavailableError(MysqlStateError):

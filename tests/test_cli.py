@@ -7,6 +7,8 @@ import sys
 
 import orjson
 
+from tests.conftest import Raw, connect
+
 
 def cli(url: str, database: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mysql_state", "--url", url, "--database", database, *args],
@@ -233,3 +235,63 @@ def test_a_newcomer_on_the_embedded_default_server(tmp_path):
     finally:
         run("server", "stop")
         shutil.rmtree(cache, ignore_errors=True)
+
+
+# ---- a new server or a fresh database: --create (create_if_not_exist=True) -----------------------
+
+
+def test_a_restore_into_a_fresh_database_needs_create_and_says_so_then_restores_every_row(store, raw, url, database):
+    """The unlucky operator's restore: a backup imported into a database that does not exist yet.
+    Without ``--create`` it is refused in one line that names the way out (the flag, or the SQL),
+    and nothing is created; with it the database and table are made and every row comes back."""
+    store.save_list("alice", "chat-1", "memory", [{"i": i, "text": "héllo"} for i in range(4)])
+    store.save("alice", "chat-1", "summary", {"text": "s"})
+    backup = cli(url, database, "export")
+    assert backup.returncode == 0 and backup.stdout.count("\n") == len(raw.all_rows())
+    fresh = database + "_r"
+    restore = lambda *a: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "mysql_state", "--url", url, "--database", fresh, *a],
+        input=backup.stdout, capture_output=True, text=True, timeout=60)
+    admin = connect(url)
+    exists = lambda: admin.cursor().execute(  # noqa: E731
+        "SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = %s", (fresh,)) == 1
+    try:
+        refused = restore("import")
+        one_line_error(refused, 2, f"database `{fresh}` does not exist", "nothing was done", "--create",
+                       "CREATE DATABASE", "CREATE TABLE")
+        assert not exists()
+        done = restore("import", "--create")  # after the command, as every global option
+        assert done.returncode == 0, done.stderr
+        copy = Raw(url, fresh)
+        try:
+            assert copy.all_rows() == raw.all_rows()
+        finally:
+            copy.close()
+        back = subprocess.run([sys.executable, "-m", "mysql_state", "--url", url, "--database", fresh,
+                               "get", "alice", "chat-1", "memory"], capture_output=True, text=True, timeout=60)
+        assert [orjson.loads(x) for x in back.stdout.splitlines()] == [{"i": i, "text": "héllo"} for i in range(4)]
+    finally:
+        with admin.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{fresh}`")
+        admin.close()
+
+
+def test_a_missing_table_is_named_with_its_create_statement_and_made_by_create(url, database):
+    admin = connect(url)
+    with admin.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{database}`")
+    try:
+        refused = cli(url, database, "sessions")
+        one_line_error(refused, 2, f"table `{database}`.`agentscope_sessions` does not exist", "--create",
+                       "CREATE TABLE")
+        with admin.cursor() as cur:
+            assert cur.execute("SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s", (database,)) == 0
+        saved = cli(url, database, "--create", "save", "bob", "s-1", "k", '{"v": 1}')
+        assert saved.returncode == 0, saved.stderr
+        raw = Raw(url, database)
+        try:
+            assert raw.rows() == [("bob:s-1", "k", 0, '{"v":1}', 1)]
+        finally:
+            raw.close()
+    finally:
+        admin.close()
