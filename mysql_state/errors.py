@@ -8,7 +8,7 @@ never by message text, and chained with ``from`` so the original stays visible.
 from __future__ import annotations
 
 import ssl
-from typing import Optional
+from typing import Optional, Sequence
 
 __all__ = [
     "MysqlStateError",
@@ -56,13 +56,14 @@ class SchemaNotFoundError(MysqlStateError):
     """The database or table is missing and ``create_if_not_exist`` is False.
 
     ``missing`` is what is missing (``"database"`` or ``"table"``), ``name`` its quoted name
-    and ``statements`` the SQL that creates what is missing, in order: what a caller other than
-    the API (the command line) needs to say its own way out, without reading the message.
+    and ``statements`` the SQL that creates what is missing, in order: the message is made of
+    them, and a caller other than the API (the command line) says its own way out from them.
     """
 
-    def __init__(self, message: str, missing: str = "", name: str = "", statements: tuple[str, ...] = ()) -> None:
-        super().__init__(message)
+    def __init__(self, missing: str, name: str, statements: Sequence[str]) -> None:
         self.missing, self.name, self.statements = missing, name, tuple(statements)
+        super().__init__(f"{missing} {name} does not exist. Create it with "
+                         f"{'; and then '.join(self.statements)}; or pass create_if_not_exist=True")
 
 
 class ServerUnavailableError(MysqlStateError):

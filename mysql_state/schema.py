@@ -41,19 +41,10 @@ def set_up(cur: Any, db: str, table: str, create: bool) -> Found:
     else:
         cur.execute(sql.SCHEMA_EXISTS, (db,))
         if cur.fetchone() is None:
-            create_db = sql.CREATE_DATABASE.replace("{db}", db)
-            raise SchemaNotFoundError(
-                f"database `{db}` does not exist. Create it with {create_db}; and then {create_table}; "
-                "or pass create_if_not_exist=True",
-                "database", f"`{db}`", (create_db, create_table),
-            )
+            raise SchemaNotFoundError("database", f"`{db}`", (sql.CREATE_DATABASE.replace("{db}", db), create_table))
         cur.execute(sql.TABLE_EXISTS, (db, table))
         if cur.fetchone() is None:
-            raise SchemaNotFoundError(
-                f"table `{db}`.`{table}` does not exist. Create it with {create_table}; "
-                "or pass create_if_not_exist=True",
-                "table", f"`{db}`.`{table}`", (create_table,),
-            )
+            raise SchemaNotFoundError("table", f"`{db}`.`{table}`", (create_table,))
     columns = _columns(cur, db, table)
     if "version" not in columns:
         try:

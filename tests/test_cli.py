@@ -10,9 +10,9 @@ import orjson
 from tests.conftest import Raw, connect
 
 
-def cli(url: str, database: str, *args: str) -> subprocess.CompletedProcess:
+def cli(url: str, database: str, *args: str, input: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "mysql_state", "--url", url, "--database", database, *args],
-                          capture_output=True, text=True, timeout=60)
+                          input=input, capture_output=True, text=True, timeout=60)
 
 
 def test_cli_mirrors_the_maintenance_calls(store, raw, url, database):
@@ -249,26 +249,21 @@ def test_a_restore_into_a_fresh_database_needs_create_and_says_so_then_restores_
     backup = cli(url, database, "export")
     assert backup.returncode == 0 and backup.stdout.count("\n") == len(raw.all_rows())
     fresh = database + "_r"
-    restore = lambda *a: subprocess.run(  # noqa: E731
-        [sys.executable, "-m", "mysql_state", "--url", url, "--database", fresh, *a],
-        input=backup.stdout, capture_output=True, text=True, timeout=60)
     admin = connect(url)
-    exists = lambda: admin.cursor().execute(  # noqa: E731
-        "SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = %s", (fresh,)) == 1
     try:
-        refused = restore("import")
+        refused = cli(url, fresh, "import", input=backup.stdout)
         one_line_error(refused, 2, f"database `{fresh}` does not exist", "nothing was done", "--create",
                        "CREATE DATABASE", "CREATE TABLE")
-        assert not exists()
-        done = restore("import", "--create")  # after the command, as every global option
+        with admin.cursor() as cur:
+            assert cur.execute("SELECT 1 FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = %s", (fresh,)) == 0
+        done = cli(url, fresh, "import", "--create", input=backup.stdout)  # after the command, as every global option
         assert done.returncode == 0, done.stderr
         copy = Raw(url, fresh)
         try:
             assert copy.all_rows() == raw.all_rows()
         finally:
             copy.close()
-        back = subprocess.run([sys.executable, "-m", "mysql_state", "--url", url, "--database", fresh,
-                               "get", "alice", "chat-1", "memory"], capture_output=True, text=True, timeout=60)
+        back = cli(url, fresh, "get", "alice", "chat-1", "memory")
         assert [orjson.loads(x) for x in back.stdout.splitlines()] == [{"i": i, "text": "héllo"} for i in range(4)]
     finally:
         with admin.cursor() as cur:

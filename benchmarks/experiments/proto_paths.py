@@ -18,7 +18,6 @@ import harness  # noqa: E402,F401
 
 import base64
 import hashlib
-import os
 import random
 import statistics
 import time
