@@ -20,7 +20,13 @@ global ``Questions`` + ``Com_admin_commands`` of the private server, minimum of 
   NOT save the last turn, and by the one that did;
 * ``get_list`` of a short list (N = 10, 100) vs a bare SELECT + ``orjson.loads``; encrypted
   ``get_list`` at N = 10 000 vs plain;
-* throughput, 4 processes x 64 sessions (``throughput.py``, mysql-state and the floor only).
+* throughput, 4 processes x 64 sessions (``throughput.py``, mysql-state and the floor only);
+* beside the issue's figures: each two-process save also against a warm save timed inside a
+  worker process (like for like: both woken from a pipe), and the physical limit of the
+  sub-millisecond paths, their own statement sent raw and pre-bound (``append_list``'s
+  conditional upsert + COMMIT; ``get_list``'s read + ``orjson.loads``), against the same
+  reference: where that limit is above a target, no client code can meet the target. Those
+  two cells run 400 rounds (a commit's jitter moves a 40-round median by 0.3x).
 
 Writes ``benchmarks/results/<date>-paths.{json,md,png}``; the load average is printed beside
 the figures (before and after each cell).
@@ -55,9 +61,11 @@ U = "paths"
 K = "memory"
 DB = "msbench_paths"
 PROFILES = {
-    "full": dict(sizes=(1000, 10000), rounds=40, short=(10, 100), enc_n=10000, as_n=200,
+    # fast: the rounds of the sub-millisecond cells (append, short reads), whose medians a
+    # commit's or a wake-up's jitter moves by 0.3x at 40 rounds.
+    "full": dict(sizes=(1000, 10000), rounds=40, fast=400, short=(10, 100), enc_n=10000, as_n=200,
                  tp=dict(procs=4, sessions=64, actors=64, rounds=3, seconds=5.0)),
-    "quick": dict(sizes=(1000,), rounds=5, short=(10, 100), enc_n=1000, as_n=100,
+    "quick": dict(sizes=(1000,), rounds=5, fast=20, short=(10, 100), enc_n=1000, as_n=100,
                   tp=dict(procs=4, sessions=64, actors=64, rounds=1, seconds=2.0)),
 }
 # The issue's targets: (what is compared, limit, "ratio" <= limit | "rt" <= limit | "min" >= limit)
@@ -74,6 +82,14 @@ TARGETS = {
     "short": ("get_list short list / bare SELECT + loads", 1.2),
     "enc": ("encrypted get_list N=10 000 / plain", 1.5),
     "hash": ("checkpoint hash: BLAKE3 / SHA-256 (why blake3; no target of its own)", None),
+    # Like for like: the two processes' saves against a warm save timed inside a worker process
+    # too (a process that waited on its pipe between saves, as a production worker waits
+    # between requests), beside the issue's figure against the coordinator's warm save.
+    "alt_proc": ("two workers alternating (2 processes) / warm save timed in a worker process", 1.25),
+    # The physical limit of a path: its own statement sent raw (pre-bound, no client code but the
+    # driver's) against the same reference. A target below it cannot be met by any client code.
+    "append_limit": ("limit: append_list's statement alone (raw, + COMMIT) / floor", None),
+    "short_limit": ("limit: get_list's statement alone (raw) + loads / bare SELECT + loads", None),
 }
 
 
@@ -96,6 +112,54 @@ def turn_of(n: int, k: int) -> list:
     """Turn ``k`` (k >= 1) of the alternating workload on the list of length ``n``: 2 messages."""
     r = random.Random(f"alt-{n}-{k}")
     return [data.message(r, 0), data.message(r, 1)]
+
+
+class RawAppend:
+    """``append_list``'s statement for one message, sent raw: the table's own multi-row upsert
+    head and ``APPEND_IF_HASH_TAIL`` (the hash row written only if it still is the text last
+    written, by its SHA-256), the hash row and the item, bound before the timed call; then
+    COMMIT. A list of its own whose hash row text has the real one's size (``template``)."""
+
+    def __init__(self, kwargs: dict, store: Any, sid: str, template: str, item: str) -> None:
+        import hashlib
+        import re
+
+        from mysql_state import keys, sql
+
+        self.con = pymysql.connect(autocommit=False, charset="utf8mb4", database=DB, **kwargs)
+        self.sid, self.hk, self.item = keys.pack(U, sid), keys.hash_key(K), item
+        self.template, self.re, self.sha = template, re.compile(r'"sum":"[0-9a-f]+"'), hashlib.sha256
+        t = store.table.statements
+        self.statement = t["UPSERT_ROWS_HEAD"] + ",".join([sql.UPSERT_ROW] * 2) + t["APPEND_IF_HASH_TAIL"]
+        self.n, self.text, self.next = 1_000_000, self._text(0), None
+        with self.con.cursor() as cur:
+            cur.execute(f"INSERT INTO `{DB}`.`agentscope_sessions` (session_id, state_key, item_index, state_data,"
+                        " version) VALUES (%s, %s, 0, %s, 1) ON DUPLICATE KEY UPDATE state_data = VALUES(state_data)",
+                        (self.sid, self.hk, self.text))
+        self.con.commit()
+
+    def _text(self, i: int) -> str:
+        return self.re.sub('"sum":"%s"' % self.sha(b"%d" % i).hexdigest()[:32], self.template, count=1)
+
+    def before(self) -> None:
+        """The next statement's text, bound untimed: the new hash row, the item at the next index."""
+        self.n += 1
+        new = self._text(self.n)
+        h = self.sha(self.text.encode()).hexdigest()
+        params = (self.sid, self.hk, 0, new, self.sid, K, self.n, self.item, self.hk, h, self.hk, h)
+        self.next = (self.con.cursor().mogrify(self.statement, params), new)
+
+    def op(self) -> None:
+        statement, new = self.next
+        with self.con.cursor() as cur:
+            cur.execute(statement)
+            if not cur.lastrowid:
+                raise RuntimeError("the raw append's condition did not hold")
+        self.con.commit()
+        self.text = new
+
+    def close(self) -> None:
+        self.con.close()
 
 
 def worker_main(conn: Any, url: str, sizes: tuple) -> None:
@@ -220,6 +284,8 @@ class Paths:
         a.save_list(U, sa, K, l0)
         a.save_list(U, sf, K, l0)
         self.procs[0].save(sp, n, 0)
+        spw = f"proc-warm-{n}"
+        self.procs[0].save(spw, n, 0)
         box: dict = {}
         del l2
 
@@ -250,6 +316,12 @@ class Paths:
             proc["k"] += 1
             return self.procs[proc["k"] % 2].save(sp, n, proc["k"])
 
+        pwarm = {"k": 0}
+
+        def proc_warm_op() -> int:  # the same worker saves every turn: it wrote the last one
+            pwarm["k"] += 1
+            return self.procs[0].save(spw, n, pwarm["k"])
+
         def fresh_before() -> None:
             a.save_list(U, sf, K, l0)
             f = box["f"] = new_store(self.url)
@@ -268,6 +340,7 @@ class Paths:
             Subject("reference: floor + orjson.dumps(list) + memcmp", "floor", reference),
             Subject("two workers alternating (2 store objects)", "store", alt_op, alt_before),
             Subject("two workers alternating (2 processes)", "store", proc_op, self_timed=True),
+            Subject("warm save_list (1 process, timed in it)", "store", proc_warm_op, self_timed=True),
             Subject("never-seen process (new store, connections open)", "store",
                     lambda: box["f"].save_list(U, sf, K, l1), fresh_before, fresh_after),
         ]
@@ -281,6 +354,8 @@ class Paths:
             v = m.get(label)
             self.figure("alt", n, v / warm if v and warm else None, f"{label}: {v:.0f} us vs warm {warm:.0f} us", c)
             self.figure("alt_rt", n, rt.get(label), label, c)
+        v, pw = m.get("two workers alternating (2 processes)"), m.get("warm save_list (1 process, timed in it)")
+        self.figure("alt_proc", n, v / pw if v and pw else None, f"{v:.0f} us vs warm in a worker {pw:.0f} us", c)
         v = m["never-seen process (new store, connections open)"]
         self.figure("fresh", n, v / warm if v and warm else None,
                     f"{v:.0f} us vs warm {warm:.0f} us, "
@@ -317,14 +392,26 @@ class Paths:
                 a.pop_list(U, sid, K)
             a.get_list(U, sid, K, offset=-1)  # the worker read the list: it knows its hash row
 
+        with self.admin.cursor() as cur:
+            cur.execute(f"SELECT state_data FROM {self.table} WHERE session_id = %s AND state_key = %s"
+                        " AND item_index = 0", (f"{U}:{sid}", f"{K}:_hash"))
+            template = cur.fetchone()[0]
+        raw = RawAppend(self.kwargs, a, f"raw-append-{n}", template, text[0])
         subjects = [
             Subject("append_list(1 message)", "store", lambda: a.append_list(U, sid, K, msg), before),
             Subject("floor: 1 INSERT + COMMIT (1 message)", "floor", lambda: self.floor.insert(text)),
+            Subject("limit: append_list's statement alone (raw, pre-bound) + COMMIT", "floor", raw.op, raw.before),
         ]
-        c = self.cell("append", n, subjects, bar)
+        try:
+            c = self.cell("append", n, subjects, bar, rounds=self.p["fast"])
+        finally:
+            raw.close()
         s = c["subjects"]
         ours, fl = s["append_list(1 message)"].get("median_us"), s["floor: 1 INSERT + COMMIT (1 message)"].get("median_us")
+        lim = s["limit: append_list's statement alone (raw, pre-bound) + COMMIT"].get("median_us")
         self.figure("append", n, ours / fl if ours and fl else None, f"append {ours:.0f} us, floor {fl:.0f} us", c)
+        self.figure("append_limit", n, lim / fl if lim and fl else None,
+                    f"statement alone {lim:.0f} us, floor {fl:.0f} us: no client code can do better", c)
         self.figure("append_rt", n, s["append_list(1 message)"].get("round_trips"), "append_list", c)
 
     def agentscope(self, bar: Any) -> None:
@@ -386,12 +473,17 @@ class Paths:
                 Subject(f"get_list N={n}", "store", lambda sid=sid: self.a.get_list(U, sid, K)),
                 Subject(f"bare SELECT + loads N={n}", "floor",
                         lambda sid=sid: self.floor.select_list(self.table, f"{U}:{sid}", K)),
+                Subject(f"limit: get_list's statement alone (raw, pre-bound) + loads N={n}", "floor",
+                        self.raw_read(sid)),
             ]
-        c = self.cell("short reads", 0, subjects, bar)
+        c = self.cell("short reads", 0, subjects, bar, rounds=self.p["fast"])
         s = c["subjects"]
         for n in self.p["short"]:
             ours, fl = s[f"get_list N={n}"].get("median_us"), s[f"bare SELECT + loads N={n}"].get("median_us")
             self.figure("short", n, ours / fl if ours and fl else None, f"get_list {ours:.0f} us, bare {fl:.0f} us", c)
+            lim = s[f"limit: get_list's statement alone (raw, pre-bound) + loads N={n}"].get("median_us")
+            self.figure("short_limit", n, lim / fl if lim and fl else None,
+                        f"statement alone {lim:.0f} us, bare {fl:.0f} us: no client code can do better", c)
         n = self.p["enc_n"]
         base = data.Conversation(n).base
         self.a.save_list(U, f"plain-{n}", K, base)
@@ -404,6 +496,24 @@ class Paths:
         s = c["subjects"]
         ours, plain = s[f"get_list N={n} encrypted"].get("median_us"), s[f"get_list N={n}"].get("median_us")
         self.figure("enc", n, ours / plain if ours and plain else None, f"encrypted {ours:.0f} us, plain {plain:.0f} us", c)
+
+    def raw_read(self, sid: str) -> Callable[[], list]:
+        """``get_list``'s whole-list statement for a short list (``SELECT_ITEMS``: the items
+        with their indexes and the hash row, which the damage check needs), bound once, sent
+        on the floor's read connection; then ``orjson.loads`` of the items (the bare read's
+        decode). No check, no store code: the statement's own cost."""
+        from mysql_state import keys
+
+        con, loads = self.floor.rcon, orjson.loads
+        statement = con.cursor().mogrify(self.a.table.statements["SELECT_ITEMS"],
+                                         (K, keys.pack(U, sid), K, keys.hash_key(K)))
+
+        def op() -> list:
+            with con.cursor() as cur:
+                cur.execute(statement)
+                rows = cur.fetchall()
+            return [loads(r[1]) for r in rows if r[0] >= 0]
+        return op
 
     def run_throughput(self, bar: Any) -> None:
         tpp = self.p["tp"]
@@ -459,7 +569,9 @@ def markdown(res: dict) -> str:
            f"Machine: {report.machine_line(m)}.", "",
            f"Load average at the start {m['loadavg']}, at the end {res['loadavg_end']} "
            f"({m['nproc']} cores). {res['note']}", "",
-           f"Command: `{res['command']}`; {res['settings']['rounds']} interleaved rounds per cell, medians; "
+           f"Command: `{res['command']}`; {res['settings']['rounds']} interleaved rounds per cell"
+           + (f" ({res['settings']['fast']} for the sub-millisecond append and short-read cells)"
+              if res["settings"].get("fast") else "") + ", medians; "
            "statements counted by the server (global Questions + Com_admin_commands, private server, "
            "minimum of 3 runs).", "",
            "| path | N | measured | target | | detail | load |", "|---|---:|---:|---:|---|---|---:|"]
@@ -521,7 +633,8 @@ def main(argv: Optional[list] = None) -> int:
     print(harness.loadavg_text(), flush=True)
     bench = Paths(args)
     p = bench.p
-    total = p["rounds"] * (3 * len(p["sizes"]) + 2) + max(5, p["rounds"] // 2) + 1
+    total = (p["rounds"] * (2 * len(p["sizes"]) + 1) + p["fast"] * (len(p["sizes"]) + 1)
+             + max(5, p["rounds"] // 2) + 1)
     try:
         with harness.progress(total, "paths") as bar:
             for n in p["sizes"]:
