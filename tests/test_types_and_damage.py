@@ -158,6 +158,35 @@ def test_save_list_over_a_value_still_replaces_it(store, raw):
     assert store.append_list("u", "s", "v", [3]) == 3 and store.pop_list("u", "s", "v") == 3
 
 
+@pytest.mark.parametrize("repair", ["value", "list", "empty list"])
+def test_a_value_row_beside_an_empty_lists_hash_row_is_found_and_the_next_save_rewrites_it(
+        url, database, store, raw, repair):
+    """The state the known gap of docs/guarantees.md leaves (a value and an empty list created at
+    the same moment on one new key), made by SQL: the list read is a typed error, never a list;
+    the value read is the value; the next save of either kind, by a process that saw nothing,
+    rewrites the key whole."""
+    store.save_list("u", "s", "k", [])
+    raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+                " VALUES ('u:s', 'k', 0, '{\"v\": 1}', 1)")
+    with pytest.raises(CorruptStateError):
+        store.get_list("u", "s", "k")
+    assert store.get("u", "s", "k") == {"v": 1}
+    other = MysqlAgentStateStore.from_url(url, database_name=database)
+    try:
+        if repair == "value":
+            other.save("u", "s", "k", {"x": 2})
+            assert other.get("u", "s", "k") == store.get("u", "s", "k") == {"x": 2}
+            rows = [("k", 0)]
+        else:
+            items = [1, 2] if repair == "list" else []
+            other.save_list("u", "s", "k", items)
+            assert other.get_list("u", "s", "k") == items and store.get_list("u", "s", "k") == items
+            rows = [("k", i) for i in range(len(items))] + [("k:_hash", 0)]
+    finally:
+        other.close()
+    assert [r[1:3] for r in raw.rows("u:s")] == rows
+
+
 def test_a_list_of_one_item_is_still_a_list(store, raw):
     """The rule is precise: a list of one item (our hash row, or the Java store's) is a list."""
     store.save_list("u", "s", "mine", ["only"])
