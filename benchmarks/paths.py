@@ -118,9 +118,10 @@ class RawAppend:
     """``append_list``'s statement for one message, sent raw: the table's own multi-row upsert
     head and ``APPEND_IF_HASH_TAIL`` (the hash row written only if it still is the text last
     written, by its SHA-256), the hash row and the item, bound before the timed call; then
-    COMMIT. A list of its own whose hash row text has the real one's size (``template``)."""
+    COMMIT. A list of its own (session ``sid``) whose hash row text is the size of the store's
+    list ``like``'s (the session of ``U`` and key ``K`` the store saved)."""
 
-    def __init__(self, kwargs: dict, store: Any, sid: str, template: str, item: str) -> None:
+    def __init__(self, kwargs: dict, store: Any, sid: str, like: str, item: str) -> None:
         import hashlib
         import re
 
@@ -128,13 +129,18 @@ class RawAppend:
 
         self.con = pymysql.connect(autocommit=False, charset="utf8mb4", database=DB, **kwargs)
         self.sid, self.hk, self.item = keys.pack(U, sid), keys.hash_key(K), item
-        self.template, self.re, self.sha = template, re.compile(r'"sum":"[0-9a-f]+"'), hashlib.sha256
+        table = f"`{DB}`.`{store.table_name}`"
+        with self.con.cursor() as cur:
+            cur.execute(f"SELECT state_data FROM {table} WHERE session_id = %s"
+                        " AND state_key = %s AND item_index = 0", (keys.pack(U, like), self.hk))
+            self.template = cur.fetchone()[0]
+        self.re, self.sha = re.compile(r'"sum":"[0-9a-f]+"'), hashlib.sha256
         t = store.table.statements
         self.statement = t["UPSERT_ROWS_HEAD"] + ",".join([sql.UPSERT_ROW] * 2) + t["APPEND_IF_HASH_TAIL"]
         self.n, self.text, self.next = 1_000_000, self._text(0), None
         with self.con.cursor() as cur:
-            cur.execute(f"INSERT INTO `{DB}`.`agentscope_sessions` (session_id, state_key, item_index, state_data,"
-                        " version) VALUES (%s, %s, 0, %s, 1) ON DUPLICATE KEY UPDATE state_data = VALUES(state_data)",
+            cur.execute(f"INSERT INTO {table} (session_id, state_key, item_index, state_data, version)"
+                        " VALUES (%s, %s, 0, %s, 1) ON DUPLICATE KEY UPDATE state_data = VALUES(state_data)",
                         (self.sid, self.hk, self.text))
         self.con.commit()
 
@@ -392,11 +398,7 @@ class Paths:
                 a.pop_list(U, sid, K)
             a.get_list(U, sid, K, offset=-1)  # the worker read the list: it knows its hash row
 
-        with self.admin.cursor() as cur:
-            cur.execute(f"SELECT state_data FROM {self.table} WHERE session_id = %s AND state_key = %s"
-                        " AND item_index = 0", (f"{U}:{sid}", f"{K}:_hash"))
-            template = cur.fetchone()[0]
-        raw = RawAppend(self.kwargs, a, f"raw-append-{n}", template, text[0])
+        raw = RawAppend(self.kwargs, a, f"raw-append-{n}", sid, text[0])
         subjects = [
             Subject("append_list(1 message)", "store", lambda: a.append_list(U, sid, K, msg), before),
             Subject("floor: 1 INSERT + COMMIT (1 message)", "floor", lambda: self.floor.insert(text)),

@@ -23,7 +23,7 @@ import pymysql
 
 import data
 import paths
-from mysql_state import MysqlAgentStateStore, keys
+from mysql_state import MysqlAgentStateStore
 
 
 def main() -> None:
@@ -37,11 +37,7 @@ def main() -> None:
     store.delete(paths.U, "cpu")
     store.save_list(paths.U, "cpu", paths.K, data.Conversation(10).base)
     store.get_list(paths.U, "cpu", paths.K, offset=-1)  # the process knows the hash row: one statement
-    with admin.cursor() as cur:
-        cur.execute(f"SELECT state_data FROM `{paths.DB}`.`{store.table_name}` WHERE session_id = %s"
-                    " AND state_key = %s AND item_index = 0", (keys.pack(paths.U, "cpu"), keys.hash_key(paths.K)))
-        template = cur.fetchone()[0]
-    raw = paths.RawAppend(kw, store, "cpu-raw", template, orjson.dumps(msg[0]).decode())
+    raw = paths.RawAppend(kw, store, "cpu-raw", "cpu", orjson.dumps(msg[0]).decode())
     cpu: dict = {"append_list": [], "raw statement + COMMIT": []}
     wall: dict = {k: [] for k in cpu}
     ops = {"append_list": lambda: store.append_list(paths.U, "cpu", paths.K, msg), "raw statement + COMMIT": raw.op}
