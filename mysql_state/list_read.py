@@ -16,7 +16,8 @@ from .errors import CorruptStateError
 from .listsync import ListHash
 from .table import Table
 
-__all__ = ["get", "many", "read", "check", "length", "read_many", "check_many", "read_hash"]
+__all__ = ["get", "many", "read", "check", "read_range", "check_range", "long_window", "length", "read_many",
+           "check_many", "read_hash"]
 
 Checked = tuple[list, int, Optional[ListHash]]
 #: Items past which a whole-list read takes ``SELECT_ITEMS_LONG`` (measured, issue 21: the two
@@ -28,13 +29,29 @@ LONG_LIST = 128
 def get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int], model: Any,
         seen_n: Optional[int] = None) -> Checked:
     """A list read (whole, a window or a tail) and checked: (items, version, hash row);
-    ``seen_n``: the length this process last saw (a whole read of a long list takes the
-    one-column shape)."""
+    ``seen_n``: the length this process last saw (a whole read of a long list, and a long
+    window, take the one-column shapes)."""
+    if offset > 0 or (offset == 0 and limit is not None):
+        if long_window(offset, limit, seen_n):
+            found = check_range(t, read_range(cur, t, sid, k, offset, limit), sid, k, offset, limit, model)
+            if found is not None:
+                return found  # else: a list without our hash row, or damaged: read with the indexes
+        return check(t, read(cur, t, sid, k, offset, limit), sid, k, offset, limit, model)
     long = offset == 0 and limit is None and seen_n is not None and seen_n > LONG_LIST
     rows = read(cur, t, sid, k, offset, limit, long)
     if long and rows and not rows[-1][0].startswith(sql.HEAD_MARK):
         rows = read(cur, t, sid, k, offset, limit)  # no hash row: read again with the indexes
     return check(t, rows, sid, k, offset, limit, model)
+
+
+def long_window(offset: int, limit: Optional[int], seen_n: Optional[int]) -> bool:
+    """Whether a window ``offset >= 0`` is read in the one-column shape: more than
+    ``LONG_LIST`` items, as far as the length last seen (else the limit) tells."""
+    if seen_n is not None:
+        span = seen_n - offset if limit is None else min(limit, seen_n - offset)
+    else:
+        span = -1 if limit is None else limit
+    return span > LONG_LIST
 
 
 def many(cur: Any, t: Table, sid: str, value_keys: Sequence[str], list_keys: Sequence[str],
@@ -57,6 +74,42 @@ def read(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int]
     else:
         cur.execute(s["SELECT_WINDOW"], (sid, k, offset, sql.NO_LIMIT if limit is None else limit, sid, hk))
     return cur.fetchall()
+
+
+def read_range(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int]) -> list:
+    """The rows of a window ``offset >= 0`` in the one-column shape (``SELECT_RANGE_LONG``)."""
+    end = sql.NO_LIMIT if limit is None else offset + limit
+    cur.execute(t.statements["SELECT_RANGE_LONG"], (k, sid, k, sid, k, sid, k, offset, end, keys.hash_key(k)))
+    return cur.fetchall()
+
+
+def check_range(t: Table, rows: Any, sid: str, k: str, offset: int, limit: Optional[int],
+                model: Any) -> Optional[Checked]:
+    """:func:`check` for a window read by :func:`read_range`, or None when these rows cannot
+    prove it (no hash row of this store, a count that is not the hash row's, a row past the
+    list's end): the caller reads the window again with the indexes, which names the damage.
+
+    The rows hold indexes ``>= offset`` and ``< offset + limit``, distinct and in order: all in
+    ``[offset, min(n, offset + limit))`` when the window ends at or before the hash row's ``n``,
+    or when the highest index of the whole list is below ``n``; then as many rows as that range
+    holds are exactly it."""
+    if not rows:
+        return [], 0, None  # neither items in the window nor a hash row: what check() gives
+    marked = rows[-1][0]
+    if not marked.startswith(sql.HEAD_MARK):
+        return None
+    meta, _, head = marked[1:].partition(sql.HEAD_MARK)
+    parts = meta.split(",")
+    stored = ListHash.parse(head)
+    if stored is None:
+        return None
+    n, items = stored.n, rows[:-1]
+    highest = int(parts[2]) if parts[2] else None
+    stop = n if limit is None else min(n, offset + limit)
+    past_end = limit is None or offset + limit > n  # the window reaches past the list's end
+    if len(items) != max(0, stop - offset) or (past_end and highest is not None and highest >= n):
+        return None
+    return t.sealer.decode_items(sid, k, items, 0, offset, model), int(parts[0]), stored
 
 
 def check(t: Table, rows: Any, sid: str, k: str, offset: int, limit: Optional[int], model: Any) -> Checked:

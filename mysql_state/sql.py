@@ -206,6 +206,15 @@ SELECT_ITEMS_LONG = (
     "SELECT IF(state_key = %s, state_data, " + marked_head("{t}") + ")"
     " FROM {t} WHERE session_id = %s AND state_key IN (%s, %s) ORDER BY state_key, item_index"
 )
+# A long window ``[offset, end)`` (``offset >= 0``) in the same one-column shape: the items in it,
+# the hash row last, marked with the lowest and highest index of the whole list, which prove the
+# window's rows exactly ``offset..`` when their count is the one the hash row gives
+# (list_read.check_range); anything else is read again with the indexes. No UNION, one field a row.
+SELECT_RANGE_LONG = (
+    "SELECT IF(state_key = %s, state_data, " + marked_head("{t}") + ")"
+    " FROM {t} WHERE session_id = %s AND ((state_key = %s AND item_index >= %s AND item_index < %s)"
+    " OR (state_key = %s AND item_index = 0)) ORDER BY state_key, item_index"
+)
 HEAD_MARK = "\x1f"
 #: A LIMIT no list reaches (item_index is an INT), yet valid SQL: "no limit" in a window.
 NO_LIMIT = 1 << 62

@@ -400,6 +400,80 @@ def test_a_whole_read_of_a_short_or_long_list_finds_a_missing_row(store, raw, n)
     assert store.get_list("u", "s", "m") == rest == store.get_many("u", "s", lists=["z", "m"])["m"]
 
 
+LONG = 300
+WINDOWS = [(0, 300), (0, 200), (50, 200), (150, None), (250, 100), (299, 500), (300, 200), (400, 200), (1, None)]
+
+
+@pytest.mark.parametrize("offset,limit", WINDOWS)
+@pytest.mark.parametrize("who", ["the writer", "another process"])
+def test_a_long_window_reads_exactly_its_items_in_one_statement(store, other, raw, offset, limit, who):
+    """A window of more than list_read.LONG_LIST items (as far as the length last seen, or the
+    limit, tells) is read in the one-column shape: the same items as the indexed shape, one
+    statement, from the process that wrote the list and from one that never saw it."""
+    items = [msg(i) for i in range(LONG)]
+    store.save_list("u", "s", "m", items)
+    reader = store if who == "the writer" else other
+    reader.exists("u", "warm-up")  # its read pool's connection open
+    got, count = statements(raw, lambda: reader.get_list("u", "s", "m", offset=offset, limit=limit))
+    assert got == items[offset:None if limit is None else offset + limit]
+    assert count == 1
+
+
+@pytest.mark.parametrize("damage", ["a row inside", "a stray row past the end", "no hash row"])
+def test_a_long_window_over_damage_is_read_again_with_the_indexes(store, raw, damage):
+    """The one-column window proves its rows by their count, the hash row's length and the
+    list's highest index; when they do not prove it, the window is read again with the indexes
+    (a second statement, which is how this test sees that the one-column shape ran), and that
+    read says what it always said: the damage, or the items of a list without a hash row."""
+    from mysql_state import CorruptStateError
+
+    items = [msg(i) for i in range(LONG)]
+    store.save_list("u", "s", "m", items)
+    store.get_list("u", "s", "m")  # the length is known (windows are long by it), connections open
+    if damage == "a row inside":
+        raw.execute("DELETE FROM {t} WHERE state_key='m' AND item_index=120")
+        with pytest.raises(CorruptStateError):
+            store.get_list("u", "s", "m", offset=0, limit=200)
+        assert statements(raw, lambda: store.get_list("u", "s", "m", offset=130, limit=170))[1] == 1
+    elif damage == "a stray row past the end":
+        raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+                    " VALUES ('u:s', 'm', 310, '\"stray\"', 1)")
+        with pytest.raises(CorruptStateError):
+            store.get_list("u", "s", "m", offset=100, limit=300)  # the stray row is in the window
+        got, count = statements(raw, lambda: store.get_list("u", "s", "m", offset=0, limit=200))
+        assert got == items[:200] and count == 1  # outside a window that ends before n: no doubt
+        got, count = statements(raw, lambda: store.get_list("u", "s", "m", offset=250, limit=50))
+        assert got == items[250:] and count == 1
+        with pytest.raises(CorruptStateError):
+            store.get_list("u", "s", "m", offset=150)  # to the end: the stray row is in it
+    else:
+        raw.execute("DELETE FROM {t} WHERE state_key='m:_hash'")  # a list as the Java store leaves it
+        got, count = statements(raw, lambda: store.get_list("u", "s", "m", offset=10, limit=200))
+        assert got == items[10:210] and count == 2
+
+
+def test_a_long_encrypted_window_opens_each_row_at_its_own_index(url, database, raw):
+    """Sealed rows are bound to their index: a window read in one column opens them from its
+    offset, and a row moved inside the window is a DecryptionError naming its index."""
+    import os
+
+    from mysql_state import DecryptionError, Keyring
+
+    enc = MysqlAgentStateStore.from_url(url, database_name=database,
+                                        encryption=Keyring({"k1": os.urandom(32)}, current="k1"))
+    try:
+        items = [msg(i) for i in range(LONG)]
+        enc.save_list("u", "s", "m", items)
+        assert enc.get_list("u", "s", "m", offset=70, limit=200) == items[70:270]
+        row = raw.query("SELECT state_data FROM {t} WHERE state_key='m' AND item_index=151")[0][0]
+        raw.execute("UPDATE {t} SET state_data=%s WHERE state_key='m' AND item_index=150", (row,))
+        with pytest.raises(DecryptionError) as info:
+            enc.get_list("u", "s", "m", offset=70, limit=200)
+        assert info.value.index == 150
+    finally:
+        enc.close()
+
+
 def test_save_many_of_two_lists_keeps_the_first_when_the_second_changed_behind_its_back(store, other, raw):
     """A missed one-statement write rolls back its transaction: only the transaction's first
     list may speculate, or the lists written before it would be lost (they were, before)."""
