@@ -16,26 +16,36 @@ from .errors import CorruptStateError
 from .listsync import ListHash
 from .table import Table
 
-__all__ = ["get", "many", "read", "check", "read_range", "check_range", "long_window", "length", "read_many",
-           "check_many", "read_hash"]
+__all__ = ["get", "many", "read", "check", "read_range", "check_range", "read_tail", "check_tail", "long_window",
+           "length", "read_many", "check_many", "read_hash"]
 
 Checked = tuple[list, int, Optional[ListHash]]
 #: Items past which a whole-list read takes ``SELECT_ITEMS_LONG`` (measured, issue 21: the two
 #: shapes cost the same near 100 items; at 10 the long one's sub-queries cost 1.2x, at 10 000
 #: the short one's second field per row ~1.1x).
 LONG_LIST = 128
+#: Items past which a tail takes ``SELECT_TAIL_LONG`` (measured: the two shapes cost the same
+#: up to ~30 items, the one-column one 0.94x at 50, 0.9x at 100, 0.77x at 1 000;
+#: ``benchmarks/experiments/window_shapes.py``).
+SHORT_TAIL = 32
 
 
 def get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int], model: Any,
         seen_n: Optional[int] = None) -> Checked:
     """A list read (whole, a window or a tail) and checked: (items, version, hash row);
-    ``seen_n``: the length this process last saw (a whole read of a long list, and a long
-    window, take the one-column shapes)."""
-    if offset > 0 or (offset == 0 and limit is not None):
+    ``seen_n``: the length this process last saw. A whole read of a long list, a long window
+    and a tail of more than ``SHORT_TAIL`` items take the one-column shapes; what those cannot
+    prove (a list without a hash row of this store, damage) is read again with the indexes."""
+    if offset < 0 and -offset > SHORT_TAIL:
+        found = check_tail(t, read_tail(cur, t, sid, k, -offset), sid, k, -offset, limit, model)
+        if found is not None:
+            return found  # else: a list without our hash row, or damaged: read with the indexes
+    elif offset > 0 or (offset == 0 and limit is not None):
         if long_window(offset, limit, seen_n):
             found = check_range(t, read_range(cur, t, sid, k, offset, limit), sid, k, offset, limit, model)
             if found is not None:
-                return found  # else: a list without our hash row, or damaged: read with the indexes
+                return found
+    if offset != 0 or limit is not None:
         return check(t, read(cur, t, sid, k, offset, limit), sid, k, offset, limit, model)
     long = offset == 0 and limit is None and seen_n is not None and seen_n > LONG_LIST
     rows = read(cur, t, sid, k, offset, limit, long)
@@ -83,6 +93,50 @@ def read_range(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optiona
     return cur.fetchall()
 
 
+def read_tail(cur: Any, t: Table, sid: str, k: str, count: int) -> list:
+    """The rows of the last ``count`` items in the one-column shape (``SELECT_TAIL_LONG``)."""
+    cur.execute(t.statements["SELECT_TAIL_LONG"], (k, sid, k, sid, k, sid, k, sid, k, count, keys.hash_key(k)))
+    return cur.fetchall()
+
+
+def check_tail(t: Table, rows: Any, sid: str, k: str, count: int, limit: Optional[int],
+               model: Any) -> Optional[Checked]:
+    """:func:`check` for a tail read by :func:`read_tail` (the first ``limit`` of the last
+    ``count`` items), or None when these rows cannot prove it (as :func:`check_range`).
+
+    The rows hold indexes above the list's highest minus ``count``, distinct and in order:
+    when the highest is the hash row's ``n - 1`` (and, for a tail longer than the list, the
+    lowest is not negative), they are all in ``[max(0, n - count), n)``, so as many rows as
+    that range holds are exactly it."""
+    if not rows:
+        return [], 0, None  # neither items nor a hash row: what check() gives
+    head = _marked_head(rows[-1][0])
+    if head is None:
+        return None
+    version, lowest, highest, stored = head
+    n, items = stored.n, rows[:-1]
+    start = max(0, n - count)
+    below = count > n and lowest is not None and lowest < 0  # the tail reaches a row below 0
+    if len(items) != n - start or (n and highest != n - 1) or below:
+        return None
+    if limit is not None:
+        items = items[:limit]
+    return t.sealer.decode_items(sid, k, items, 0, start, model), version, stored
+
+
+def _marked_head(marked: str) -> Optional[tuple[int, Optional[int], Optional[int], ListHash]]:
+    """A marked hash row's (version, lowest index, highest index, what it says); None when
+    the row is not a marked hash row this store reads."""
+    if not marked.startswith(sql.HEAD_MARK):
+        return None
+    meta, _, text = marked[1:].partition(sql.HEAD_MARK)
+    parts = meta.split(",")
+    stored = ListHash.parse(text)
+    if stored is None or len(parts) != 3:
+        return None
+    return int(parts[0]), int(parts[1]) if parts[1] else None, int(parts[2]) if parts[2] else None, stored
+
+
 def check_range(t: Table, rows: Any, sid: str, k: str, offset: int, limit: Optional[int],
                 model: Any) -> Optional[Checked]:
     """:func:`check` for a window read by :func:`read_range`, or None when these rows cannot
@@ -95,21 +149,16 @@ def check_range(t: Table, rows: Any, sid: str, k: str, offset: int, limit: Optio
     holds are exactly it."""
     if not rows:
         return [], 0, None  # neither items in the window nor a hash row: what check() gives
-    marked = rows[-1][0]
-    if not marked.startswith(sql.HEAD_MARK):
+    head = _marked_head(rows[-1][0])
+    if head is None:
         return None
-    meta, _, head = marked[1:].partition(sql.HEAD_MARK)
-    parts = meta.split(",")
-    stored = ListHash.parse(head)
-    if stored is None:
-        return None
+    version, _, highest, stored = head
     n, items = stored.n, rows[:-1]
-    highest = int(parts[2]) if parts[2] else None
     stop = n if limit is None else min(n, offset + limit)
     past_end = limit is None or offset + limit > n  # the window reaches past the list's end
     if len(items) != max(0, stop - offset) or (past_end and highest is not None and highest >= n):
         return None
-    return t.sealer.decode_items(sid, k, items, 0, offset, model), int(parts[0]), stored
+    return t.sealer.decode_items(sid, k, items, 0, offset, model), version, stored
 
 
 def check(t: Table, rows: Any, sid: str, k: str, offset: int, limit: Optional[int], model: Any) -> Checked:

@@ -215,6 +215,14 @@ SELECT_RANGE_LONG = (
     " FROM {t} WHERE session_id = %s AND ((state_key = %s AND item_index >= %s AND item_index < %s)"
     " OR (state_key = %s AND item_index = 0)) ORDER BY state_key, item_index"
 )
+# A tail (the last ``%s`` items) in the same shape: the items above the list's highest index
+# minus the count (a sub-query the server computes once, before it reads the range).
+SELECT_TAIL_LONG = (
+    "SELECT IF(state_key = %s, state_data, " + marked_head("{t}") + ")"
+    " FROM {t} WHERE session_id = %s AND ((state_key = %s AND item_index >"
+    " (SELECT MAX(item_index) FROM {t} WHERE session_id = %s AND state_key = %s) - %s)"
+    " OR (state_key = %s AND item_index = 0)) ORDER BY state_key, item_index"
+)
 HEAD_MARK = "\x1f"
 #: A LIMIT no list reaches (item_index is an INT), yet valid SQL: "no limit" in a window.
 NO_LIMIT = 1 << 62

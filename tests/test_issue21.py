@@ -419,6 +419,52 @@ def test_a_long_window_reads_exactly_its_items_in_one_statement(store, other, ra
     assert count == 1
 
 
+TAILS = [(-33, None), (-40, None), (-40, 5), (-299, None), (-300, 2), (-301, None), (-1000, None)]
+
+
+@pytest.mark.parametrize("offset,limit", TAILS)
+@pytest.mark.parametrize("who", ["the writer", "another process"])
+def test_a_tail_reads_exactly_its_items_in_one_statement(store, other, raw, offset, limit, who):
+    """A tail of more than list_read.SHORT_TAIL items is read in the one-column shape (the
+    items above the list's highest index minus the count): the same items, one statement."""
+    items = [msg(i) for i in range(LONG)]
+    store.save_list("u", "s", "m", items)
+    reader = store if who == "the writer" else other
+    reader.exists("u", "warm-up")
+    got, count = statements(raw, lambda: reader.get_list("u", "s", "m", offset=offset, limit=limit))
+    want = items[max(0, LONG + offset):]
+    assert got == (want if limit is None else want[:limit])
+    assert count == 1
+
+
+@pytest.mark.parametrize("damage", ["a row inside", "a stray row past the end", "a negative index", "no hash row"])
+def test_a_long_tail_over_damage_is_read_again_with_the_indexes(store, raw, damage):
+    """As for windows: what the one-column tail cannot prove is read again with the indexes."""
+    from mysql_state import CorruptStateError
+
+    items = [msg(i) for i in range(LONG)]
+    store.save_list("u", "s", "m", items)
+    store.get_list("u", "s", "m")
+    if damage == "a row inside":
+        raw.execute("DELETE FROM {t} WHERE state_key='m' AND item_index=290")
+        with pytest.raises(CorruptStateError):
+            store.get_list("u", "s", "m", offset=-40)
+    elif damage == "no hash row":  # a list as the Java store leaves it
+        raw.execute("DELETE FROM {t} WHERE state_key='m:_hash'")
+        assert statements(raw, lambda: store.get_list("u", "s", "m", offset=-40)) == (items[-40:], 2)
+    else:
+        index = 310 if damage == "a stray row past the end" else -1
+        raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+                    " VALUES ('u:s', 'm', %s, '1', 1)", (index,))
+        if index > 0:
+            with pytest.raises(CorruptStateError):
+                store.get_list("u", "s", "m", offset=-40)
+        else:  # below the tail, which proves itself; a tail longer than the list takes it in
+            assert statements(raw, lambda: store.get_list("u", "s", "m", offset=-40)) == (items[-40:], 1)
+            with pytest.raises(CorruptStateError):
+                store.get_list("u", "s", "m", offset=-400)
+
+
 @pytest.mark.parametrize("damage", ["a row inside", "a stray row past the end", "no hash row"])
 def test_a_long_window_over_damage_is_read_again_with_the_indexes(store, raw, damage):
     """The one-column window proves its rows by their count, the hash row's length and the
@@ -453,8 +499,8 @@ def test_a_long_window_over_damage_is_read_again_with_the_indexes(store, raw, da
 
 
 def test_a_long_encrypted_window_opens_each_row_at_its_own_index(url, database, raw):
-    """Sealed rows are bound to their index: a window read in one column opens them from its
-    offset, and a row moved inside the window is a DecryptionError naming its index."""
+    """Sealed rows are bound to their index: a window or a tail read in one column opens them
+    from its first index, and a row moved inside it is a DecryptionError naming its index."""
     import os
 
     from mysql_state import DecryptionError, Keyring
@@ -465,11 +511,13 @@ def test_a_long_encrypted_window_opens_each_row_at_its_own_index(url, database, 
         items = [msg(i) for i in range(LONG)]
         enc.save_list("u", "s", "m", items)
         assert enc.get_list("u", "s", "m", offset=70, limit=200) == items[70:270]
+        assert enc.get_list("u", "s", "m", offset=-200) == items[100:]
         row = raw.query("SELECT state_data FROM {t} WHERE state_key='m' AND item_index=151")[0][0]
         raw.execute("UPDATE {t} SET state_data=%s WHERE state_key='m' AND item_index=150", (row,))
-        with pytest.raises(DecryptionError) as info:
-            enc.get_list("u", "s", "m", offset=70, limit=200)
-        assert info.value.index == 150
+        for window in ({"offset": 70, "limit": 200}, {"offset": -200}):
+            with pytest.raises(DecryptionError) as info:
+                enc.get_list("u", "s", "m", **window)
+            assert info.value.index == 150
     finally:
         enc.close()
 
