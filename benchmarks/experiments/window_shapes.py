@@ -1,10 +1,12 @@
-"""EXPERIMENT (not part of make bench): a long window ``get_list(offset=o, limit=l)`` in the
-one-column shape (``SELECT_RANGE_LONG``) against the indexed shape it replaced
-(``SELECT_WINDOW``: index, text and a constant a row, the hash row by ``UNION ALL``), same store,
-same list, interleaved calls (the order flipped each round), medians; then ``MysqlSaver.get_tuple``
-of a 1 000-message thread, which reads its message log as one window, both ways. The indexed
-shape is had by raising ``list_read.LONG_LIST`` past every window for the call: the same code
-otherwise, which is the comparison wanted (docs/lists.md, "Reads").
+"""EXPERIMENT (not part of make bench): a long window ``get_list(offset=o, limit=l)`` and a
+tail ``get_list(offset=-k)`` in the one-column shapes (``SELECT_RANGE_LONG``,
+``SELECT_TAIL_LONG``) against the indexed shapes they replaced (``SELECT_WINDOW``,
+``SELECT_TAIL``: index, text and a constant a row, the hash row by ``UNION ALL``), same store,
+same list, interleaved calls (the order flipped each round), medians; then
+``MysqlSaver.get_tuple`` of a 1 000-message thread, which reads its message log as one window,
+both ways. The indexed shape is had by raising ``list_read.LONG_LIST`` (windows) or
+``list_read.SHORT_TAIL`` (tails) past every read for the call: the same code otherwise, which
+is the comparison wanted (docs/lists.md, "Reads").
 
     .venv/bin/python benchmarks/experiments/window_shapes.py [ROUNDS]
 """
@@ -27,19 +29,20 @@ DB = "msbench_windows"
 SHORT_ONLY = 10**9  # a LONG_LIST no window passes: the indexed shape
 
 
-def both_ways(rounds: int, call: Callable[[], Any]) -> tuple[float, float]:
-    """Median seconds of ``call`` in the one-column shape and in the indexed one."""
-    default = list_read.LONG_LIST
+def both_ways(rounds: int, call: Callable[[], Any], threshold: str = "LONG_LIST") -> tuple[float, float]:
+    """Median seconds of ``call`` in the one-column shape and in the indexed one (``threshold``:
+    the ``list_read`` constant that picks the shape)."""
+    default = getattr(list_read, threshold)
     got: dict = {default: [], SHORT_ONLY: []}
     try:
         for i in range(rounds):
             for limit in ((default, SHORT_ONLY) if i % 2 else (SHORT_ONLY, default)):
-                list_read.LONG_LIST = limit
+                setattr(list_read, threshold, limit)
                 start = time.perf_counter()
                 call()
                 got[limit].append(time.perf_counter() - start)
     finally:
-        list_read.LONG_LIST = default
+        setattr(list_read, threshold, default)
     return statistics.median(got[default]), statistics.median(got[SHORT_ONLY])
 
 
@@ -78,6 +81,11 @@ def main() -> None:
             one, indexed = both_ways(rounds, lambda: store.get_list("u", sid, "m", offset=offset, limit=limit))
             print(f"window [{offset}, {offset + limit}) of {n} items: one column {one * 1e3:.2f} ms, "
                   f"indexed {indexed * 1e3:.2f} ms: {one / indexed:.2f}x")
+        sid = "windows-1000"
+        for count in (1, 5, 20, 32, 50, 64, 100, 1000):
+            one, indexed = both_ways(rounds, lambda: store.get_list("u", sid, "m", offset=-count), "SHORT_TAIL")
+            print(f"tail of {count} of 1000 items: one column {one * 1e3:.3f} ms, indexed {indexed * 1e3:.3f} ms: "
+                  f"{one / indexed:.2f}x")
     saver_load(url, rounds // 2)
     print(f"done ({harness.loadavg_text()})")
 
