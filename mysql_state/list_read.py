@@ -24,19 +24,20 @@ Checked = tuple[list, int, Optional[ListHash]]
 #: shapes cost the same near 100 items; at 10 the long one's sub-queries cost 1.2x, at 10 000
 #: the short one's second field per row ~1.1x).
 LONG_LIST = 128
-#: Items past which a tail takes ``SELECT_TAIL_LONG`` (measured: the two shapes cost the same
-#: up to ~30 items, the one-column one 0.94x at 50, 0.9x at 100, 0.77x at 1 000;
+#: Items past which a window or a tail takes ``SELECT_RANGE_LONG`` / ``SELECT_TAIL_LONG``
+#: (measured against the indexed shapes, whose hash row comes by ``UNION ALL``: the same time at
+#: 10 items, the one-column ones ~0.94x at 32-50, ~0.9x at 100, 0.77x at 1 000;
 #: ``benchmarks/experiments/window_shapes.py``).
-SHORT_TAIL = 32
+SHORT_WINDOW = 32
 
 
 def get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int], model: Any,
         seen_n: Optional[int] = None) -> Checked:
     """A list read (whole, a window or a tail) and checked: (items, version, hash row);
-    ``seen_n``: the length this process last saw. A whole read of a long list, a long window
-    and a tail of more than ``SHORT_TAIL`` items take the one-column shapes; what those cannot
+    ``seen_n``: the length this process last saw. A whole read of a long list, and a window or
+    a tail of more than ``SHORT_WINDOW`` items, take the one-column shapes; what those cannot
     prove (a list without a hash row of this store, damage) is read again with the indexes."""
-    if offset < 0 and -offset > SHORT_TAIL:
+    if offset < 0 and -offset > SHORT_WINDOW:
         found = check_tail(t, read_tail(cur, t, sid, k, -offset), sid, k, -offset, limit, model)
         if found is not None:
             return found  # else: a list without our hash row, or damaged: read with the indexes
@@ -56,12 +57,12 @@ def get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int],
 
 def long_window(offset: int, limit: Optional[int], seen_n: Optional[int]) -> bool:
     """Whether a window ``offset >= 0`` is read in the one-column shape: more than
-    ``LONG_LIST`` items, as far as the length last seen (else the limit) tells."""
+    ``SHORT_WINDOW`` items, as far as the length last seen (else the limit) tells."""
     if seen_n is not None:
         span = seen_n - offset if limit is None else min(limit, seen_n - offset)
     else:
         span = -1 if limit is None else limit
-    return span > LONG_LIST
+    return span > SHORT_WINDOW
 
 
 def many(cur: Any, t: Table, sid: str, value_keys: Sequence[str], list_keys: Sequence[str],

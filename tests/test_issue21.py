@@ -407,7 +407,7 @@ WINDOWS = [(0, 300), (0, 200), (50, 200), (150, None), (250, 100), (299, 500), (
 @pytest.mark.parametrize("offset,limit", WINDOWS)
 @pytest.mark.parametrize("who", ["the writer", "another process"])
 def test_a_long_window_reads_exactly_its_items_in_one_statement(store, other, raw, offset, limit, who):
-    """A window of more than list_read.LONG_LIST items (as far as the length last seen, or the
+    """A window of more than list_read.SHORT_WINDOW items (as far as the length last seen, or the
     limit, tells) is read in the one-column shape: the same items as the indexed shape, one
     statement, from the process that wrote the list and from one that never saw it."""
     items = [msg(i) for i in range(LONG)]
@@ -425,7 +425,7 @@ TAILS = [(-33, None), (-40, None), (-40, 5), (-299, None), (-300, 2), (-301, Non
 @pytest.mark.parametrize("offset,limit", TAILS)
 @pytest.mark.parametrize("who", ["the writer", "another process"])
 def test_a_tail_reads_exactly_its_items_in_one_statement(store, other, raw, offset, limit, who):
-    """A tail of more than list_read.SHORT_TAIL items is read in the one-column shape (the
+    """A tail of more than list_read.SHORT_WINDOW items is read in the one-column shape (the
     items above the list's highest index minus the count): the same items, one statement."""
     items = [msg(i) for i in range(LONG)]
     store.save_list("u", "s", "m", items)
