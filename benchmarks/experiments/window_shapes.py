@@ -4,9 +4,8 @@ tail ``get_list(offset=-k)`` in the one-column shapes (``SELECT_RANGE_LONG``,
 ``SELECT_TAIL``: index, text and a constant a row, the hash row by ``UNION ALL``), same store,
 same list, interleaved calls (the order flipped each round), medians; then
 ``MysqlSaver.get_tuple`` of a 1 000-message thread, which reads its message log as one window,
-both ways. The indexed shape is had by raising ``list_read.LONG_LIST`` (windows) or
-``list_read.SHORT_TAIL`` (tails) past every read for the call: the same code otherwise, which
-is the comparison wanted (docs/lists.md, "Reads").
+both ways. The indexed shape is had by raising ``list_read.SHORT_WINDOW`` past every read for
+the call: the same code otherwise, which is the comparison wanted (docs/lists.md, "Reads").
 
     .venv/bin/python benchmarks/experiments/window_shapes.py [ROUNDS]
 """
@@ -26,24 +25,25 @@ import data
 from mysql_state import MysqlAgentStateStore, list_read
 
 DB = "msbench_windows"
-SHORT_ONLY = 10**9  # a LONG_LIST no window passes: the indexed shape
+SHORT_ONLY = 10**9  # a SHORT_WINDOW no read passes: the indexed shape
+ALL_ONE_COLUMN = 0  # every window and tail in one column, whatever its size
 
 
-def both_ways(rounds: int, call: Callable[[], Any], threshold: str = "LONG_LIST") -> tuple[float, float]:
-    """Median seconds of ``call`` in the one-column shape and in the indexed one (``threshold``:
-    the ``list_read`` constant that picks the shape)."""
-    default = getattr(list_read, threshold)
-    got: dict = {default: [], SHORT_ONLY: []}
+def both_ways(rounds: int, call: Callable[[], Any]) -> tuple[float, float]:
+    """Median seconds of ``call`` in the one-column shape and in the indexed one (whatever the
+    read's size: the threshold itself is what this measures)."""
+    default = list_read.SHORT_WINDOW
+    got: dict = {ALL_ONE_COLUMN: [], SHORT_ONLY: []}
     try:
         for i in range(rounds):
-            for limit in ((default, SHORT_ONLY) if i % 2 else (SHORT_ONLY, default)):
-                setattr(list_read, threshold, limit)
+            for threshold in ((ALL_ONE_COLUMN, SHORT_ONLY) if i % 2 else (SHORT_ONLY, ALL_ONE_COLUMN)):
+                list_read.SHORT_WINDOW = threshold
                 start = time.perf_counter()
                 call()
-                got[limit].append(time.perf_counter() - start)
+                got[threshold].append(time.perf_counter() - start)
     finally:
-        setattr(list_read, threshold, default)
-    return statistics.median(got[default]), statistics.median(got[SHORT_ONLY])
+        list_read.SHORT_WINDOW = default
+    return statistics.median(got[ALL_ONE_COLUMN]), statistics.median(got[SHORT_ONLY])
 
 
 def saver_load(url: str, rounds: int) -> None:
@@ -75,7 +75,8 @@ def main() -> None:
     url, _ = harness.server()
     print(f"{rounds} interleaved rounds ({harness.loadavg_text()})")
     with MysqlAgentStateStore.from_url(url, database_name=DB, create_if_not_exist=True, pool_size=4) as store:
-        for n, offset, limit in ((1000, 0, 1000), (1000, 500, 400), (300, 0, 200), (10_000, 9_000, 1_000)):
+        for n, offset, limit in ((1000, 0, 1000), (1000, 500, 400), (300, 0, 200), (10_000, 9_000, 1_000),
+                                 (1000, 500, 10), (1000, 500, 50), (1000, 0, 100)):
             sid = f"windows-{n}"
             store.save_list("u", sid, "m", data.Conversation(n).base)
             one, indexed = both_ways(rounds, lambda: store.get_list("u", sid, "m", offset=offset, limit=limit))
@@ -83,7 +84,7 @@ def main() -> None:
                   f"indexed {indexed * 1e3:.2f} ms: {one / indexed:.2f}x")
         sid = "windows-1000"
         for count in (1, 5, 20, 32, 50, 64, 100, 1000):
-            one, indexed = both_ways(rounds, lambda: store.get_list("u", sid, "m", offset=-count), "SHORT_TAIL")
+            one, indexed = both_ways(rounds, lambda: store.get_list("u", sid, "m", offset=-count))
             print(f"tail of {count} of 1000 items: one column {one * 1e3:.3f} ms, indexed {indexed * 1e3:.3f} ms: "
                   f"{one / indexed:.2f}x")
     saver_load(url, rounds // 2)
