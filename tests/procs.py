@@ -92,3 +92,24 @@ def open_and_migrate(url: str, database: str, barrier, results) -> None:
             store.close()
     except Exception as exc:  # noqa: BLE001 - reported to the test
         results.put(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def append_and_trim(url: str, database: str, seconds: float, started, results) -> None:
+    """Append two items at a time to list ``m`` of ``u/s`` for ``seconds``, every 25th turn
+    trimming it to its last 60 items (a rewrite that shrinks it); each item is ``{"i": i}`` with
+    ``i`` one more than the item before it. Puts the number of writes in ``results``."""
+    from mysql_state import MysqlAgentStateStore
+
+    store = MysqlAgentStateStore.from_url(url, database_name=database)
+    try:
+        i = len(store.get_list("u", "s", "m"))
+        started.set()
+        writes, end = 0, time.monotonic() + seconds
+        while time.monotonic() < end:
+            store.append_list("u", "s", "m", [{"i": i}, {"i": i + 1}])
+            i, writes = i + 2, writes + 1
+            if writes % 25 == 0:
+                store.save_list("u", "s", "m", [{"i": j} for j in range(i - 60, i)])
+        results.put(writes)
+    finally:
+        store.close()

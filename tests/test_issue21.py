@@ -498,6 +498,33 @@ def test_a_long_window_over_damage_is_read_again_with_the_indexes(store, raw, da
         assert got == items[10:210] and count == 2
 
 
+def test_windows_and_tails_read_beside_a_writer_process_are_whole_runs(url, database, store):
+    """Another process appends and trims the list while this one reads windows and tails in
+    both shapes: every read is a run of consecutive items (one statement, one snapshot), and
+    none is taken for damage."""
+    import multiprocessing
+
+    from . import procs
+
+    store.save_list("u", "s", "m", [{"i": j} for j in range(100)])
+    spawn = multiprocessing.get_context("spawn")
+    started, results = spawn.Event(), spawn.Queue()
+    writer = spawn.Process(target=procs.append_and_trim, args=(url, database, 3.0, started, results))
+    writer.start()
+    try:
+        assert started.wait(60)
+        reads = 0
+        while writer.is_alive():
+            for window in ({"offset": -50}, {"offset": -5}, {"offset": 0, "limit": 40}, {"offset": 10, "limit": 100}):
+                got = [x["i"] for x in store.get_list("u", "s", "m", **window)]
+                assert got == list(range(got[0], got[0] + len(got))), (window, got)
+                reads += 1
+        assert results.get(timeout=30) > 10 and reads > 100
+    finally:
+        writer.join(30)
+    assert writer.exitcode == 0
+
+
 def test_a_long_encrypted_window_opens_each_row_at_its_own_index(url, database, raw):
     """Sealed rows are bound to their index: a window or a tail read in one column opens them
     from its first index, and a row moved inside it is a DecryptionError naming its index."""
