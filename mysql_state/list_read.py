@@ -37,18 +37,16 @@ def get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int],
     ``seen_n``: the length this process last saw. A whole read of a long list, and a window or
     a tail of more than ``SHORT_WINDOW`` items, take the one-column shapes; what those cannot
     prove (a list without a hash row of this store, damage) is read again with the indexes."""
-    if offset < 0 and -offset > SHORT_WINDOW:
-        found = check_tail(t, read_tail(cur, t, sid, k, -offset), sid, k, -offset, limit, model)
-        if found is not None:
-            return found  # else: a list without our hash row, or damaged: read with the indexes
-    elif offset > 0 or (offset == 0 and limit is not None):
-        if long_window(offset, limit, seen_n):
+    if offset != 0 or limit is not None:  # a window or a tail
+        found = None
+        if offset < 0 and -offset > SHORT_WINDOW:
+            found = check_tail(t, read_tail(cur, t, sid, k, -offset), sid, k, -offset, limit, model)
+        elif offset >= 0 and long_window(offset, limit, seen_n):
             found = check_range(t, read_range(cur, t, sid, k, offset, limit), sid, k, offset, limit, model)
-            if found is not None:
-                return found
-    if offset != 0 or limit is not None:
+        if found is not None:
+            return found  # else: short, a list without our hash row, or damaged: read with the indexes
         return check(t, read(cur, t, sid, k, offset, limit), sid, k, offset, limit, model)
-    long = offset == 0 and limit is None and seen_n is not None and seen_n > LONG_LIST
+    long = seen_n is not None and seen_n > LONG_LIST  # the whole list
     rows = read(cur, t, sid, k, offset, limit, long)
     if long and rows and not rows[-1][0].startswith(sql.HEAD_MARK):
         rows = read(cur, t, sid, k, offset, limit)  # no hash row: read again with the indexes
@@ -125,17 +123,26 @@ def check_tail(t: Table, rows: Any, sid: str, k: str, count: int, limit: Optiona
     return t.sealer.decode_items(sid, k, items, 0, start, model), version, stored
 
 
+def _marked(marked: str) -> tuple[int, Optional[int], Optional[int], str]:
+    """The parts of a hash row marked by :func:`sql.marked_head` (``HEAD_MARK`` +
+    ``<version>,<lowest>,<highest>`` + ``HEAD_MARK`` + its text): its version, the list's
+    lowest and highest index (None: no items) and the hash row's text."""
+    meta, _, text = marked[1:].partition(sql.HEAD_MARK)
+    parts = meta.split(",")
+    return int(parts[0]), int(parts[1]) if parts[1] else None, int(parts[2]) if parts[2] else None, text
+
+
 def _marked_head(marked: str) -> Optional[tuple[int, Optional[int], Optional[int], ListHash]]:
     """A marked hash row's (version, lowest index, highest index, what it says); None when
     the row is not a marked hash row this store reads."""
     if not marked.startswith(sql.HEAD_MARK):
         return None
-    meta, _, text = marked[1:].partition(sql.HEAD_MARK)
-    parts = meta.split(",")
-    stored = ListHash.parse(text)
-    if stored is None or len(parts) != 3:
+    try:
+        version, lowest, highest, text = _marked(marked)
+    except (ValueError, IndexError):  # an item's text that only starts like one
         return None
-    return int(parts[0]), int(parts[1]) if parts[1] else None, int(parts[2]) if parts[2] else None, stored
+    stored = ListHash.parse(text)
+    return None if stored is None else (version, lowest, highest, stored)
 
 
 def check_range(t: Table, rows: Any, sid: str, k: str, offset: int, limit: Optional[int],
@@ -229,10 +236,7 @@ def _check_run(t: Table, items: Sequence[tuple], marked: Optional[str], sid: str
     (``HEAD_MARK`` + ``<version>,<lowest>,<highest>`` + ``HEAD_MARK`` + its text; None: none)."""
     stored, version, got = None, 0, len(items)
     if marked is not None:
-        meta, _, head = marked[1:].partition(sql.HEAD_MARK)
-        parts = meta.split(",")
-        version = int(parts[0])
-        first, last = (int(parts[1]), int(parts[2])) if parts[1] else (None, None)
+        version, first, last, head = _marked(marked)
         stored = ListHash.parse(head)
         n = stored.n if stored is not None else got
         if got != n or (n and (first != 0 or last != n - 1)):
