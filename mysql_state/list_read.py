@@ -48,7 +48,7 @@ def get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int],
         return check(t, read(cur, t, sid, k, offset, limit), sid, k, offset, limit, model)
     long = seen_n is not None and seen_n > LONG_LIST  # the whole list
     rows = read(cur, t, sid, k, offset, limit, long)
-    if long and rows and not rows[-1][0].startswith(sql.HEAD_MARK):
+    if long and rows and _marked(rows[-1][0]) is None:
         rows = read(cur, t, sid, k, offset, limit)  # no hash row: read again with the indexes
     return check(t, rows, sid, k, offset, limit, model)
 
@@ -123,24 +123,31 @@ def check_tail(t: Table, rows: Any, sid: str, k: str, count: int, limit: Optiona
     return t.sealer.decode_items(sid, k, items, 0, start, model), version, stored
 
 
-def _marked(marked: str) -> tuple[int, Optional[int], Optional[int], str]:
+def _marked(marked: str) -> Optional[tuple[int, Optional[int], Optional[int], str]]:
     """The parts of a hash row marked by :func:`sql.marked_head` (``HEAD_MARK`` +
     ``<version>,<lowest>,<highest>`` + ``HEAD_MARK`` + its text): its version, the list's
-    lowest and highest index (None: no items) and the hash row's text."""
-    meta, _, text = marked[1:].partition(sql.HEAD_MARK)
+    lowest and highest index (None: no items) and the hash row's text. None when the text only
+    starts like one: an item's text (no JSON text starts with a control character, so it is
+    damage) that came last because the list has no hash row.
+
+    >>> _marked("\x1f3,0,9\x1f{}"), _marked("\x1fjunk")
+    ((3, 0, 9, '{}'), None)
+    """
+    meta, sep, text = marked[1:].partition(sql.HEAD_MARK)
     parts = meta.split(",")
+    if not (marked.startswith(sql.HEAD_MARK) and sep and len(parts) == 3 and parts[0].isdigit()
+            and all(not p or p.removeprefix("-").isdigit() for p in parts[1:])):  # indexes may be < 0
+        return None
     return int(parts[0]), int(parts[1]) if parts[1] else None, int(parts[2]) if parts[2] else None, text
 
 
 def _marked_head(marked: str) -> Optional[tuple[int, Optional[int], Optional[int], ListHash]]:
     """A marked hash row's (version, lowest index, highest index, what it says); None when
     the row is not a marked hash row this store reads."""
-    if not marked.startswith(sql.HEAD_MARK):
+    parts = _marked(marked)
+    if parts is None:
         return None
-    try:
-        version, lowest, highest, text = _marked(marked)
-    except (ValueError, IndexError):  # an item's text that only starts like one
-        return None
+    version, lowest, highest, text = parts
     stored = ListHash.parse(text)
     return None if stored is None else (version, lowest, highest, stored)
 
@@ -226,7 +233,7 @@ def _check_whole(t: Table, rows: Any, sid: str, k: str, model: Any) -> Checked:
 def _check_marked(t: Table, rows: Any, sid: str, k: str, model: Any) -> Checked:
     """:func:`check` for a whole list read by ``SELECT_ITEMS_LONG`` (one column, the hash row
     last, marked with its version and the lowest and highest item index)."""
-    if rows[-1][0].startswith(sql.HEAD_MARK):
+    if _marked(rows[-1][0]) is not None:
         return _check_run(t, rows[:-1], rows[-1][0], sid, k, model)
     return _check_run(t, rows, None, sid, k, model)
 
@@ -236,7 +243,10 @@ def _check_run(t: Table, items: Sequence[tuple], marked: Optional[str], sid: str
     (``HEAD_MARK`` + ``<version>,<lowest>,<highest>`` + ``HEAD_MARK`` + its text; None: none)."""
     stored, version, got = None, 0, len(items)
     if marked is not None:
-        version, first, last, head = _marked(marked)
+        parts = _marked(marked)
+        if parts is None:  # not a hash row: the list has none, and its last item is not JSON
+            raise damaged(sid, k, None, 0, got + 1, got + 1, None, None)
+        version, first, last, head = parts
         stored = ListHash.parse(head)
         n = stored.n if stored is not None else got
         if got != n or (n and (first != 0 or last != n - 1)):
@@ -306,12 +316,16 @@ def check_many(t: Table, rows: Sequence[tuple], sid: str, value_keys: Sequence[s
     run, first_hash = rows[start:end], None
     by_key: dict[str, list] = {}
     for (text,) in (*rows[:start], *rows[end:]):
-        if text.startswith(row_mark):
-            key, index, version, data = text[2:].split(mark, 3)
+        parts = text[2:].split(mark, 3) if text.startswith(row_mark) else ()
+        if len(parts) == 4 and parts[1].isdigit() and parts[2].isdigit():
+            key, index, version, data = parts
             by_key.setdefault(key, []).append((int(index), data, version))
-        elif first_hash is None:
+        elif first_hash is None and _marked(text) is not None:
             first_hash = text
-        else:  # two rows marked as its hash row: not ours
+        else:  # two rows marked as its hash row, or an item of the first list that only starts
+            # like a marked row (not JSON): read with the indexes, which names the row
+            if cur is not None:
+                get(cur, t, sid, list_keys[0], 0, None, None)
             raise damaged(sid, list_keys[0], None, 0, len(run), len(run), None, None)
     out: dict[str, tuple[Any, int]] = {}
     for k in value_keys:

@@ -285,3 +285,45 @@ def test_get_many_reads_a_list_the_java_store_wrote(store, raw):
     assert got["m"].value == ITEMS and got["l"].value == store.get("u", "s", "l") == 1
     assert store.get_many("u", "s", lists=["m", "l"]) == {"m": ITEMS, "l": [1, 2]}
     assert store.get_many("u", "s", lists=["l", "m"]) == {"m": ITEMS, "l": [1, 2]}
+
+
+# ---- rows whose text starts like the read statements' marks ----------------------------------
+
+#: texts no JSON encoder writes (a JSON text cannot start with a control character) but that
+#: start like the marks the one-column reads put on hash rows and other keys' rows
+MARK_LIKE = ["\x1f", "\x1fjunk", "\x1f1,0,199\x1f{}", "\x1f\x1f", "\x1f\x1fm\x1f0\x1f1\x1f1"]
+LONG = list(range(200))
+
+
+@pytest.mark.parametrize("text", MARK_LIKE)
+@pytest.mark.parametrize("where", ["first", "last"])
+def test_an_item_that_starts_like_a_mark_is_a_typed_error_in_every_read(url, database, store, raw, text, where):
+    """Whole reads (short and long shapes), windows, tails and get_many, by a store that saw the
+    list and by one that never did: such an item is damage (CorruptStateError naming the key),
+    never a ValueError and never a wrong answer, with or without the list's hash row."""
+    index = 0 if where == "first" else len(LONG) - 1
+    fresh = MysqlAgentStateStore.from_url(url, database_name=database)
+
+    def reads(s):
+        return {
+            "get_list": lambda: s.get_list("u", "s", "m"),
+            "window": lambda: s.get_list("u", "s", "m", offset=0 if where == "first" else 150, limit=50),
+            "tail": lambda: s.get_list("u", "s", "m", offset=-50 if where == "last" else -200),
+            "get_many": lambda: s.get_many("u", "s", values=["a"], lists=["m"]),
+            "get_many second": lambda: s.get_many("u", "s", lists=["l", "m"]),
+        }
+    store.save("u", "s", "a", {"v": 1})
+    store.save_list("u", "s", "l", [1, 2])
+    for hash_row in (True, False):
+        store.save_list("u", "s", "m", LONG)
+        assert store.get_list("u", "s", "m") == LONG  # this process has seen it long
+        raw.execute("UPDATE {t} SET state_data = %s WHERE session_id = 'u:s' AND state_key = 'm' AND item_index = %s",
+                    (text, index))
+        if not hash_row:
+            raw.execute("DELETE FROM {t} WHERE session_id = 'u:s' AND state_key = 'm:_hash'")
+        for who, s in (("seen", store), ("fresh", fresh)):
+            for name, read in reads(s).items():
+                with pytest.raises(CorruptStateError) as caught:
+                    read()
+                assert caught.value.key == "m", (who, name, hash_row)
+    fresh.close()
