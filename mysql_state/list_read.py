@@ -9,15 +9,19 @@ so that a damaged or undecodable row is counted as the call's error).
 
 from __future__ import annotations
 
+import zlib
+from dataclasses import dataclass
 from typing import Any, Optional, Sequence
+
+import orjson
 
 from . import keys, sql, values
 from .errors import CorruptStateError
-from .listsync import ListHash
+from .listsync import ListHash, total_after
 from .table import Table
 
 __all__ = ["get", "many", "read", "check", "read_range", "check_range", "read_tail", "check_tail", "long_window",
-           "length", "read_many", "check_many", "read_hash"]
+           "length", "read_many", "check_many", "read_hash", "Known", "known_of", "read_since", "check_since"]
 
 Checked = tuple[list, int, Optional[ListHash]]
 #: Items past which a whole-list read takes ``SELECT_ITEMS_LONG`` (measured, issue 21: the two
@@ -31,26 +35,144 @@ LONG_LIST = 128
 SHORT_WINDOW = 32
 
 
+@dataclass(frozen=True)
+class Known:
+    """What a whole read of a list of a plain store saw, kept by the store (per list, bounded in
+    bytes) so that its next whole read of the list sends only the items after it
+    (:func:`read_since`, :func:`check_since`): ``n`` items, ``blob`` their stored texts as one
+    JSON array, ``crc`` the sum over them of ``CRC32(text) * (index + 1)``, ``total`` the hash
+    row's digest sum when they were read."""
+
+    n: int
+    blob: str
+    crc: int
+    total: int
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.blob) + 64
+
+    def extended(self, texts: Sequence[str], stored: ListHash) -> "Known":
+        """This, and the items ``texts`` read after it, whose hash row is ``stored``."""
+        if not texts:
+            return Known(self.n, self.blob, self.crc, stored.total)
+        blob = self.blob[:-1] + ("," if self.n else "") + ",".join(texts) + "]"
+        return Known(self.n + len(texts), blob, self.crc + crc_sum(texts, self.n), stored.total)
+
+
+def crc_sum(texts: Sequence[str], start: int) -> int:
+    """The server's ``SUM(CRC32(state_data) * (item_index + 1))`` over the rows ``texts``
+    (indexes from ``start``), computed here.
+
+    >>> crc_sum(["1", "2"], 0) == zlib.crc32(b"1") + 2 * zlib.crc32(b"2")
+    True
+    """
+    crc = zlib.crc32
+    return sum(crc(x.encode()) * i for i, x in enumerate(texts, start + 1))
+
+
+def known_of(t: Table, texts: Sequence[str], stored: Optional[ListHash]) -> Optional[Known]:
+    """What a whole read saw, to keep: the items' stored texts and the hash row read with them;
+    None for what :func:`check_since` cannot use (a sealed store, no hash row of this store)."""
+    if t.sealer.encrypted or stored is None or stored.dk is not None or len(texts) != stored.n:
+        return None
+    return Known(len(texts), "[" + ",".join(texts) + "]", crc_sum(texts, 0), stored.total)
+
+
+def read_since(cur: Any, t: Table, sid: str, k: str, m: int) -> list:
+    """The items from ``m`` on, the hash row last (``SELECT_ITEMS_SINCE``)."""
+    cur.execute(t.statements["SELECT_ITEMS_SINCE"], (k, m, sid, k, sid, k, m, keys.hash_key(k)))
+    return cur.fetchall()
+
+
+def _marked_since(marked: str) -> Optional[tuple[int, int, Optional[int], Optional[int], int, str]]:
+    """The parts of a hash row marked by :func:`sql.marked_since`: its version, the list's item
+    count, lowest and highest index (None: no items), the CRC sum of the items not sent, and
+    the hash row's text; None for any other text.
+
+    >>> _marked_since("\x1f2,3,0,2,77\x1f{}"), _marked_since("\x1f2,0,2\x1f{}")
+    ((2, 3, 0, 2, 77, '{}'), None)
+    """
+    meta, sep, text = marked[1:].partition(sql.HEAD_MARK)
+    p = meta.split(",")
+    if not (marked.startswith(sql.HEAD_MARK) and sep and len(p) == 5 and p[0].isdigit() and p[1].isdigit()
+            and p[4].isdigit() and all(not x or x.removeprefix("-").isdigit() for x in p[2:4])):
+        return None
+    return int(p[0]), int(p[1]), int(p[2]) if p[2] else None, int(p[3]) if p[3] else None, int(p[4]), text
+
+
+def check_since(t: Table, items: Sequence[tuple], marked: Optional[str], sid: str, k: str,
+                known: Known) -> Optional[tuple[Checked, Known]]:
+    """The whole list from ``known`` and the rows read after it (``items``, one column, and
+    the hash row ``marked`` by :func:`sql.marked_since`), with what to keep now; None when they
+    do not prove it (the caller reads the whole list).
+
+    Proved when: the hash row is this store's; the list's rows are its ``n`` items exactly
+    (count, lowest 0, highest ``n - 1``: the primary key makes them distinct); ``n >= known.n``
+    and the rows sent are the ``n - known.n`` from ``known.n``; the rows not sent have the CRC
+    sum ``known`` has (content damaged by hand changes it); and the hash row's digest sum is
+    ``known``'s plus the new items' (a change by a writer of this store, 128 bits)."""
+    head = _marked_since(marked) if marked is not None else None
+    if head is None:
+        return None
+    version, count, lowest, highest, crc, text = head
+    stored = ListHash.parse(text)
+    if stored is None or stored.dk is not None or t.sealer.encrypted:
+        return None
+    n, m = stored.n, known.n
+    if count != n or n < m or len(items) != n - m or crc != known.crc or (n and (lowest != 0 or highest != n - 1)):
+        return None
+    texts = [r[0] for r in items]
+    if total_after(known.total, [x.encode() for x in texts], m) != stored.total:
+        return None
+    values_ = orjson.loads(known.blob)
+    values_ += t.sealer.decode_items(sid, k, items, 0, m, None)
+    return (values_, version, stored), known.extended(texts, stored)
+
+
 def get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int], model: Any,
-        seen_n: Optional[int] = None) -> Checked:
+        seen_n: Optional[int] = None, known: Optional[Known] = None, learned: Optional[dict] = None) -> Checked:
     """A list read (whole, a window or a tail) and checked: (items, version, hash row);
     ``seen_n``: the length this process last saw. A whole read of a long list, and a window or
     a tail of more than ``SHORT_WINDOW`` items, take the one-column shapes; what those cannot
-    prove (a list without a hash row of this store, damage) is read again with the indexes."""
+    prove (a list without a hash row of this store, damage) is read again with the indexes.
+
+    ``known``: what this process's last whole read of the list saw; a whole read then sends
+    only the items after it (:func:`check_since`), else reads the list whole. ``learned`` (a
+    dict) is given, under ``"known"``, what to keep of a whole read (None: nothing): after a
+    read since ``known``, or a whole read of a list this process saw before (``seen_n``)."""
+    whole = offset == 0 and limit is None
+    if whole and known is not None and model is None:
+        rows = read_since(cur, t, sid, k, known.n)
+        found = check_since(t, rows[:-1], rows[-1][0] if rows else None, sid, k, known)
+        if found is not None:
+            if learned is not None:
+                learned["known"] = found[1]
+            return found[0]
+    got = _get(cur, t, sid, k, offset, limit, model, seen_n)
+    if learned is not None and whole and model is None and (seen_n is not None or known is not None):
+        learned["known"] = known_of(t, got[3], got[2])
+    return got[:3]
+
+
+def _get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int], model: Any,
+         seen_n: Optional[int]) -> tuple[list, int, Optional[ListHash], Sequence[str]]:
+    """:func:`get` without ``known``; and the items' stored texts of a whole read."""
     if offset != 0 or limit is not None:  # a window or a tail
         found = None
         if offset < 0 and -offset > SHORT_WINDOW:
             found = check_tail(t, read_tail(cur, t, sid, k, -offset), sid, k, -offset, limit, model)
         elif offset >= 0 and long_window(offset, limit, seen_n):
             found = check_range(t, read_range(cur, t, sid, k, offset, limit), sid, k, offset, limit, model)
-        if found is not None:
-            return found  # else: short, a list without our hash row, or damaged: read with the indexes
-        return check(t, read(cur, t, sid, k, offset, limit), sid, k, offset, limit, model)
+        if found is None:  # short, a list without our hash row, or damaged: read with the indexes
+            found = check(t, read(cur, t, sid, k, offset, limit), sid, k, offset, limit, model)
+        return (*found, ())
     long = seen_n is not None and seen_n > LONG_LIST  # the whole list
     rows = read(cur, t, sid, k, offset, limit, long)
     if long and rows and _marked(rows[-1][0]) is None:
         rows = read(cur, t, sid, k, offset, limit)  # no hash row: read again with the indexes
-    return check(t, rows, sid, k, offset, limit, model)
+    got = check(t, rows, sid, k, offset, limit, model)
+    return (*got, [r[-1] for r in rows[:len(got[0])]])
 
 
 def long_window(offset: int, limit: Optional[int], seen_n: Optional[int]) -> bool:
@@ -64,10 +186,18 @@ def long_window(offset: int, limit: Optional[int], seen_n: Optional[int]) -> boo
 
 
 def many(cur: Any, t: Table, sid: str, value_keys: Sequence[str], list_keys: Sequence[str],
-         seen: Optional[dict] = None) -> dict[str, tuple[Any, int]]:
+         seen: Optional[dict] = None, known: Optional[Known] = None,
+         learned: Optional[dict] = None) -> dict[str, tuple[Any, int]]:
     """Values and whole lists of one session, one statement: ``{key: (value or items, version)}``
-    (``seen``: see :func:`check_many`)."""
-    return check_many(t, read_many(cur, t, sid, value_keys, list_keys), sid, value_keys, list_keys, seen, cur)
+    (``seen``, ``known``, ``learned``: see :func:`check_many`). What a read since ``known``
+    cannot prove is read again whole, in one statement again (one snapshot)."""
+    if known is not None and list_keys:
+        rows = read_many(cur, t, sid, value_keys, list_keys, since=known.n)
+        found = check_many(t, rows, sid, value_keys, list_keys, seen, cur, known, learned)
+        if found is not None:
+            return found
+    rows = read_many(cur, t, sid, value_keys, list_keys)
+    return check_many(t, rows, sid, value_keys, list_keys, seen, cur, None, learned)  # type: ignore[return-value]
 
 
 def read(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int], long: bool = False) -> list:
@@ -287,24 +417,29 @@ def length(cur: Any, t: Table, sid: str, k: str, *, lock: bool = False) -> int:
     return int(cur.fetchone()[0])
 
 
-def read_many(cur: Any, t: Table, sid: str, value_keys: Sequence[str], list_keys: Sequence[str]) -> list:
+def read_many(cur: Any, t: Table, sid: str, value_keys: Sequence[str], list_keys: Sequence[str],
+              since: Optional[int] = None) -> list:
     """Values and whole lists of one session: one statement, rows in key order, one column
-    (:func:`sql.select_many`)."""
+    (:func:`sql.select_many`); ``since``: the first list's items from that index on only."""
     hash_keys = [keys.hash_key(k) for k in (*value_keys, *list_keys)]
-    statement, params = sql.select_many(t.quoted, sid, value_keys, list_keys, hash_keys)
+    statement, params = sql.select_many(t.quoted, sid, value_keys, list_keys, hash_keys, since)
     cur.execute(statement, params)
     return cur.fetchall()
 
 
 def check_many(t: Table, rows: Sequence[tuple], sid: str, value_keys: Sequence[str],
-               list_keys: Sequence[str], seen: Optional[dict] = None, cur: Any = None) -> dict[str, tuple[Any, int]]:
+               list_keys: Sequence[str], seen: Optional[dict] = None, cur: Any = None,
+               known: Optional[Known] = None, learned: Optional[dict] = None) -> Optional[dict[str, tuple[Any, int]]]:
     """From :func:`read_many`'s rows: ``{key: (value or items, version)}``, absent keys left out.
 
     ``seen`` (a dict) is given what the read saw, for the writes that follow: per list key its
     hash row (a :class:`ListHash`, None when it has none this store reads), per value key with
     a row 0 and no list under it ``(version, digest of the stored text)``
     (:func:`values.write_if_seen`). ``cur``: the first list has no hash row of this store (a
-    Java list): its rows are read again with their indexes, to check them."""
+    Java list): its rows are read again with their indexes, to check them. ``known``: the rows
+    were read with ``since=known.n`` (:func:`check_since`); None is returned when they do not
+    prove the first list. ``learned`` (a dict) is given, under ``"known"``, what to keep of
+    the first list (:func:`known_of`)."""
     mark, row_mark = sql.HEAD_MARK, sql.ROW_MARK
     # The first list's items are one run of unmarked rows (key order keeps them together): the
     # marked rows around it are few, so only they are looked at one by one.
@@ -320,7 +455,7 @@ def check_many(t: Table, rows: Sequence[tuple], sid: str, value_keys: Sequence[s
         if len(parts) == 4 and parts[1].isdigit() and parts[2].isdigit():
             key, index, version, data = parts
             by_key.setdefault(key, []).append((int(index), data, version))
-        elif first_hash is None and _marked(text) is not None:
+        elif first_hash is None and (_marked(text) if known is None else _marked_since(text)) is not None:
             first_hash = text
         else:  # two rows marked as its hash row, or an item of the first list that only starts
             # like a marked row (not JSON): read with the indexes, which names the row
@@ -338,8 +473,17 @@ def check_many(t: Table, rows: Sequence[tuple], sid: str, value_keys: Sequence[s
             seen[k] = (int(head[0][2]), values.digest(head[0][1]))
     for i, k in enumerate(list_keys):
         if i == 0:
-            if first_hash is not None:
+            if known is not None:
+                since = check_since(t, run, first_hash, sid, k, known)
+                if since is None:
+                    return None
+                got, now_known = since
+                if learned is not None:
+                    learned["known"] = now_known
+            elif first_hash is not None:
                 got = _check_run(t, run, first_hash, sid, k, None)
+                if learned is not None:
+                    learned["known"] = known_of(t, [r[0] for r in run], got[2])
             elif not run:
                 continue
             elif cur is not None:  # items, no hash row: read again with their indexes

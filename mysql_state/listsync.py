@@ -108,6 +108,12 @@ def digests(datas: Sequence[bytes], start: int = 0) -> list[int]:
     return PLAIN.digests(datas, start)
 
 
+def total_after(total: int, datas: Sequence[bytes], start: int, dig: Digester = PLAIN) -> int:
+    """The digest sum of a list whose sum was ``total`` once the items ``datas`` (their JSON)
+    follow at ``start``: what a hash row says after an append of them."""
+    return (total + sum(dig.digests(datas, start))) & _MASK
+
+
 @dataclass(frozen=True)
 class ListHash:
     """What the hash row says: length, digest sum, and the checkpoint (see the module doc)."""

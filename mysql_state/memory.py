@@ -8,6 +8,9 @@
 * values: per value key, ``(version, SHA-256 of the stored text)`` of row 0 as last read by
   ``get_many`` or written here, so ``save_many`` writes it in ONE statement conditioned on it
   (:func:`mysql_state.values.write_if_seen`);
+* known (:class:`~mysql_state.list_read.Known`): per list, what this process's last whole
+  read saw, so the next whole read sends only the items after it (bounded in bytes, as the
+  snapshots); a read proves it before it uses it (:func:`~mysql_state.list_read.check_since`);
 * damaged: lists a read found damaged, so their next save rewrites the rows instead of
   trusting the hash row (which a row damaged by hand still matches);
 * catalog touches: when this process last moved a session's catalog row (its activity time),
@@ -28,6 +31,7 @@ from typing import Iterable, Iterator, Optional, Sequence
 from . import catalog
 from .cache import LRU
 from .errors import CorruptStateError
+from .list_read import Known
 from .listsync import ListHash, Snapshot
 
 __all__ = ["HASH_HINTS", "ListMemory"]
@@ -44,6 +48,7 @@ class ListMemory:
         self.hints: LRU[Key, ListHash] = LRU(max_entries=HASH_HINTS)
         self.missed: LRU[Key, bool] = LRU(max_entries=HASH_HINTS)
         self.values: LRU[Key, tuple[int, str]] = LRU(max_entries=HASH_HINTS)
+        self.known: LRU[Key, Known] = LRU(max_bytes=snapshot_bytes, size_of=lambda k: k.nbytes)
         #: Lists a read found damaged (shared with transactions, which add to it and rewrite).
         self.damaged: set[Key] = set()
         self.touched: LRU[str, float] = LRU(max_entries=HASH_HINTS)
@@ -59,9 +64,12 @@ class ListMemory:
         """A write that began at ``at`` (``time.monotonic()``) moved the catalog row of ``sid``."""
         self.touched.put(sid, at)
 
-    def saved(self, key: Key, snap: Optional[Snapshot], missed: bool = False) -> None:
+    def saved(self, key: Key, snap: Optional[Snapshot], missed: bool = False, kind: str = "rewrite") -> None:
         """A list save wrote ``snap``: keep it, and its hash row as a hint for appends;
-        ``missed``: its one-statement write missed (next time, the locked way)."""
+        ``missed``: its one-statement write missed (next time, the locked way); ``kind``: the
+        plan's (what a read saw stays a base for the next read after an append only)."""
+        if kind not in ("append", "unchanged"):
+            self.known.drop(key)
         self.snapshots.put(key, snap)
         self.hints.put(key, snap.hash if snap is not None else None)
         self.missed.put(key, True if missed else None)
@@ -93,6 +101,7 @@ class ListMemory:
         self.hints.drop(key, session)
         self.missed.drop(key, session)
         self.values.drop(key, session)
+        self.known.drop(key, session)
         if key is None:  # a whole session (its catalog row may be gone), or everything
             self.touched.drop(session)
 

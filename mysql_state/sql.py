@@ -8,7 +8,7 @@ Templates hold ``{t}`` for the backtick-quoted ``db.table`` (validated in :mod:`
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Optional, Sequence
 
 from .keys import CATALOG_SESSION, HASH_SUFFIX  # the catalog rows' session_id, defined once (keys.py)
 
@@ -202,6 +202,21 @@ def marked_head(table: str) -> str:
     )
 
 
+def marked_since(table: str) -> str:
+    """The column a read of the items after the first ``m`` gives the list's hash row:
+    ``HEAD_MARK``, its version, then, over every item of the list (one sub-query, computed in
+    this branch only, once), their count, lowest and highest index and the sum over the items
+    below ``m`` of ``CRC32(state_data) * (item_index + 1)``; ``HEAD_MARK``, its text (what
+    ``list_read.check_since`` parses). Parameters: ``m``, the session, the list key."""
+    return (
+        "CONCAT(CHAR(31), GREATEST(version, 1), ',',"
+        " (SELECT CONCAT(COUNT(*), ',', COALESCE(MIN(item_index), ''), ',', COALESCE(MAX(item_index), ''), ',',"
+        " COALESCE(SUM(IF(item_index < %s, CRC32(state_data) * (item_index + 1), 0)), 0))"
+        f" FROM {table} WHERE session_id = %s AND state_key = %s),"
+        " CHAR(31), state_data)"
+    )
+
+
 SELECT_ITEMS_LONG = (
     "SELECT IF(state_key = %s, state_data, " + marked_head("{t}") + ")"
     " FROM {t} WHERE session_id = %s AND state_key IN (%s, %s) ORDER BY state_key, item_index"
@@ -221,6 +236,15 @@ SELECT_TAIL_LONG = (
     "SELECT IF(state_key = %s, state_data, " + marked_head("{t}") + ")"
     " FROM {t} WHERE session_id = %s AND ((state_key = %s AND item_index >"
     " (SELECT MAX(item_index) FROM {t} WHERE session_id = %s AND state_key = %s) - %s)"
+    " OR (state_key = %s AND item_index = 0)) ORDER BY state_key, item_index"
+)
+# The items from ``m`` on (a process that read the first ``m`` before) in the same one-column
+# shape, the hash row last, marked with what proves the items not sent unchanged
+# (``marked_since``): list_read.check_since. Parameters: the key, m, the session, the key, the
+# session, the key, m, the hash key.
+SELECT_ITEMS_SINCE = (
+    "SELECT IF(state_key = %s, state_data, " + marked_since("{t}") + ")"
+    " FROM {t} WHERE session_id = %s AND ((state_key = %s AND item_index >= %s)"
     " OR (state_key = %s AND item_index = 0)) ORDER BY state_key, item_index"
 )
 HEAD_MARK = "\x1f"
@@ -736,7 +760,8 @@ ROW_MARK = "\x1f\x1f"
 
 
 def select_many(
-    table: str, session: str, value_keys: Sequence[str], list_keys: Sequence[str], hash_keys: Sequence[str]
+    table: str, session: str, value_keys: Sequence[str], list_keys: Sequence[str], hash_keys: Sequence[str],
+    since: Optional[int] = None,
 ) -> Statement:
     """One statement for several values (row 0) and whole lists (items and hash rows) of one
     session, in key order, ONE column a row (the driver parses one field a row: the read of an
@@ -746,26 +771,38 @@ def select_many(
     marked ``ROW_MARK`` with its key, index and version.
 
     ``hash_keys`` are the hash keys of every key asked for, so a value key that holds a list
-    is recognised.
+    is recognised. ``since``: only the first list's items from that index on, its hash row
+    marked as ``SELECT_ITEMS_SINCE`` marks it (``marked_since``).
 
     >>> statement, params = select_many("t", "u:s", ["a"], ["m"], ["a:_hash", "m:_hash"])
     >>> params
     ('m', 'm:_hash', 'u:s', 'm', 'u:s', 'm', 'u:s', 'a', 'a:_hash', 'm:_hash', 'm')
+    >>> statement, params = select_many("t", "u:s", [], ["m"], ["m:_hash"], since=40)
+    >>> params
+    ('m', 'm:_hash', 40, 'u:s', 'm', 'u:s', 'm:_hash', 'm', 40)
     """
     parts, params = [], [session]
     if value_keys or hash_keys:
         keys0 = [*value_keys, *hash_keys]
         parts.append(f"(state_key IN ({', '.join(['%s'] * len(keys0))}) AND item_index = 0)")
         params += keys0
-    if list_keys:
+    if list_keys and since is not None:  # the first list from ``since`` on, the others whole
+        if len(list_keys) > 1:
+            parts.append(f"state_key IN ({', '.join(['%s'] * (len(list_keys) - 1))})")
+            params += list_keys[1:]
+        parts.append("(state_key = %s AND item_index >= %s)")
+        params += [list_keys[0], since]
+    elif list_keys:
         parts.append(f"state_key IN ({', '.join(['%s'] * len(list_keys))})")
         params += list_keys
     marked = ("CONCAT(CHAR(31), CHAR(31), state_key, CHAR(31), item_index, CHAR(31), GREATEST(version, 1),"
               " CHAR(31), state_data)")
     if list_keys:
         first = list_keys[0]
-        column = f"IF(state_key = %s, state_data, IF(state_key = %s AND item_index = 0, {marked_head(table)}, {marked}))"
-        params = [first, first + HASH_SUFFIX, session, first, session, first, *params]
+        head, head_params = ((marked_head(table), [session, first, session, first]) if since is None
+                             else (marked_since(table), [since, session, first]))
+        column = f"IF(state_key = %s, state_data, IF(state_key = %s AND item_index = 0, {head}, {marked}))"
+        params = [first, first + HASH_SUFFIX, *head_params, *params]
     else:
         column = marked
     statement = (

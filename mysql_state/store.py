@@ -353,7 +353,7 @@ class MysqlAgentStateStore:
     def _saved(self, w: ListWrite, plan: Plan) -> None:
         """Keep what a list save wrote (its snapshot, its hash row as a hint, whether its
         one-statement write missed), and count it."""
-        self._memory.saved((w.sid, w.key), w.new_snapshot, w.missed)
+        self._memory.saved((w.sid, w.key), w.new_snapshot, w.missed, plan.kind)
         self._metrics.saved(plan.kind, len(plan.upserts), sum(len(d) for _, d in plan.upserts))
 
     def save_many(self, user_id: Optional[str], session_id: str, values: Optional[Mapping[str, Any]] = None,
@@ -457,8 +457,12 @@ class MysqlAgentStateStore:
         with self._memory.noting_damage():  # decoded inside: its errors are counted
             seen = self._memory.hints.get((sid, k))  # the length last seen picks the read's shape
             n = seen.n if seen is not None else None
-            items, version, stored = self._db.run(lambda cur: list_read.get(cur, t, sid, k, offset, limit, model, n),
-                                                  f"get_list {k!r}", write=False, consistency=consistency, session=sid)
+            known, learned = self._memory.known.get((sid, k)), {}  # a whole read: only what is new
+            items, version, stored = self._db.run(
+                lambda cur: list_read.get(cur, t, sid, k, offset, limit, model, n, known, learned),
+                f"get_list {k!r}", write=False, consistency=consistency, session=sid)
+        if "known" in learned:
+            self._memory.known.put((sid, k), learned["known"])
         if stored is not None and consistency == "strong":  # a replica's may be behind
             self._memory.hints.put((sid, k), stored)
         return items, version
@@ -478,9 +482,14 @@ class MysqlAgentStateStore:
         if not value_keys and not list_keys:
             return {}
         seen: dict[str, Any] = {}
+        first = (sid, list_keys[0]) if list_keys else None
+        known = self._memory.known.get(first) if first else None  # the first list: only what is new
+        learned = {} if first and (known is not None or self._memory.hints.get(first) is not None) else None
         with self._memory.noting_damage():  # decoded inside: its errors are counted
-            found = self._db.run(lambda cur: list_read.many(cur, t, sid, value_keys, list_keys, seen), "get_many",
-                                 write=False, consistency=consistency, session=sid)
+            found = self._db.run(lambda cur: list_read.many(cur, t, sid, value_keys, list_keys, seen, known, learned),
+                                 "get_many", write=False, consistency=consistency, session=sid)
+        if learned and first:
+            self._memory.known.put(first, learned["known"])
         if consistency == "strong":  # what the read saw guides the writes that follow (a replica's may be behind)
             for k in list_keys:
                 self._memory.read((sid, k), seen.get(k))

@@ -1,0 +1,229 @@
+"""A process that read a list before reads only what is new (issue 21, the load of a turn).
+
+``get_list`` (whole) and ``get_many`` (its first list) of a process that read the list before
+send only the items after what it read, with the hash row marked with what proves the rest
+unchanged (``list_read.check_since``); anything that does not prove itself is read whole, in
+the same call. These tests change the list behind the reader's back in every way a writer, a
+hand or another program can, and check each read against plain SQL on the table and a fresh
+process's read; rows sent are counted by the server (``Rows_sent``)."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+import orjson
+import pytest
+
+from mysql_state import CorruptStateError, Keyring, MysqlAgentStateStore
+from mysql_state.aio import AsyncMysqlAgentStateStore
+
+from . import procs
+from .conftest import Raw
+from .test_cold_saves import msg, statements
+
+N = 150
+
+
+def sent(raw: Raw, fn) -> tuple[object, int]:
+    """``fn()`` and the rows the server sent meanwhile (less the one row of the status query)."""
+    def q() -> int:
+        return int(raw.query("SHOW GLOBAL STATUS LIKE 'Rows_sent'")[0][1])
+
+    before = q()
+    out = fn()
+    return out, q() - before - 1
+
+
+def table_list(raw: Raw, key: str = "m") -> list:
+    """The list as plain SQL on the table says it is."""
+    rows = raw.query("SELECT state_data FROM {t} WHERE session_id = 'u:s' AND state_key = %s ORDER BY item_index",
+                     (key,))
+    return [orjson.loads(r[0]) for r in rows]
+
+
+@pytest.fixture
+def writer(url, database, store):
+    """Another worker: a store object of its own."""
+    s = MysqlAgentStateStore.from_url(url, database_name=database)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def fresh(url, database, store):
+    """A process that never saw the list, per call."""
+    made = []
+
+    def make():
+        s = MysqlAgentStateStore.from_url(url, database_name=database)
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        s.close()
+
+
+READS = {
+    "get_list": lambda s: s.get_list("u", "s", "m"),
+    "get_many": lambda s: s.get_many("u", "s", values=["v"], lists=["m", "z"]).get("m", []),
+}
+
+
+def _seen_twice(store, writer, read) -> list:
+    """The writer saves the list; the reader reads it twice (the second read is kept)."""
+    items = [msg(i) for i in range(N)]
+    writer.save("u", "s", "v", {"plan": 1})
+    writer.save_list("u", "s", "z", [1, 2])
+    writer.save_list("u", "s", "m", items)
+    assert read(store) == items
+    assert read(store) == items
+    return items
+
+
+@pytest.mark.parametrize("read", sorted(READS))
+def test_a_reader_that_saw_the_list_is_sent_only_the_new_items(store, writer, raw, read):
+    items = _seen_twice(store, writer, READS[read])
+    writer.append_list("u", "s", "m", [msg(N), msg(N + 1)])
+    got, rows = sent(raw, lambda: READS[read](store))
+    assert got == items + [msg(N), msg(N + 1)] == table_list(raw)
+    extra = 0 if read == "get_list" else 4  # get_many: the value, the other list's two items and hash row
+    assert rows == 2 + 1 + extra  # the two new items and the hash row
+    got, rows = sent(raw, lambda: READS[read](store))  # nothing new: the hash row alone
+    assert got == table_list(raw) and rows == 1 + extra
+    writer.save_list("u", "s", "m", table_list(raw) + [msg(N + 2)])  # a save that appends
+    got, count = statements(raw, lambda: READS[read](store))
+    assert got == table_list(raw) == items + [msg(N + j) for j in range(3)] and count == 1
+
+
+CHANGES = {
+    "edit in the middle": lambda w, items: w.save_list("u", "s", "m", items[:5] + [{"edited": 1}] + items[6:]),
+    "edit and append": lambda w, items: w.save_list("u", "s", "m", items[:5] + [{"edited": 1}] + items[6:] + [1]),
+    "shrink": lambda w, items: w.save_list("u", "s", "m", items[:40]),
+    "shrink and regrow": lambda w, items: w.save_list("u", "s", "m", items[:40] + [msg(-j) for j in range(120)]),
+    "clear": lambda w, items: w.save_list("u", "s", "m", []),
+    "pop then append": lambda w, items: (w.pop_list("u", "s", "m"), w.append_list("u", "s", "m", [{"x": 1}, 2])),
+    "delete": lambda w, items: w.delete("u", "s", "m"),
+    "same length, other items": lambda w, items: w.save_list("u", "s", "m", [msg(-j) for j in range(N)]),
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+@pytest.mark.parametrize("read", sorted(READS))
+def test_a_list_changed_by_another_writer_is_read_exactly(store, writer, raw, fresh, change, read):
+    items = _seen_twice(store, writer, READS[read])
+    CHANGES[change](writer, items)
+    want = table_list(raw)
+    got, count = statements(raw, lambda: READS[read](store))
+    assert got == want == READS[read](fresh()) and count <= 2
+    assert READS[read](store) == want  # and again, from what that read kept
+
+
+HAND = {  # rows changed by hand, the hash row left as it was
+    "a row deleted": ("DELETE FROM {t} WHERE session_id='u:s' AND state_key='m' AND item_index=7", CorruptStateError),
+    "a row added": ("INSERT INTO {t} (session_id, state_key, item_index, state_data) VALUES ('u:s', 'm', %s, '1')"
+                    % (N + 3), CorruptStateError),
+    "a row renumbered": ("UPDATE {t} SET item_index=-1 WHERE session_id='u:s' AND state_key='m' AND item_index=0",
+                         CorruptStateError),
+    "a row not JSON": ("UPDATE {t} SET state_data='[1,' WHERE session_id='u:s' AND state_key='m' AND item_index=7",
+                       CorruptStateError),
+    "a row other JSON": ("UPDATE {t} SET state_data='{\"hand\": 1}' WHERE session_id='u:s' AND state_key='m'"
+                         " AND item_index=7", None),
+    "two rows swapped": ("UPDATE {t} SET state_data = IF(item_index = 3, %s, %s) WHERE session_id='u:s'"
+                         " AND state_key='m' AND item_index IN (3, 4)", None),
+}
+
+
+@pytest.mark.parametrize("hand", sorted(HAND))
+@pytest.mark.parametrize("read", sorted(READS))
+def test_rows_changed_by_hand_below_what_was_read_are_found(store, writer, raw, fresh, hand, read):
+    """The rows not sent are proved by count, lowest and highest index and their CRC sum: a
+    reader that saw the list finds what a fresh reader finds, never its own old copy."""
+    items = _seen_twice(store, writer, READS[read])
+    statement, error = HAND[hand]
+    if hand == "two rows swapped":
+        raw.execute(statement, (orjson.dumps(items[4]).decode(), orjson.dumps(items[3]).decode()))
+    else:
+        raw.execute(statement)
+    if error is not None:
+        for s in (store, fresh()):
+            with pytest.raises(error) as caught:
+                READS[read](s)
+            assert caught.value.key == "m"
+    else:
+        want = table_list(raw)
+        assert want != items and READS[read](store) == want == READS[read](fresh())
+
+
+def test_a_list_the_java_store_rewrote_is_read_whole(store, writer, raw):
+    """A hash row this store does not write (the Java store's) proves nothing: read whole."""
+    items = _seen_twice(store, writer, READS["get_list"])
+    raw.execute("UPDATE {t} SET state_data = '\"java-hash\"' WHERE session_id='u:s' AND state_key='m:_hash'")
+    raw.execute("UPDATE {t} SET state_data = '{\"java\": 1}' WHERE session_id='u:s' AND state_key='m' AND item_index=9")
+    want = items[:9] + [{"java": 1}] + items[10:]
+    for read in READS.values():
+        got, rows = sent(raw, lambda: read(store))
+        assert got == want == table_list(raw) and rows >= N
+
+
+def test_an_encrypted_store_and_a_typed_read_read_whole(url, database, store, writer, raw):
+    """Not for sealed rows (their CRC would be of ciphertext this process did not keep), nor
+    for a read into a model type: those are read whole, as before."""
+    import os
+
+    items = _seen_twice(store, writer, READS["get_list"])
+    writer.append_list("u", "s", "m", [msg(N)])
+    got, rows = sent(raw, lambda: store.get_list("u", "s", "m", type=dict))
+    assert got == items + [msg(N)] and rows >= N
+    enc = MysqlAgentStateStore.from_url(url, database_name=database, encryption=Keyring({"k": os.urandom(32)}, "k"))
+    try:
+        enc.save_list("u", "e", "m", items)
+        for _ in range(2):
+            got, rows = sent(raw, lambda: enc.get_list("u", "e", "m"))
+            assert got == items and rows >= N
+    finally:
+        enc.close()
+
+
+def test_the_async_twin_reads_only_the_new_items_too(url, database, store, writer, raw):
+    import asyncio
+
+    items = _seen_twice(store, writer, READS["get_list"])
+
+    async def go():
+        astore = AsyncMysqlAgentStateStore.from_url(url, database_name=database)
+        try:
+            await astore.get_list("u", "s", "m")
+            await astore.get_list("u", "s", "m")
+            writer.append_list("u", "s", "m", [msg(N)])
+            return sent(raw, lambda: astore.sync.get_list("u", "s", "m")), await astore.get_list("u", "s", "m")
+        finally:
+            await astore.close()
+
+    (got, rows), again = asyncio.run(go())
+    assert got == again == items + [msg(N)] == table_list(raw) and rows == 2
+
+
+@pytest.mark.parametrize("read", sorted(READS))
+def test_whole_reads_beside_a_writer_process_are_whole_runs(url, database, store, read):
+    """Another process appends and, every 25th write, trims the list to its last 60 items
+    while this one reads it whole again and again: every read is a run of consecutive items
+    that ends where the writer was (never a stale copy glued to new rows), never damage."""
+    store.save_list("u", "s", "m", [{"i": j} for j in range(100)])
+    spawn = multiprocessing.get_context("spawn")
+    started, results = spawn.Event(), spawn.Queue()
+    proc = spawn.Process(target=procs.append_and_trim, args=(url, database, 3.0, started, results))
+    proc.start()
+    try:
+        assert started.wait(60)
+        reads, last = 0, -1
+        while proc.is_alive():
+            got = [x["i"] for x in READS[read](store)] if read == "get_list" else \
+                [x["i"] for x in store.get_many("u", "s", lists=["m"])["m"]]
+            assert got == list(range(got[0], got[0] + len(got))), got
+            assert got[-1] >= last  # the writer only moves forward
+            last, reads = got[-1], reads + 1
+        assert results.get(timeout=30) > 10 and reads > 50
+    finally:
+        proc.join(30)
+    assert proc.exitcode == 0
