@@ -10,7 +10,7 @@ so that a damaged or undecodable row is counted as the call's error).
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 import orjson
@@ -37,14 +37,14 @@ SHORT_WINDOW = 32
 
 @dataclass(frozen=True)
 class Known:
-    """What a whole read of a list of a plain store saw, kept by the store (per list, bounded in
-    bytes) so that its next whole read of the list sends only the items after it
-    (:func:`read_since`, :func:`check_since`): ``n`` items, ``blob`` their stored texts as one
-    JSON array, ``crc`` the sum over them of ``CRC32(text) * (index + 1)``, ``total`` the hash
-    row's digest sum when they were read."""
+    """What a whole read of a list saw, kept by the store (per list, bounded in bytes) so that
+    its next whole read of the list sends only the items after it (:func:`read_since`,
+    :func:`check_since`): ``n`` items, ``blob`` their plaintext JSON as one JSON array,
+    ``crc`` the sum over their stored texts of ``CRC32(text) * (index + 1)``, ``total`` the
+    hash row's digest sum when they were read."""
 
     n: int
-    blob: str
+    blob: bytes = field(repr=False)  # the list's items: never in a message or a log line
     crc: int
     total: int
 
@@ -52,11 +52,12 @@ class Known:
     def nbytes(self) -> int:
         return len(self.blob) + 64
 
-    def extended(self, texts: Sequence[str], stored: ListHash) -> "Known":
-        """This, and the items ``texts`` read after it, whose hash row is ``stored``."""
+    def extended(self, texts: Sequence[str], plains: Sequence[bytes], stored: ListHash) -> "Known":
+        """This, and the items read after it (stored ``texts``, their plaintext ``plains``),
+        whose hash row is ``stored``."""
         if not texts:
             return Known(self.n, self.blob, self.crc, stored.total)
-        blob = self.blob[:-1] + ("," if self.n else "") + ",".join(texts) + "]"
+        blob = self.blob[:-1] + (b"," if self.n else b"") + b",".join(plains) + b"]"
         return Known(self.n + len(texts), blob, self.crc + crc_sum(texts, self.n), stored.total)
 
 
@@ -71,12 +72,18 @@ def crc_sum(texts: Sequence[str], start: int) -> int:
     return sum(crc(x.encode()) * i for i, x in enumerate(texts, start + 1))
 
 
-def known_of(t: Table, texts: Sequence[str], stored: Optional[ListHash]) -> Optional[Known]:
-    """What a whole read saw, to keep: the items' stored texts and the hash row read with them;
-    None for what :func:`check_since` cannot use (a sealed store, no hash row of this store)."""
-    if t.sealer.encrypted or stored is None or stored.dk is not None or len(texts) != stored.n:
+def known_of(t: Table, sid: str, k: str, texts: Sequence[str], stored: Optional[ListHash]) -> Optional[Known]:
+    """What a whole read saw, to keep: the items' stored texts (decoded: readable) and the
+    hash row read with them; None for what :func:`check_since` cannot use (no hash row of this
+    store, or one keyed with a key this store lacks)."""
+    if stored is None or len(texts) != stored.n or t.sealer.digester_of(stored.dk) is None:
         return None
-    return Known(len(texts), "[" + ",".join(texts) + "]", crc_sum(texts, 0), stored.total)
+    blob = b"[" + b",".join(_as_bytes(t.sealer.plaintexts(sid, k, texts, 0))) + b"]"
+    return Known(len(texts), blob, crc_sum(texts, 0), stored.total)
+
+
+def _as_bytes(plains: Sequence[Any]) -> list[bytes]:
+    return [x.encode() if isinstance(x, str) else x for x in plains]
 
 
 def read_since(cur: Any, t: Table, sid: str, k: str, m: int) -> list:
@@ -117,17 +124,18 @@ def check_since(t: Table, items: Sequence[tuple], marked: Optional[str], sid: st
         return None
     version, count, lowest, highest, crc, text = head
     stored = ListHash.parse(text)
-    if stored is None or stored.dk is not None or t.sealer.encrypted:
+    dig = t.sealer.digester_of(stored.dk) if stored is not None else None
+    if stored is None or dig is None:
         return None
     n, m = stored.n, known.n
     if count != n or n < m or len(items) != n - m or crc != known.crc or (n and (lowest != 0 or highest != n - 1)):
         return None
+    new = t.sealer.decode_items(sid, k, items, 0, m, None)  # a bad row raises, naming it
     texts = [r[0] for r in items]
-    if total_after(known.total, [x.encode() for x in texts], m) != stored.total:
+    plains = _as_bytes(t.sealer.plaintexts(sid, k, texts, m))
+    if total_after(known.total, plains, m, dig) != stored.total:
         return None
-    values_ = orjson.loads(known.blob)
-    values_ += t.sealer.decode_items(sid, k, items, 0, m, None)
-    return (values_, version, stored), known.extended(texts, stored)
+    return (orjson.loads(known.blob) + new, version, stored), known.extended(texts, plains, stored)
 
 
 def get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int], model: Any,
@@ -151,7 +159,7 @@ def get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int],
             return found[0]
     got = _get(cur, t, sid, k, offset, limit, model, seen_n)
     if learned is not None and whole and model is None and (seen_n is not None or known is not None):
-        learned["known"] = known_of(t, got[3], got[2])
+        learned["known"] = known_of(t, sid, k, got[3], got[2])
     return got[:3]
 
 
@@ -483,7 +491,7 @@ def check_many(t: Table, rows: Sequence[tuple], sid: str, value_keys: Sequence[s
             elif first_hash is not None:
                 got = _check_run(t, run, first_hash, sid, k, None)
                 if learned is not None:
-                    learned["known"] = known_of(t, [r[0] for r in run], got[2])
+                    learned["known"] = known_of(t, sid, k, [r[0] for r in run], got[2])
             elif not run:
                 continue
             elif cur is not None:  # items, no hash row: read again with their indexes

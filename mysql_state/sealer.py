@@ -73,6 +73,11 @@ class Sealer:
             self.name_bad_row(sid, k, rows, col, first)
             raise
 
+    def plaintexts(self, sid: str, k: str, texts: Sequence[Any], first: int) -> Sequence[Any]:
+        """The plaintext JSON of list rows that were decoded (their texts, indexes from
+        ``first``): for a read to keep (``list_read.Known``). Plain rows are their JSON."""
+        return texts
+
     def name_bad_row(self, sid: str, k: str, rows: Sequence[Any], col: int, first: int) -> None:
         """Raise the typed error of the first unreadable row (JSON, or a sealed row)."""
         for i, r in enumerate(rows, first):
@@ -122,6 +127,9 @@ class KeyringSealer(Sealer):
         except ValueError:
             self.name_bad_row(sid, k, rows, col, first)
             raise
+
+    def plaintexts(self, sid: str, k: str, texts: Sequence[Any], first: int) -> Sequence[Any]:
+        return self.cipher.open_texts(sid, k, [(x,) for x in texts], 0, first)
 
     def stored_size(self, data: bytes) -> int:
         return (len(data) + 28) * 4 // 3 + 80  # nonce and tag, base64, the prefix and key id

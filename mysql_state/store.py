@@ -103,7 +103,8 @@ class MysqlAgentStateStore:
 
         ``pool_timeout`` bounds the wait for a free connection, ``retries`` the retries of a
         transaction that hit a lock conflict, ``snapshot_bytes`` the memory for the
-        per-process list snapshots that make ``save_list`` cheap (0 turns them off).
+        per-process list snapshots that make ``save_list`` cheap, and again for what whole
+        reads keep so that the next read is sent only what is new (0 turns both off).
         ``encryption`` (a :class:`Keyring`) encrypts every value and list item at rest
         (AES-256-GCM, see :mod:`mysql_state.crypto`); rows written without it read as they are.
         ``keep_history`` archives what a shrinking list save drops (see :meth:`get_history`).

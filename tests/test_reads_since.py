@@ -166,23 +166,43 @@ def test_a_list_the_java_store_rewrote_is_read_whole(store, writer, raw):
         assert got == want == table_list(raw) and rows >= N
 
 
-def test_an_encrypted_store_and_a_typed_read_read_whole(url, database, store, writer, raw):
-    """Not for sealed rows (their CRC would be of ciphertext this process did not keep), nor
-    for a read into a model type: those are read whole, as before."""
-    import os
-
+def test_a_typed_read_reads_whole(store, writer, raw):
+    """A read into a model type (``type=``) is read whole, as before."""
     items = _seen_twice(store, writer, READS["get_list"])
     writer.append_list("u", "s", "m", [msg(N)])
     got, rows = sent(raw, lambda: store.get_list("u", "s", "m", type=dict))
     assert got == items + [msg(N)] and rows >= N
-    enc = MysqlAgentStateStore.from_url(url, database_name=database, encryption=Keyring({"k": os.urandom(32)}, "k"))
+
+
+@pytest.mark.parametrize("read", sorted(READS))
+def test_an_encrypted_reader_is_sent_only_the_new_items_and_finds_moved_rows(url, database, raw, read):
+    """Sealed rows: the CRC sum is of the stored (sealed) texts, the digest sum keyed; the
+    reader keeps the plaintext it opened. Two sealed rows swapped by hand (each bound to its
+    index) are found as a fresh reader finds them: a DecryptionError naming the row."""
+    import os
+
+    from mysql_state import DecryptionError
+
+    ring = Keyring({"k": os.urandom(32)}, "k")
+    stores = [MysqlAgentStateStore.from_url(url, database_name=database, encryption=ring) for _ in range(3)]
+    reader, other, fresh_one = stores
     try:
-        enc.save_list("u", "e", "m", items)
-        for _ in range(2):
-            got, rows = sent(raw, lambda: enc.get_list("u", "e", "m"))
-            assert got == items and rows >= N
+        items = _seen_twice(reader, other, READS[read])
+        other.append_list("u", "s", "m", [msg(N)])
+        got, rows = sent(raw, lambda: READS[read](reader))
+        assert got == items + [msg(N)] == READS[read](fresh_one)
+        assert rows == 2 + (0 if read == "get_list" else 4)
+        sealed = dict(raw.query("SELECT item_index, state_data FROM {t} WHERE session_id='u:s' AND state_key='m'"
+                                " AND item_index IN (3, 4)"))
+        raw.execute("UPDATE {t} SET state_data = IF(item_index = 3, %s, %s) WHERE session_id='u:s'"
+                    " AND state_key='m' AND item_index IN (3, 4)", (sealed[4], sealed[3]))
+        for s in (reader, stores[2]):
+            with pytest.raises(DecryptionError) as caught:
+                READS[read](s)
+            assert caught.value.key == "m"
     finally:
-        enc.close()
+        for s in stores:
+            s.close()
 
 
 def test_the_async_twin_reads_only_the_new_items_too(url, database, store, writer, raw):
