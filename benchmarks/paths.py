@@ -19,7 +19,9 @@ global ``Questions`` + ``Com_admin_commands`` of the private server, minimum of 
 * an AgentScope 2.x turn: ``AgentStateRepository.load`` then ``save`` by the worker that did
   NOT save the last turn, and by the one that did;
 * ``get_list`` of a short list (N = 10, 100) vs a bare SELECT + ``orjson.loads``; encrypted
-  ``get_list`` at N = 10 000 vs plain;
+  ``get_list`` at N = 10 000 vs plain. Each twice: by a process that reads the list again (it
+  is sent only what is new, nothing here: docs/lists.md, "Reads") and read whole every time
+  (a store with ``snapshot_bytes=0`` keeps nothing: a process that did not read it before);
 * throughput, 4 processes x 64 sessions (``throughput.py``, mysql-state and the floor only);
 * beside the issue's figures: each two-process save also against a warm save timed inside a
   worker process (like for like: both woken from a pipe), and the physical limit of the
@@ -81,6 +83,10 @@ TARGETS = {
     "tp": ("throughput 4 procs x 64 sessions / floor's turns/s (at least)", 0.8),
     "short": ("get_list short list / bare SELECT + loads", 1.2),
     "enc": ("encrypted get_list N=10 000 / plain", 1.5),
+    # The same two for a whole read every time (a process that did not read the list before;
+    # a process that did is sent only the new items: docs/lists.md, "Reads").
+    "short_whole": ("get_list short list, whole (nothing kept) / bare SELECT + loads", 1.2),
+    "enc_whole": ("encrypted get_list N=10 000, whole (nothing kept) / plain whole", 1.5),
     "hash": ("checkpoint hash: BLAKE3 / SHA-256 (why blake3; no target of its own)", None),
     # Like for like: the two processes' saves against a warm save timed inside a worker process
     # too (a process that waited on its pipe between saves, as a production worker waits
@@ -232,6 +238,10 @@ class Paths:
         self.b = new_store(self.url)  # worker B: own pools, own caches
         self.ring = Keyring({"k1": os.urandom(32)}, current="k1")
         self.enc = new_store(self.url, encryption=self.ring)
+        # Whole reads every time, as by a process that did not read the list before (nothing
+        # kept: snapshot_bytes=0), beside the path of a process that reads it again.
+        self.a_whole = new_store(self.url, snapshot_bytes=0)
+        self.enc_whole = new_store(self.url, encryption=self.ring, snapshot_bytes=0)
         self.table = f"`{DB}`.`{self.a.table_name}`"
         self.floor = baselines.Floor(self.kwargs, DB)
         self.counter = harness.Counter(self.kwargs)
@@ -473,6 +483,7 @@ class Paths:
             self.a.save_list(U, sid, K, data.Conversation(n).base)
             subjects += [
                 Subject(f"get_list N={n}", "store", lambda sid=sid: self.a.get_list(U, sid, K)),
+                Subject(f"get_list N={n}, whole (nothing kept)", "store", lambda sid=sid: self.a_whole.get_list(U, sid, K)),
                 Subject(f"bare SELECT + loads N={n}", "floor",
                         lambda sid=sid: self.floor.select_list(self.table, f"{U}:{sid}", K)),
                 Subject(f"limit: get_list's statement alone (raw, pre-bound) + loads N={n}", "floor",
@@ -483,6 +494,9 @@ class Paths:
         for n in self.p["short"]:
             ours, fl = s[f"get_list N={n}"].get("median_us"), s[f"bare SELECT + loads N={n}"].get("median_us")
             self.figure("short", n, ours / fl if ours and fl else None, f"get_list {ours:.0f} us, bare {fl:.0f} us", c)
+            whole = s[f"get_list N={n}, whole (nothing kept)"].get("median_us")
+            self.figure("short_whole", n, whole / fl if whole and fl else None,
+                        f"get_list whole {whole:.0f} us, bare {fl:.0f} us", c)
             lim = s[f"limit: get_list's statement alone (raw, pre-bound) + loads N={n}"].get("median_us")
             self.figure("short_limit", n, lim / fl if lim and fl else None,
                         f"statement alone {lim:.0f} us, bare {fl:.0f} us: no client code can do better", c)
@@ -493,11 +507,18 @@ class Paths:
         subjects = [
             Subject(f"get_list N={n}", "store", lambda: self.a.get_list(U, f"plain-{n}", K)),
             Subject(f"get_list N={n} encrypted", "store", lambda: self.enc.get_list(U, f"enc-{n}", K)),
+            Subject(f"get_list N={n}, whole (nothing kept)", "store", lambda: self.a_whole.get_list(U, f"plain-{n}", K)),
+            Subject(f"get_list N={n} encrypted, whole (nothing kept)", "store",
+                    lambda: self.enc_whole.get_list(U, f"enc-{n}", K)),
         ]
         c = self.cell("encrypted read", n, subjects, bar, rounds=max(5, self.p["rounds"] // 2))
         s = c["subjects"]
         ours, plain = s[f"get_list N={n} encrypted"].get("median_us"), s[f"get_list N={n}"].get("median_us")
         self.figure("enc", n, ours / plain if ours and plain else None, f"encrypted {ours:.0f} us, plain {plain:.0f} us", c)
+        ours, plain = (s[f"get_list N={n} encrypted, whole (nothing kept)"].get("median_us"),
+                       s[f"get_list N={n}, whole (nothing kept)"].get("median_us"))
+        self.figure("enc_whole", n, ours / plain if ours and plain else None,
+                    f"encrypted {ours:.0f} us, plain {plain:.0f} us, both read whole", c)
 
     def raw_read(self, sid: str) -> Callable[[], list]:
         """``get_list``'s whole-list statement for a short list (``SELECT_ITEMS``: the items
@@ -544,7 +565,7 @@ class Paths:
     def close(self) -> None:
         for p in self.procs:
             p.close()
-        for s in (self.a, self.b, self.enc):
+        for s in (self.a, self.b, self.enc, self.a_whole, self.enc_whole):
             s.close()
         self.floor.close()
         self.counter.close()

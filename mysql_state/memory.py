@@ -53,6 +53,12 @@ class ListMemory:
         self.damaged: set[Key] = set()
         self.touched: LRU[str, float] = LRU(max_entries=HASH_HINTS)
 
+    @property
+    def keeps_reads(self) -> bool:
+        """Whether what whole reads saw is kept (``snapshot_bytes`` is not 0): else a read does
+        not build it."""
+        return self.known.max_bytes != 0
+
     def catalog_due(self, sid: str) -> bool:
         """Whether a write of session ``sid`` must move its catalog row: this process has not
         for ``catalog.TOUCH_EVERY`` seconds. Only a write conditioned on a row of the session

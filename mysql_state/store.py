@@ -458,11 +458,12 @@ class MysqlAgentStateStore:
         with self._memory.noting_damage():  # decoded inside: its errors are counted
             seen = self._memory.hints.get((sid, k))  # the length last seen picks the read's shape
             n = seen.n if seen is not None else None
-            known, learned = self._memory.known.get((sid, k)), {}  # a whole read: only what is new
+            known = self._memory.known.get((sid, k))  # a whole read: only what is new
+            learned: Optional[dict] = {} if self._memory.keeps_reads else None
             items, version, stored = self._db.run(
                 lambda cur: list_read.get(cur, t, sid, k, offset, limit, model, n, known, learned),
                 f"get_list {k!r}", write=False, consistency=consistency, session=sid)
-        if "known" in learned:
+        if learned and "known" in learned:
             self._memory.known.put((sid, k), learned["known"])
         if stored is not None and consistency == "strong":  # a replica's may be behind
             self._memory.hints.put((sid, k), stored)
@@ -485,7 +486,8 @@ class MysqlAgentStateStore:
         seen: dict[str, Any] = {}
         first = (sid, list_keys[0]) if list_keys else None
         known = self._memory.known.get(first) if first else None  # the first list: only what is new
-        learned = {} if first and (known is not None or self._memory.hints.get(first) is not None) else None
+        learned = {} if first and self._memory.keeps_reads and (
+            known is not None or self._memory.hints.get(first) is not None) else None
         with self._memory.noting_damage():  # decoded inside: its errors are counted
             found = self._db.run(lambda cur: list_read.many(cur, t, sid, value_keys, list_keys, seen, known, learned),
                                  "get_many", write=False, consistency=consistency, session=sid)
