@@ -3,7 +3,7 @@
 ``get_list`` (whole) and ``get_many`` (its first list) of a process that read the list before
 send only the items after what it read, with the hash row marked with what proves the rest
 unchanged (``list_read.check_since``); anything that does not prove itself is read whole, in
-the same call. These tests change the list behind the reader's back in every way a writer, a
+the same call. These tests change the list behind the reader's back in every way a other, a
 hand or another program can, and check each read against plain SQL on the table and a fresh
 process's read; rows sent are counted by the server (``Rows_sent``)."""
 
@@ -19,7 +19,8 @@ from mysql_state.aio import AsyncMysqlAgentStateStore
 
 from . import procs
 from .conftest import Raw
-from .test_cold_saves import msg, statements
+from .test_cold_saves import fresh, msg, statements  # noqa: F401 (fresh: a fixture)
+from .test_issue21 import other  # noqa: F401 (a fixture: another worker)
 
 N = 150
 
@@ -41,57 +42,34 @@ def table_list(raw: Raw, key: str = "m") -> list:
     return [orjson.loads(r[0]) for r in rows]
 
 
-@pytest.fixture
-def writer(url, database, store):
-    """Another worker: a store object of its own."""
-    s = MysqlAgentStateStore.from_url(url, database_name=database)
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def fresh(url, database, store):
-    """A process that never saw the list, per call."""
-    made = []
-
-    def make():
-        s = MysqlAgentStateStore.from_url(url, database_name=database)
-        made.append(s)
-        return s
-
-    yield make
-    for s in made:
-        s.close()
-
-
 READS = {
     "get_list": lambda s: s.get_list("u", "s", "m"),
     "get_many": lambda s: s.get_many("u", "s", values=["v"], lists=["m", "z"]).get("m", []),
 }
 
 
-def _seen_twice(store, writer, read) -> list:
+def _seen_twice(store, other, read) -> list:
     """The writer saves the list; the reader reads it twice (the second read is kept)."""
     items = [msg(i) for i in range(N)]
-    writer.save("u", "s", "v", {"plan": 1})
-    writer.save_list("u", "s", "z", [1, 2])
-    writer.save_list("u", "s", "m", items)
+    other.save("u", "s", "v", {"plan": 1})
+    other.save_list("u", "s", "z", [1, 2])
+    other.save_list("u", "s", "m", items)
     assert read(store) == items
     assert read(store) == items
     return items
 
 
 @pytest.mark.parametrize("read", sorted(READS))
-def test_a_reader_that_saw_the_list_is_sent_only_the_new_items(store, writer, raw, read):
-    items = _seen_twice(store, writer, READS[read])
-    writer.append_list("u", "s", "m", [msg(N), msg(N + 1)])
+def test_a_reader_that_saw_the_list_is_sent_only_the_new_items(store, other, raw, read):
+    items = _seen_twice(store, other, READS[read])
+    other.append_list("u", "s", "m", [msg(N), msg(N + 1)])
     got, rows = sent(raw, lambda: READS[read](store))
     assert got == items + [msg(N), msg(N + 1)] == table_list(raw)
     extra = 0 if read == "get_list" else 4  # get_many: the value, the other list's two items and hash row
     assert rows == 2 + 1 + extra  # the two new items and the hash row
     got, rows = sent(raw, lambda: READS[read](store))  # nothing new: the hash row alone
     assert got == table_list(raw) and rows == 1 + extra
-    writer.save_list("u", "s", "m", table_list(raw) + [msg(N + 2)])  # a save that appends
+    other.save_list("u", "s", "m", table_list(raw) + [msg(N + 2)])  # a save that appends
     got, count = statements(raw, lambda: READS[read](store))
     assert got == table_list(raw) == items + [msg(N + j) for j in range(3)] and count == 1
 
@@ -110,9 +88,9 @@ CHANGES = {
 
 @pytest.mark.parametrize("change", sorted(CHANGES))
 @pytest.mark.parametrize("read", sorted(READS))
-def test_a_list_changed_by_another_writer_is_read_exactly(store, writer, raw, fresh, change, read):
-    items = _seen_twice(store, writer, READS[read])
-    CHANGES[change](writer, items)
+def test_a_list_changed_by_another_writer_is_read_exactly(store, other, raw, fresh, change, read):
+    items = _seen_twice(store, other, READS[read])
+    CHANGES[change](other, items)
     want = table_list(raw)
     got, count = statements(raw, lambda: READS[read](store))
     assert got == want == READS[read](fresh()) and count <= 2
@@ -136,10 +114,10 @@ HAND = {  # rows changed by hand, the hash row left as it was
 
 @pytest.mark.parametrize("hand", sorted(HAND))
 @pytest.mark.parametrize("read", sorted(READS))
-def test_rows_changed_by_hand_below_what_was_read_are_found(store, writer, raw, fresh, hand, read):
+def test_rows_changed_by_hand_below_what_was_read_are_found(store, other, raw, fresh, hand, read):
     """The rows not sent are proved by count, lowest and highest index and their CRC sum: a
     reader that saw the list finds what a fresh reader finds, never its own old copy."""
-    items = _seen_twice(store, writer, READS[read])
+    items = _seen_twice(store, other, READS[read])
     statement, error = HAND[hand]
     if hand == "two rows swapped":
         raw.execute(statement, (orjson.dumps(items[4]).decode(), orjson.dumps(items[3]).decode()))
@@ -155,9 +133,9 @@ def test_rows_changed_by_hand_below_what_was_read_are_found(store, writer, raw, 
         assert want != items and READS[read](store) == want == READS[read](fresh())
 
 
-def test_a_list_the_java_store_rewrote_is_read_whole(store, writer, raw):
+def test_a_list_the_java_store_rewrote_is_read_whole(store, other, raw):
     """A hash row this store does not write (the Java store's) proves nothing: read whole."""
-    items = _seen_twice(store, writer, READS["get_list"])
+    items = _seen_twice(store, other, READS["get_list"])
     raw.execute("UPDATE {t} SET state_data = '\"java-hash\"' WHERE session_id='u:s' AND state_key='m:_hash'")
     raw.execute("UPDATE {t} SET state_data = '{\"java\": 1}' WHERE session_id='u:s' AND state_key='m' AND item_index=9")
     want = items[:9] + [{"java": 1}] + items[10:]
@@ -166,10 +144,10 @@ def test_a_list_the_java_store_rewrote_is_read_whole(store, writer, raw):
         assert got == want == table_list(raw) and rows >= N
 
 
-def test_a_typed_read_reads_whole(store, writer, raw):
+def test_a_typed_read_reads_whole(store, other, raw):
     """A read into a model type (``type=``) is read whole, as before."""
-    items = _seen_twice(store, writer, READS["get_list"])
-    writer.append_list("u", "s", "m", [msg(N)])
+    items = _seen_twice(store, other, READS["get_list"])
+    other.append_list("u", "s", "m", [msg(N)])
     got, rows = sent(raw, lambda: store.get_list("u", "s", "m", type=dict))
     assert got == items + [msg(N)] and rows >= N
 
@@ -205,17 +183,17 @@ def test_an_encrypted_reader_is_sent_only_the_new_items_and_finds_moved_rows(url
             s.close()
 
 
-def test_the_async_twin_reads_only_the_new_items_too(url, database, store, writer, raw):
+def test_the_async_twin_reads_only_the_new_items_too(url, database, store, other, raw):
     import asyncio
 
-    items = _seen_twice(store, writer, READS["get_list"])
+    items = _seen_twice(store, other, READS["get_list"])
 
     async def go():
         astore = AsyncMysqlAgentStateStore.from_url(url, database_name=database)
         try:
             await astore.get_list("u", "s", "m")
             await astore.get_list("u", "s", "m")
-            writer.append_list("u", "s", "m", [msg(N)])
+            other.append_list("u", "s", "m", [msg(N)])
             return sent(raw, lambda: astore.sync.get_list("u", "s", "m")), await astore.get_list("u", "s", "m")
         finally:
             await astore.close()
