@@ -105,12 +105,10 @@ def _marked_since(marked: str) -> Optional[tuple[int, int, Optional[int], Option
     >>> _marked_since("\x1f2,3,0,2,77\x1f{}"), _marked_since("\x1f2,0,2\x1f{}")
     ((2, 3, 0, 2, 77, '{}'), None)
     """
-    meta, sep, text = marked[1:].partition(sql.HEAD_MARK)
-    p = meta.split(",")
-    if not (marked.startswith(sql.HEAD_MARK) and sep and len(p) == 5 and p[0].isdigit() and p[1].isdigit()
-            and p[4].isdigit() and all(not x or x.removeprefix("-").isdigit() for x in p[2:4])):
+    parts = _split_mark(marked, 5)
+    if parts is None or parts[1] is None or parts[4] is None or parts[1] < 0 or parts[4] < 0:
         return None
-    return int(p[0]), int(p[1]), int(p[2]) if p[2] else None, int(p[3]) if p[3] else None, int(p[4]), text
+    return parts  # type: ignore[return-value]
 
 
 def check_since(t: Table, items: Sequence[tuple], marked: Optional[str], sid: str, k: str,
@@ -152,8 +150,7 @@ def get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int],
 
     ``known``: what this process's last whole read of the list saw; a whole read then sends
     only the items after it (:func:`check_since`), else reads the list whole. ``learned`` (a
-    dict) is given, under ``"known"``, what to keep of a whole read (None: nothing): after a
-    read since ``known``, or a whole read of a list this process saw before (``seen_n``)."""
+    dict) is given, under ``"known"``, what to keep of a whole read (None: keep nothing)."""
     whole = offset == 0 and limit is None
     if whole and known is not None and model is None:
         rows = read_since(cur, t, sid, k, known.n)
@@ -163,7 +160,7 @@ def get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int],
                 learned["known"] = found[1]
             return found[0]
     got = _get(cur, t, sid, k, offset, limit, model, seen_n)
-    if learned is not None and whole and model is None and (seen_n is not None or known is not None):
+    if learned is not None and whole and model is None:
         learned["known"] = known_of(t, sid, k, got[3], got[2])
     return got[:3]
 
@@ -266,22 +263,29 @@ def check_tail(t: Table, rows: Any, sid: str, k: str, count: int, limit: Optiona
     return t.sealer.decode_items(sid, k, items, 0, start, model), version, stored
 
 
+def _split_mark(marked: str, fields: int) -> Optional[tuple]:
+    """``HEAD_MARK`` + ``fields`` comma-separated integers (the first >= 0, the others may be
+    empty or negative) + ``HEAD_MARK`` + a text: the integers (None where empty) and the text;
+    None for any other text (an item's text that only starts like one: no JSON text starts
+    with a control character, so it is damage)."""
+    meta, sep, text = marked[1:].partition(sql.HEAD_MARK)
+    parts = meta.split(",")
+    if not (marked.startswith(sql.HEAD_MARK) and sep and len(parts) == fields and parts[0].isdigit()
+            and all(not p or p.removeprefix("-").isdigit() for p in parts[1:])):  # indexes may be < 0
+        return None
+    return (*(int(p) if p else None for p in parts), text)
+
+
 def _marked(marked: str) -> Optional[tuple[int, Optional[int], Optional[int], str]]:
     """The parts of a hash row marked by :func:`sql.marked_head` (``HEAD_MARK`` +
     ``<version>,<lowest>,<highest>`` + ``HEAD_MARK`` + its text): its version, the list's
     lowest and highest index (None: no items) and the hash row's text. None when the text only
-    starts like one: an item's text (no JSON text starts with a control character, so it is
-    damage) that came last because the list has no hash row.
+    starts like one: an item's text that came last because the list has no hash row.
 
     >>> _marked("\x1f3,0,9\x1f{}"), _marked("\x1fjunk")
     ((3, 0, 9, '{}'), None)
     """
-    meta, sep, text = marked[1:].partition(sql.HEAD_MARK)
-    parts = meta.split(",")
-    if not (marked.startswith(sql.HEAD_MARK) and sep and len(parts) == 3 and parts[0].isdigit()
-            and all(not p or p.removeprefix("-").isdigit() for p in parts[1:])):  # indexes may be < 0
-        return None
-    return int(parts[0]), int(parts[1]) if parts[1] else None, int(parts[2]) if parts[2] else None, text
+    return _split_mark(marked, 3)  # type: ignore[return-value]
 
 
 def _marked_head(marked: str) -> Optional[tuple[int, Optional[int], Optional[int], ListHash]]:

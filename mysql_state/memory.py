@@ -59,6 +59,20 @@ class ListMemory:
         not build it."""
         return self.known.max_bytes != 0
 
+    def reading(self, key: Key) -> tuple[Optional[Known], Optional[dict]]:
+        """For a whole read of a list: what this process's last whole read of it kept, and a
+        dict for the read to put what to keep in (``"known"``), or None: keep nothing (nothing
+        is kept with ``snapshot_bytes=0``, nor of a list this process has not seen: a list read
+        once is not kept, one read or written before is). Then :meth:`read_kept`."""
+        known = self.known.get(key)
+        keep = self.keeps_reads and (known is not None or self.hints.get(key) is not None)
+        return known, ({} if keep else None)
+
+    def read_kept(self, key: Key, learned: Optional[dict]) -> None:
+        """Keep what a whole read put in ``learned`` (:meth:`reading`)."""
+        if learned and "known" in learned:
+            self.known.put(key, learned["known"])
+
     def catalog_due(self, sid: str) -> bool:
         """Whether a write of session ``sid`` must move its catalog row: this process has not
         for ``catalog.TOUCH_EVERY`` seconds. Only a write conditioned on a row of the session

@@ -458,13 +458,11 @@ class MysqlAgentStateStore:
         with self._memory.noting_damage():  # decoded inside: its errors are counted
             seen = self._memory.hints.get((sid, k))  # the length last seen picks the read's shape
             n = seen.n if seen is not None else None
-            known = self._memory.known.get((sid, k))  # a whole read: only what is new
-            learned: Optional[dict] = {} if self._memory.keeps_reads else None
+            known, learned = self._memory.reading((sid, k))  # a whole read: only what is new
             items, version, stored = self._db.run(
                 lambda cur: list_read.get(cur, t, sid, k, offset, limit, model, n, known, learned),
                 f"get_list {k!r}", write=False, consistency=consistency, session=sid)
-        if learned and "known" in learned:
-            self._memory.known.put((sid, k), learned["known"])
+        self._memory.read_kept((sid, k), learned)
         if stored is not None and consistency == "strong":  # a replica's may be behind
             self._memory.hints.put((sid, k), stored)
         return items, version
@@ -485,14 +483,12 @@ class MysqlAgentStateStore:
             return {}
         seen: dict[str, Any] = {}
         first = (sid, list_keys[0]) if list_keys else None
-        known = self._memory.known.get(first) if first else None  # the first list: only what is new
-        learned = {} if first and self._memory.keeps_reads and (
-            known is not None or self._memory.hints.get(first) is not None) else None
+        known, learned = self._memory.reading(first) if first else (None, None)  # the first list: only what is new
         with self._memory.noting_damage():  # decoded inside: its errors are counted
             found = self._db.run(lambda cur: list_read.many(cur, t, sid, value_keys, list_keys, seen, known, learned),
                                  "get_many", write=False, consistency=consistency, session=sid)
-        if learned and first:
-            self._memory.known.put(first, learned["known"])
+        if first:
+            self._memory.read_kept(first, learned)
         if consistency == "strong":  # what the read saw guides the writes that follow (a replica's may be behind)
             for k in list_keys:
                 self._memory.read((sid, k), seen.get(k))
