@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import multiprocessing
 import time
+from typing import Any, Iterator
 
 
 def repo_turn(url: str, database: str, user: str, session: str, text: str, barrier, results) -> None:
@@ -113,3 +116,20 @@ def append_and_trim(url: str, database: str, seconds: float, started, results) -
         results.put(writes)
     finally:
         store.close()
+
+
+@contextlib.contextmanager
+def appending_and_trimming(url: str, database: str, seconds: float = 3.0) -> Iterator[tuple[Any, Any]]:
+    """A real process running :func:`append_and_trim` on list ``m`` of ``u/s``, started and
+    past its first read: yields (the process, the queue it puts its number of writes in);
+    joined on exit, where its exit code must be 0."""
+    spawn = multiprocessing.get_context("spawn")
+    started, results = spawn.Event(), spawn.Queue()
+    proc = spawn.Process(target=append_and_trim, args=(url, database, seconds, started, results))
+    proc.start()
+    try:
+        assert started.wait(60)
+        yield proc, results
+    finally:
+        proc.join(30)
+    assert proc.exitcode == 0

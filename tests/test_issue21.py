@@ -502,17 +502,10 @@ def test_windows_and_tails_read_beside_a_writer_process_are_whole_runs(url, data
     """Another process appends and trims the list while this one reads windows and tails in
     both shapes: every read is a run of consecutive items (one statement, one snapshot), and
     none is taken for damage."""
-    import multiprocessing
-
     from . import procs
 
     store.save_list("u", "s", "m", [{"i": j} for j in range(100)])
-    spawn = multiprocessing.get_context("spawn")
-    started, results = spawn.Event(), spawn.Queue()
-    writer = spawn.Process(target=procs.append_and_trim, args=(url, database, 3.0, started, results))
-    writer.start()
-    try:
-        assert started.wait(60)
+    with procs.appending_and_trimming(url, database) as (writer, results):
         reads = 0
         while writer.is_alive():
             for window in ({"offset": -50}, {"offset": -5}, {"offset": 0, "limit": 40}, {"offset": 10, "limit": 100}):
@@ -520,9 +513,6 @@ def test_windows_and_tails_read_beside_a_writer_process_are_whole_runs(url, data
                 assert got == list(range(got[0], got[0] + len(got))), (window, got)
                 reads += 1
         assert results.get(timeout=30) > 10 and reads > 100
-    finally:
-        writer.join(30)
-    assert writer.exitcode == 0
 
 
 def test_a_long_encrypted_window_opens_each_row_at_its_own_index(url, database, raw):

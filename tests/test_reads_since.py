@@ -9,8 +9,6 @@ process's read; rows sent are counted by the server (``Rows_sent``)."""
 
 from __future__ import annotations
 
-import multiprocessing
-
 import orjson
 import pytest
 
@@ -208,12 +206,7 @@ def test_whole_reads_beside_a_writer_process_are_whole_runs(url, database, store
     while this one reads it whole again and again: every read is a run of consecutive items
     that ends where the writer was (never a stale copy glued to new rows), never damage."""
     store.save_list("u", "s", "m", [{"i": j} for j in range(100)])
-    spawn = multiprocessing.get_context("spawn")
-    started, results = spawn.Event(), spawn.Queue()
-    proc = spawn.Process(target=procs.append_and_trim, args=(url, database, 3.0, started, results))
-    proc.start()
-    try:
-        assert started.wait(60)
+    with procs.appending_and_trimming(url, database) as (proc, results):
         reads, last = 0, -1
         while proc.is_alive():
             got = [x["i"] for x in READS[read](store)] if read == "get_list" else \
@@ -222,6 +215,3 @@ def test_whole_reads_beside_a_writer_process_are_whole_runs(url, database, store
             assert got[-1] >= last  # the writer only moves forward
             last, reads = got[-1], reads + 1
         assert results.get(timeout=30) > 10 and reads > 50
-    finally:
-        proc.join(30)
-    assert proc.exitcode == 0
