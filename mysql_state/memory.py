@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Iterable, Iterator, Optional, Sequence
+from typing import Container, Iterable, Iterator, Optional, Sequence
 
 from . import catalog
 from .cache import LRU
@@ -49,6 +49,8 @@ class ListMemory:
         self.missed: LRU[Key, bool] = LRU(max_entries=HASH_HINTS)
         self.values: LRU[Key, tuple[int, str]] = LRU(max_entries=HASH_HINTS)
         self.known: LRU[Key, Known] = LRU(max_bytes=snapshot_bytes, size_of=lambda k: k.nbytes)
+        #: Lists a transaction of this process appended to (their hints are gone with it).
+        self.tx_appended: LRU[Key, bool] = LRU(max_entries=HASH_HINTS)
         #: Lists a read found damaged (shared with transactions, which add to it and rewrite).
         self.damaged: set[Key] = set()
         self.touched: LRU[str, float] = LRU(max_entries=HASH_HINTS)
@@ -63,9 +65,10 @@ class ListMemory:
         """For a whole read of a list: what this process's last whole read of it kept, and a
         dict for the read to put what to keep in (``"known"``), or None: keep nothing (nothing
         is kept with ``snapshot_bytes=0``, nor of a list this process has not seen: a list read
-        once is not kept, one read or written before is). Then :meth:`read_kept`."""
+        once is not kept, one read, written or appended to in a transaction before is). Then
+        :meth:`read_kept`."""
         known = self.known.get(key)
-        keep = self.keeps_reads and (known is not None or self.hints.get(key) is not None)
+        keep = self.keeps_reads and (known is not None or self.hints.get(key) is not None or bool(self.tx_appended.get(key)))
         return known, ({} if keep else None)
 
     def read_kept(self, key: Key, learned: Optional[dict]) -> None:
@@ -122,16 +125,24 @@ class ListMemory:
         self.missed.drop(key, session)
         self.values.drop(key, session)
         self.known.drop(key, session)
+        self.tx_appended.drop(key, session)
         if key is None:  # a whole session (its catalog row may be gone), or everything
             self.touched.drop(session)
 
-    def forget_all_of(self, touched: Iterable[tuple[str, Optional[str]]]) -> None:
-        """Drop the lists (``(sid, key)``) and whole sessions (``(sid, None)``) written."""
-        for sid, k in touched:
+    def forget_all_of(self, touched: Iterable[tuple[str, Optional[str]]], appended: Container[Key] = ()) -> None:
+        """Drop the lists (``(sid, key)``) and whole sessions (``(sid, None)``) written, but
+        of lists only appended to (``appended``) keep what a whole read saw: it stays the base
+        of the next read, which proves it against the stored list (:func:`list_read.check_since`)."""
+        for sid, k in sorted(touched, key=lambda x: x[1] is None):  # whole sessions last
             if k is None:
                 self.forget(session=sid)
             else:
+                known = self.known.get((sid, k)) if (sid, k) in appended else None
                 self.forget((sid, k))
+                if (sid, k) in appended:
+                    self.tx_appended.put((sid, k), True)
+                if known is not None:
+                    self.known.put((sid, k), known)
 
     @contextlib.contextmanager
     def noting_damage(self) -> Iterator[None]:

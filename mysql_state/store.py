@@ -549,6 +549,7 @@ class MysqlAgentStateStore:
         if not callable(fn):
             raise TypeError(f"fn must be a callable taking the transaction, got {type(fn).__name__}")
         touched: set = set()
+        appended: set = set()
 
         def tx(cur: Any) -> T:
             t = Transaction(self.table, cur, self._memory.damaged)
@@ -556,12 +557,14 @@ class MysqlAgentStateStore:
                 with running(self._db):
                     return fn(t)
             finally:
+                appended.difference_update(t.touched)  # a run again: its last run's say
                 touched.update(t.touched)
+                appended.update(t.appended)
 
         try:
             return self._db.run(tx, "transaction", write=True, session=None)  # any sessions
         finally:
-            self._memory.forget_all_of(touched)
+            self._memory.forget_all_of(touched, appended)
 
     def session_lock(self, user_id: Optional[str], session_id: str, timeout: Optional[float] = 10) -> SessionLock:
         """A lease on one session across processes (``GET_LOCK``, one holder per server; wait up

@@ -89,6 +89,9 @@ class Transaction:
         self._absent: set[tuple[str, str]] = set()  # keys read as absent: create, never upsert
         #: (packed session id, key) pairs written; the store forgets their snapshots at the end.
         self.touched: set[tuple[str, Optional[str]]] = set()
+        #: Of those, the list keys whose last write here was an append: what the store's last
+        #: whole read of them kept stays the base of its next read (proven there on use).
+        self.appended: set[tuple[str, str]] = set()
 
     # ---- reads (locking) ---------------------------------------------------------------------
 
@@ -114,7 +117,7 @@ class Transaction:
             return list_read.get(self._cur, t, sid, k, offset, limit, model)[0]
         except CorruptStateError:
             self._damaged.add((sid, k))
-            self.touched.add((sid, k))  # the store forgets what it remembers of the list
+            self._wrote(sid, k)  # the store forgets what it remembers of the list
             raise
 
     def list_length(self, user_id: Optional[str], session_id: str, key: str) -> int:
@@ -140,7 +143,7 @@ class Transaction:
                 self._absent.discard((sid, k))
             else:
                 values.write(self._cur, t, sid, k, text)
-        self.touched.add((sid, k))
+        self._wrote(sid, k)
 
     def save_list(self, user_id: Optional[str], session_id: str, key: str, values: Sequence[Any], *,
                   maintenance: bool = False) -> None:
@@ -153,7 +156,12 @@ class Transaction:
         w = list_write.ListWrite(sid, k, items, blob, None, damaged=(sid, k) in self._damaged)
         with self._kept(sid, maintenance):
             list_write.save(self._cur, t, w)
+        self._wrote(sid, k)
+
+    def _wrote(self, sid: str, k: Optional[str]) -> None:
+        """``k`` of ``sid`` (None: the whole session) was written otherwise than by an append."""
         self.touched.add((sid, k))
+        self.appended.discard((sid, k))
 
     def _kept(self, sid: str, maintenance: bool) -> Any:
         """The session's activity pinned around a maintenance write (else nothing)."""
@@ -163,6 +171,7 @@ class Transaction:
         """Add items after the end; returns the new length."""
         sid, k, datas = args.prepare_append(self._table, user_id, session_id, key, items)
         self.touched.add((sid, k))
+        self.appended.add((sid, k))
         if not datas:
             return self.list_length(user_id, session_id, key)
         return list_write.append(self._cur, self._table, sid, k, datas)[1].n
@@ -194,6 +203,8 @@ class Transaction:
             raise ValueError(f"at names keys {sorted(unknown)} that are not appended to")
         sid = keys.pack(user_id, session_id)
         self.touched.update((sid, k) for _, k, _ in prepared + value_rows)
+        self.appended.update((sid, k) for _, k, _ in prepared)
+        self.appended.difference_update((sid, k) for _, k, _ in value_rows)
         lengths = {k: self.list_length(user_id, session_id, k) for _, k, datas in prepared if not datas and k not in want}
         todo = [(k, datas) for _, k, datas in prepared if datas or k in want]
         absent = [(k, v) for k, v in (values or {}).items() if (sid, k) in self._absent]
@@ -216,7 +227,7 @@ class Transaction:
             sessions.delete_session(self._cur, t, sid)
         else:
             sessions.delete_key(self._cur, t, sid, k, touch=not maintenance)
-        self.touched.add((sid, k))
+        self._wrote(sid, k)
 
     def delete_keys(self, user_id: Optional[str], session_id: str, keys: Sequence[str], *,
                     maintenance: bool = False) -> int:
@@ -224,5 +235,6 @@ class Transaction:
         sid, ks = args.delete_keys(self._table, user_id, session_id, keys, maintenance)
         if not ks:
             return 0
-        self.touched.update((sid, k) for k in ks)
+        for k in ks:
+            self._wrote(sid, k)
         return sessions.delete_keys(self._cur, self._table, sid, ks, touch=not maintenance)

@@ -347,6 +347,42 @@ def test_a_step_is_four_statements_and_two_commits(saver, raw):
     assert saver.store.doctor() == []
 
 
+def rows_sent(raw) -> int:
+    return int(raw.query("SHOW GLOBAL STATUS LIKE 'Rows_sent'")[0][1])
+
+
+def test_a_load_by_the_process_that_stored_the_thread_is_sent_only_the_new_messages(saver, store, raw, url, database):
+    """The load at the start of a turn reads the whole message log: from the process that
+    stored and loaded it before, the store sends only the items after those its last load
+    saw (the rest proven unchanged on the server); a fresh process, an older checkpoint, a
+    log another process appended to: each read back as LangGraph's own saver has it."""
+    graph, oracle = chat_graph(saver), chat_graph(InMemorySaver())
+    for i in range(30):  # 60 messages: a log long enough to be kept
+        turn(graph, "since", i)
+        turn(oracle, "since", i)
+    cfg = {"configurable": {"thread_id": "since", "checkpoint_ns": ""}}
+    saver.get_tuple(cfg)
+    turn(graph, "since", 30)
+    turn(oracle, "since", 30)
+    before = rows_sent(raw)
+    got = saver.get_tuple(cfg)
+    sent = rows_sent(raw) - before - 1
+    assert sent < 12, sent  # the index's tail, the checkpoint row, the new messages, the hash row
+    want = oracle.get_state({"configurable": {"thread_id": "since"}}).values["messages"]
+    assert got.checkpoint["channel_values"]["messages"] == want and len(want) == 62
+    other_store = MysqlAgentStateStore.from_url(url, database_name=database)
+    try:
+        other = MysqlSaver(other_store)
+        assert other.get_tuple(cfg).checkpoint["channel_values"]["messages"] == want
+        turn(chat_graph(other), "since", 31)  # another process appends to the log
+        turn(oracle, "since", 31)
+    finally:
+        other_store.close()
+    assert history(graph, "since") == history(oracle, "since")  # every checkpoint, older ones too
+    want = oracle.get_state({"configurable": {"thread_id": "since"}}).values["messages"]
+    assert saver.get_tuple(cfg).checkpoint["channel_values"]["messages"] == want and len(want) == 64
+
+
 def test_two_savers_appending_to_one_thread_each_read_back_exactly(store, raw):
     """Each saver takes the log to be as long as it last saw it; when the other appended
     meanwhile, the compare-and-set of the length fails and the put reads the length instead."""

@@ -215,3 +215,44 @@ def test_whole_reads_beside_a_writer_process_are_whole_runs(url, database, store
             assert got[-1] >= last  # the writer only moves forward
             last, reads = got[-1], reads + 1
         assert results.get(timeout=30) > 10 and reads > 50
+
+
+# ---- lists appended to inside a transaction (what LangGraph's saver does at each step) --------
+
+
+def _kept_then(store, raw, change) -> tuple[list, int]:
+    """A list of N items read twice (kept), ``change(tx)`` in a transaction, then a whole read
+    of it: (the items read, the rows the server sent for them)."""
+    items = [msg(i) for i in range(N)]
+    store.save_list("u", "s", "m", items)
+    assert store.get_list("u", "s", "m") == items
+    assert store.get_list("u", "s", "m") == items
+    store.transaction(change)
+    return sent(raw, lambda: store.get_list("u", "s", "m"))
+
+
+def test_a_list_appended_in_a_transaction_is_then_read_since(store, raw, fresh):
+    got, rows = _kept_then(store, raw, lambda tx: tx.append_list("u", "s", "m", [msg(N)]))
+    assert got == table_list(raw) == fresh().get_list("u", "s", "m") == [msg(i) for i in range(N + 1)]
+    assert rows == 2  # the new item and the hash row, not the N items before it
+    got, rows = _kept_then(store, raw, lambda tx: tx.append_lists("u", "s", {"m": [msg(-1)], "z": [1]}))
+    assert got == table_list(raw) and got[-1] == msg(-1) and rows == 2
+
+
+TX_REWRITES = {
+    "save_list": lambda tx: tx.save_list("u", "s", "m", [msg(i) for i in range(5)] + [{"edited": 1}]),
+    "append then save_list": lambda tx: (tx.append_list("u", "s", "m", [msg(N)]),
+                                         tx.save_list("u", "s", "m", [{"edited": 1}] + [msg(i) for i in range(1, N)])),
+    "append then delete": lambda tx: (tx.append_list("u", "s", "m", [msg(N)]), tx.delete("u", "s", "m")),
+    "append then save": lambda tx: (tx.append_list("u", "s", "m", [msg(N)]), tx.save("u", "s", "m", {"a value": 1})),
+    "delete the session then append": lambda tx: (tx.delete("u", "s"), tx.append_list("u", "s", "m", [msg(0)])),
+}
+
+
+@pytest.mark.parametrize("change", sorted(TX_REWRITES))
+def test_a_list_rewritten_in_a_transaction_is_read_exactly(store, raw, fresh, change):
+    """A transaction that did more than append: what the store kept is not its base (and
+    would not prove itself if it were): the read is the table's list."""
+    got, _ = _kept_then(store, raw, TX_REWRITES[change])
+    assert got == table_list(raw) == fresh().get_list("u", "s", "m")
+    assert store.get_list("u", "s", "m") == got

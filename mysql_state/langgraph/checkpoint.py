@@ -565,15 +565,15 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         blob_keys = sorted({layout.blob_key(r["ns"], ch, v) for r in records for ch, v in r.get("blobs", {}).items()})
         found = self.store.get_many(u, thread, values=blob_keys) if blob_keys else {}
         writes = self._writes(thread, [(r["ns"], r["id"]) for r in records])
-        spans: dict[str, list[int]] = {}
+        spans: dict[str, list] = {}
         for r in records:
             for ch, ref in r.get("lists", {}).items():
                 lo, hi = layout.span_of(ref["r"])
                 if hi > lo:
                     k = layout.log_key(r["ns"], ch, ref["g"])
-                    s = spans.setdefault(k, [lo, hi])
+                    s = spans.setdefault(k, [lo, hi, (thread, r["ns"], ch), ref["g"]])
                     s[0], s[1] = min(s[0], lo), max(s[1], hi)
-        logs = {k: (lo, self.store.get_list(u, thread, k, offset=lo, limit=hi - lo)) for k, (lo, hi) in spans.items()}
+        logs = {k: (lo, self._window(thread, k, lo, hi, where, gen)) for k, (lo, hi, where, gen) in spans.items()}
         out = []
         for r in records:
             values: dict[str, Any] = {}
@@ -587,6 +587,20 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 values[ch] = self._list_value(thread, r["ns"], ch, ref, logs, learn)
             out.append(self._tuple(thread, r, values, writes[(r["ns"], r["id"])]))
         return out
+
+    def _window(self, thread: str, key: str, lo: int, hi: int, where: tuple, gen: str) -> list:
+        """The rows ``[lo, hi)`` of the list log ``key`` (of channel ``where``, generation
+        ``gen``). A window from the start that reaches as far as this process knows the log to
+        be long (the usual load: the newest checkpoint refers to the whole log) is read as the
+        whole list: the store then sends only the items after those its last whole read of
+        the log saw (:func:`mysql_state.list_read.check_since`), not every item again at every
+        load. Any other window, or a log this process knows nothing of, is read as a window."""
+        with self._lock:
+            view = self._views.get(where)
+            known = view.length if view is not None and view.gen == gen else None
+        if lo == 0 and known is not None and hi >= known:
+            return self.store.get_list(self.user_id, thread, key)[:hi]
+        return self.store.get_list(self.user_id, thread, key, offset=lo, limit=hi - lo)
 
     def _list_value(self, thread: str, ns: str, ch: str, ref: dict, logs: dict, learn: bool) -> Any:
         k = layout.log_key(ns, ch, ref["g"])
