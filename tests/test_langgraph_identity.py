@@ -15,7 +15,7 @@ pytest.importorskip("langgraph", reason="needs the langgraph extra (make test in
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
-from mysql_state.langgraph.identity import IMMUTABLE, state_of  # noqa: E402
+from mysql_state.langgraph.identity import IMMUTABLE, exact_of, state_of, states_in  # noqa: E402
 
 
 def test_every_in_place_edit_of_a_message_changes_its_fingerprint():
@@ -139,3 +139,25 @@ def test_what_the_whole_list_print_cannot_tell_is_none_and_never_extends():
     plain[0]["n"] = True  # builtins: the same exactness
     assert not extends(print_of(plain + [None]), before)
     assert not extends(print_of(conversation(2)), print_of([{"content": "q0"}, {"content": "a1"}]))
+
+
+def test_the_states_of_a_whole_list_split_back_into_each_items_state():
+    """exact_of takes a list's states in one call; states_in gives back each item's state_of
+    as it was then: an item edited in place since differs, the others do not, whatever
+    references other code holds meanwhile (format 2: no back-references)."""
+    log = conversation(6)
+    taken = exact_of(log)
+    assert states_in(taken) == [state_of(m) for m in log]
+    held = [m.content for m in log] + [m.additional_kwargs for m in log]  # noqa: F841 (references held)
+    assert exact_of(log) == taken
+    log[1].additional_kwargs["k"][1].update(x=1.0)  # 1 == 1.0, but serialised apart
+    log[4].content = "edited"
+    now = [state_of(m) for m in log]
+    assert [a == b for a, b in zip(states_in(taken), now)] == [True, False, True, True, False, True]
+    plain = [{"role": "user", "n": 1}, "text", 3, [1, 2.5], None]
+    taken = exact_of(plain)
+    assert states_in(taken) == [state_of(x) for x in plain]
+    plain[0]["n"] = True
+    assert states_in(taken)[0] != state_of(plain[0])
+    assert exact_of([HumanMessage(content="x", id="h"), {"role": "user"}]) is None  # mixed kinds
+    assert exact_of([dt.date(2026, 1, 1)]) is None

@@ -633,6 +633,37 @@ def test_messages_edited_in_place_between_steps_are_stored_as_edited(store, raw)
     fresh.close()
 
 
+def test_a_trim_after_a_load_writes_only_the_new_messages(store, raw):
+    """A turn that trims the conversation (RemoveMessage) is no extension of what its load
+    read, so the put walks it item by item: the items the load read are known by identity
+    with their states as read (taken when the put needs them), so only the new messages are
+    written, and a message edited in place since the load is written again."""
+    g = chat_graph(MysqlSaver(store))
+    for i in range(20):
+        turn(g, "trim-after-load", i)
+    sid = keys.pack(None, "trim-after-load")
+    count = lambda: raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = %s AND state_key LIKE 'log/%%'"  # noqa: E731
+                              " AND state_key NOT LIKE '%%:_hash'", (sid,))[0][0]
+    assert count() == 40
+
+    def trimming(edit: bool):
+        def agent(state: MessagesState) -> dict:
+            msgs = state["messages"]
+            if edit:
+                msgs[-5].content = "edited in place"
+            return {"messages": [RemoveMessage(id=m.id) for m in msgs[:10]] + [AIMessage(content="trimmed", id=f"t-{len(msgs)}")]}
+        return one_node_graph(MysqlSaver(store), agent)  # a new process: it knows the thread by its load
+
+    cfg = {"configurable": {"thread_id": "trim-after-load"}}
+    turn(trimming(False), "trim-after-load", 20)
+    assert count() == 42  # the user's message and the reply
+    turn(trimming(True), "trim-after-load", 21)
+    assert count() == 45  # and the message edited in place
+    got = chat_graph(MysqlSaver(store)).get_state(cfg).values["messages"]
+    assert len(got) == 33 - 10 + 2 - 1 and got[-1].content == "trimmed"
+    assert [m.content for m in got].count("edited in place") == 1 and got[-6].content == "edited in place"
+
+
 def test_a_long_thread_step_appends_only_its_new_items(saver, raw):
     """Each step of a long thread writes only the new message (the version that extends the
     last one is taken from its ranges), and every checkpoint reads back whole."""

@@ -64,7 +64,7 @@ from ..pool import DEFAULT_POOL_SIZE
 from ..store import MysqlAgentStateStore
 from . import layout
 from .codec import RowError, from_row, from_rows, to_row
-from .identity import ListPrint, extends, print_of, state_of
+from .identity import ListPrint, exact_of, extends, print_of, state_of, states_in
 
 __all__ = ["MysqlSaver", "PRUNE_STRATEGIES"]
 
@@ -94,12 +94,20 @@ class _Last:
     """The last version of a list this process stored or read: its objects, the marks of
     their states, its ranges, the fingerprint of the whole list (:func:`.identity.print_of`,
     None when it has none). A new version that starts with the same objects, unchanged,
-    refers to the same ranges and is walked only from there (its new tail)."""
+    refers to the same ranges and is walked only from there (its new tail).
+
+    A load does not take the marks of the items it read (one call a message), only their
+    states in one ``marshal`` call (:func:`.identity.exact_of`): ``marks[:lazy]`` are then
+    None, and are made from ``exact`` when a put needs them (:meth:`MysqlSaver._marks_of`):
+    the usual put extends the list it read and never does."""
 
     items: list
     marks: list
     ranges: list
     print: Optional[ListPrint] = None
+    lazy: int = 0  # marks[:lazy] not taken yet: items[:lazy] are as read if ``exact`` says so
+    exact: Optional[bytes] = None
+    gen: str = ""  # the log ``ranges`` are in (of a lazy one: learned only into that log)
 
 
 @dataclass
@@ -112,6 +120,9 @@ class _View:
     length: int = 0  # the log has at least this many items
     refs: "OrderedDict[Any, dict]" = field(default_factory=OrderedDict)  # version -> reference
     last: Optional[_Last] = None
+    #: Loads whose marks are not taken yet, that a later load replaced as ``last``: LangGraph
+    #: may go on with their objects (``update_state`` reads the checkpoint twice).
+    pending: list = field(default_factory=list)
 
 
 @dataclass
@@ -135,6 +146,8 @@ class _ListPlan:
     head: int = 0  # items[:head] are the last version's, unchanged: they are ``base``
     base: list = field(default_factory=list)  # the ranges of items[:head]
     print: Optional[ListPrint] = None  # the fingerprint of the whole list (``check_edits``)
+    lazy: int = 0  # marks[:lazy] not taken yet (None), as the last version's (see ``_Last``)
+    exact: Optional[bytes] = None
 
 
 def _is_list(value: Any) -> bool:
@@ -297,6 +310,9 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 while len(view.refs) > 8:
                     view.refs.popitem(last=False)
             if last is not None:
+                prev = view.last
+                if prev is not None and prev.lazy and prev.exact is not last.exact:
+                    view.pending = [*view.pending, prev][-OBJECTS_PER_ITEM:]
                 view.last = last
             while self._cached > self.cache_items and len(self._views) > 1:
                 _, old = self._views.popitem(last=False)
@@ -342,6 +358,39 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 states[pos] = tuple(serde.dumps_typed(items[pos]))
         return list(map(hash, states))
 
+    def _marks_of(self, where: tuple, last: _Last) -> Optional[list]:
+        """The marks of ``last``'s items as they were when it was taken (the states a load
+        read, not the states now: an item edited in place since must not match its stored
+        item). Marks a load left untaken are made from its ``exact`` states, and the items of
+        ``last`` and of the loads it replaced (``_View.pending``) are then learned by identity
+        (:meth:`_learn`) for the walk item by item."""
+        with self._lock:
+            view = self._views.get(where)
+            pending = view.pending if view is not None else []
+            if view is not None:
+                view.pending = []
+        for old in pending:  # loads before the last one: their objects known by identity too
+            if old is not last:
+                self._take(where, old)
+        return self._take(where, last)
+
+    def _take(self, where: tuple, last: _Last) -> Optional[list]:
+        """:meth:`_marks_of` for one version."""
+        n = last.lazy
+        if not n:
+            return last.marks
+        if self.check_edits:  # the marks the items had when read (taken now, they may differ)
+            marks = list(map(hash, states_in(last.exact))) + last.marks[n:]
+        else:
+            marks = [0] * len(last.items)
+        with self._lock:
+            view = self._views.get(where)
+            same_log = view is not None and view.gen == last.gen
+        if same_log:
+            self._learn(where, last.gen, list(zip(last.items, layout.expand(last.ranges), marks)), 0)
+        last.marks, last.lazy = marks, 0
+        return marks
+
     def _plan_list(self, thread: str, ns: str, channel: str, value: Any, version: Any, fresh: bool) -> _ListPlan:
         """Which items of a list version this process has stored or read, unchanged (the
         same object, the same fingerprint), and where; the others get rows to append. A
@@ -362,14 +411,16 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         # objects is proven unchanged over them by one fingerprint of the whole list (one
         # marshal call, one byte comparison), else item by item.
         fingerprint = print_of(items) if self.check_edits else None
-        head, base, marks = 0, [], None
+        head, base, marks, lazy, exact = 0, [], None, 0, None
         same = last is not None and len(items) >= len(last.items) and all(map(operator.is_, items, last.items))
         if same and (not self.check_edits or extends(fingerprint, last.print)):
             head, base = len(last.items), last.ranges
+            lazy, exact = last.lazy, last.exact  # marks a load left untaken stay so
             marks = last.marks + self._marks(items[head:])
         if marks is None:
             marks = self._marks(items)
-            if same and all(map(operator.eq, marks, last.marks)):
+            old = self._marks_of(where, last) if last is not None and not fresh else None
+            if same and old is not None and all(map(operator.eq, marks, old)):
                 head, base = len(last.items), last.ranges
         with self._lock:
             view = None if fresh else self._view(where)
@@ -389,7 +440,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             floor = view.length if view is not None else 0
         rows = [to_row(self.serde, items[p]) for p in missing]
         return _ListPlan(where, layout.log_key(ns, channel, gen), gen, version, delta, items, indexes, missing,
-                         rows, floor, marks=marks, head=head, base=base, print=fingerprint)
+                         rows, floor, marks=marks, head=head, base=base, print=fingerprint, lazy=lazy, exact=exact)
 
     def _prepare(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
                  new_versions: ChannelVersions, fresh: set) -> tuple:
@@ -455,7 +506,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         for p in plans:
             if p.ref is not None:
                 triples = [(p.items[pos], p.start + j, p.marks[pos]) for j, pos in enumerate(p.missing)]
-                last = None if p.reused else _Last(p.items, p.marks, p.ref["r"], p.print)
+                last = None if p.reused else _Last(p.items, p.marks, p.ref["r"], p.print, p.lazy, p.exact, p.gen)
                 self._learn(p.where, p.gen, triples, p.start + len(p.missing), p.version, p.ref, last)
         self._newest((thread, ns), checkpoint["id"])
         return {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
@@ -618,11 +669,15 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 raise self._corrupt(thread, k, exc) from exc
             items = [decoded[i] for i in indexes]
             if learn and self.cache_items > 0:
-                marks = dict(zip(decoded, self._marks(list(decoded.values()))))
-                last = _Last(list(items), [marks[i] for i in indexes], ref["r"],
-                             print_of(items) if self.check_edits else None)
-                self._learn((thread, ns, ch), ref["g"], [(decoded[i], i, marks[i]) for i in decoded],
-                            max(indexes) + 1, last=last)
+                exact = exact_of(items) if self.check_edits else None
+                if exact is not None or not self.check_edits:  # the marks taken when a put needs them
+                    last = _Last(list(items), [None] * len(items), ref["r"],
+                                 print_of(items) if self.check_edits else None, len(items), exact, ref["g"])
+                    self._learn((thread, ns, ch), ref["g"], [], max(indexes) + 1, last=last)
+                else:  # items no fingerprint covers: their marks now, item by item
+                    marks = dict(zip(decoded, self._marks(list(decoded.values()))))
+                    self._learn((thread, ns, ch), ref["g"], [(decoded[i], i, marks[i]) for i in decoded],
+                                max(indexes) + 1, last=_Last(list(items), [marks[i] for i in indexes], ref["r"]))
         return _DeltaSnapshot(items) if ref.get("d") else items
 
     def _tuple(self, thread: str, r: dict, values: dict, writes: list) -> CheckpointTuple:

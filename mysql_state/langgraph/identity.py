@@ -38,7 +38,7 @@ from typing import Any, NamedTuple, Optional, Sequence
 
 from pydantic import BaseModel
 
-__all__ = ["state_of", "IMMUTABLE", "ListPrint", "print_of", "extends"]
+__all__ = ["state_of", "IMMUTABLE", "ListPrint", "print_of", "extends", "exact_of", "states_in"]
 
 #: The fingerprint of an immutable scalar: the same object is the same value.
 IMMUTABLE = b""
@@ -144,3 +144,43 @@ def extends(new: Optional[ListPrint], old: Optional[ListPrint]) -> bool:
     n = len(old.types)
     return (len(new.types) >= n and new.types[:n] == old.types
             and (old.sets is None or new.sets[:n] == old.sets) and new.body.startswith(old.body))
+
+
+_MODELS_EXACT, _BUILTINS_EXACT = b"m", b"b"
+
+
+def exact_of(items: Sequence[Any]) -> Optional[bytes]:
+    """The states of all of ``items`` in one ``marshal`` call, as :func:`state_of` takes each
+    (its format 2: no back-references, the bytes depend on the values only, never on
+    reference counts), to be split into each item's :func:`state_of` later by
+    :func:`states_in`. None unless the items are all plain pydantic models (messages) or all
+    builtins. About twice :func:`print_of`'s cost, a third of :func:`state_of` item by item.
+
+    >>> from langchain_core.messages import AIMessage
+    >>> log = [AIMessage(content="hi", id="a1"), AIMessage(content="ho", id="a2")]
+    >>> taken = exact_of(log)
+    >>> log[1].response_metadata["model"] = "x"   # in place
+    >>> [old == state_of(m) for old, m in zip(states_in(taken), log)]
+    [True, False]
+    """
+    kinds = set(map(type, items))
+    try:
+        if kinds <= _BUILTINS:
+            return _BUILTINS_EXACT + marshal.dumps(list(items), _FORMAT)
+        if not all(map(_is_plain_model, kinds)):
+            return None
+        return _MODELS_EXACT + marshal.dumps([(id(type(o)), o.__dict__, o.__pydantic_extra__, o.__pydantic_private__,
+                                               len(o.__pydantic_fields_set__)) for o in items], _FORMAT)
+    except ValueError:  # a value marshal does not take, or nested too deep
+        return None
+
+
+def states_in(exact: bytes) -> list:
+    """What :func:`state_of` gave for each item when :func:`exact_of` took ``exact``: its
+    values read back and each written again as ``state_of`` writes it. A value that does not
+    come back to the same bytes (a set, whose order may differ) only makes its item look
+    edited (it is stored again), never the other way round: equal bytes are equal states."""
+    values = marshal.loads(exact[1:])
+    if exact[:1] == _MODELS_EXACT:
+        return [marshal.dumps(v, _FORMAT) for v in values]
+    return [IMMUTABLE if type(v) in _SCALARS else marshal.dumps(v, _FORMAT) for v in values]
