@@ -80,6 +80,10 @@ DEFAULT_CACHE_ITEMS = 200_000
 #: Objects remembered per log item: each read of a checkpoint decodes new ones, and LangGraph
 #: may go on with those of an earlier read (``update_state`` reads the checkpoint twice).
 OBJECTS_PER_ITEM = 4
+#: Earlier loads of a list, beside the last one, whose objects a put may still be given
+#: (``update_state`` reads the checkpoint twice and goes on with the first read's objects);
+#: each keeps its messages alive until a newer load replaces it.
+PENDING_LOADS = 1
 
 
 class _LogReset(Exception):
@@ -312,7 +316,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             if last is not None:
                 prev = view.last
                 if prev is not None and prev.lazy and prev.exact is not last.exact:
-                    view.pending = [*view.pending, prev][-OBJECTS_PER_ITEM:]
+                    view.pending = [*view.pending, prev][-PENDING_LOADS:] if PENDING_LOADS else []
                 view.last = last
             while self._cached > self.cache_items and len(self._views) > 1:
                 _, old = self._views.popitem(last=False)
