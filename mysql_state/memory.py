@@ -11,6 +11,8 @@
 * known (:class:`~mysql_state.list_read.Known`): per list, what this process's last whole
   read saw, so the next whole read sends only the items after it (bounded in bytes, as the
   snapshots); a read proves it before it uses it (:func:`~mysql_state.list_read.check_since`);
+  kept across a transaction that only appended to the list (``tx_appended`` marks such lists,
+  so that their next whole read keeps what it reads);
 * damaged: lists a read found damaged, so their next save rewrites the rows instead of
   trusting the hash row (which a row damaged by hand still matches);
 * catalog touches: when this process last moved a session's catalog row (its activity time),
