@@ -86,6 +86,12 @@ def saver(store):
     s.close()
 
 
+def log_items(raw: Raw, thread: str) -> int:
+    """How many items the thread's message logs hold, by SQL."""
+    return raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = %s AND state_key LIKE 'log/%%'"
+                     " AND state_key NOT LIKE '%%:_hash'", (keys.pack(None, thread),))[0][0]
+
+
 def session_bytes(raw: Raw, user: str | None, thread: str) -> int:
     return int(raw.query("SELECT COALESCE(SUM(LENGTH(state_data)), 0) FROM {t} WHERE session_id = %s",
                          (keys.pack(user, thread),))[0][0])
@@ -641,10 +647,7 @@ def test_a_trim_after_a_load_writes_only_the_new_messages(store, raw):
     g = chat_graph(MysqlSaver(store))
     for i in range(20):
         turn(g, "trim-after-load", i)
-    sid = keys.pack(None, "trim-after-load")
-    count = lambda: raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = %s AND state_key LIKE 'log/%%'"  # noqa: E731
-                              " AND state_key NOT LIKE '%%:_hash'", (sid,))[0][0]
-    assert count() == 40
+    assert log_items(raw, "trim-after-load") == 40
 
     def trimming(edit: bool):
         def agent(state: MessagesState) -> dict:
@@ -656,9 +659,9 @@ def test_a_trim_after_a_load_writes_only_the_new_messages(store, raw):
 
     cfg = {"configurable": {"thread_id": "trim-after-load"}}
     turn(trimming(False), "trim-after-load", 20)
-    assert count() == 42  # the user's message and the reply
+    assert log_items(raw, "trim-after-load") == 42  # the user's message and the reply
     turn(trimming(True), "trim-after-load", 21)
-    assert count() == 45  # and the message edited in place
+    assert log_items(raw, "trim-after-load") == 45  # and the message edited in place
     got = chat_graph(MysqlSaver(store)).get_state(cfg).values["messages"]
     assert len(got) == 33 - 10 + 2 - 1 and got[-1].content == "trimmed"
     assert [m.content for m in got].count("edited in place") == 1 and got[-6].content == "edited in place"
@@ -671,11 +674,9 @@ def test_a_long_thread_step_appends_only_its_new_items(saver, raw):
     for i in range(60):
         turn(graph, "long-tail", i)
     sid = keys.pack(None, "long-tail")
-    count = lambda: raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = %s AND state_key LIKE 'log/%%'"  # noqa: E731
-                              " AND state_key NOT LIKE '%%:_hash'", (sid,))[0][0]
-    assert count() == 120
+    assert log_items(raw, "long-tail") == 120
     turn(graph, "long-tail", 60)
-    assert count() == 122
+    assert log_items(raw, "long-tail") == 122
     refs = [json.loads(r[0])["lists"]["messages"] for r in raw.query(
         "SELECT state_data FROM {t} WHERE session_id = %s AND state_key LIKE 'cp/%%'", (sid,))
         if "messages" in json.loads(r[0])["lists"]]
