@@ -133,3 +133,21 @@ def appending_and_trimming(url: str, database: str, seconds: float = 3.0) -> Ite
     finally:
         proc.join(30)
     assert proc.exitcode == 0
+
+
+def langgraph_turns(url: str, database: str, thread: str, inbox, outbox) -> None:
+    """A worker of its own (its own store and ``MysqlSaver``): run each turn number it is
+    sent on ``thread`` (``test_langgraph_saver.chat_graph``), answer with it; None ends."""
+    from mysql_state import MysqlAgentStateStore
+    from mysql_state.langgraph import MysqlSaver
+
+    from .test_langgraph_saver import chat_graph, turn
+
+    store = MysqlAgentStateStore.from_url(url, database_name=database)
+    try:
+        graph = chat_graph(MysqlSaver(store))
+        for i in iter(inbox.get, None):
+            turn(graph, thread, i)
+            outbox.put(i)
+    finally:
+        store.close()

@@ -389,6 +389,46 @@ def test_a_load_by_the_process_that_stored_the_thread_is_sent_only_the_new_messa
     assert saver.get_tuple(cfg).checkpoint["channel_values"]["messages"] == want and len(want) == 64
 
 
+def test_two_processes_taking_turns_on_one_thread(url, database, store, raw):
+    """The production path: a conversation's turns land on two workers in turn (real
+    processes, a store and a saver each). Each worker's load is sent only what the other
+    added, each put writes only the new messages, and every checkpoint reads back as
+    LangGraph's own saver has it."""
+    import multiprocessing
+
+    from . import procs
+
+    spawn = multiprocessing.get_context("spawn")
+    inbox, outbox = spawn.Queue(), spawn.Queue()
+    worker = spawn.Process(target=procs.langgraph_turns, args=(url, database, "procs", inbox, outbox))
+    worker.start()
+    graph, oracle = chat_graph(MysqlSaver(store)), chat_graph(InMemorySaver())
+    cfg = {"configurable": {"thread_id": "procs", "checkpoint_ns": ""}}
+    try:
+        for i in range(40):
+            if i % 2:
+                inbox.put(i)
+                assert outbox.get(timeout=120) == i
+            else:
+                turn(graph, "procs", i)
+            turn(oracle, "procs", i)
+        inbox.put(41)  # the other worker's turn, then this one's load of it
+        assert outbox.get(timeout=120) == 41
+        turn(oracle, "procs", 41)
+        before = rows_sent(raw)
+        got = graph.checkpointer.get_tuple(cfg)
+        sent = rows_sent(raw) - before - 1  # the index's tail, the checkpoint row, the two new messages,
+        assert sent < 20, sent  # the hash rows: not the 82 messages
+    finally:
+        inbox.put(None)
+        worker.join(60)
+    assert worker.exitcode == 0
+    want = oracle.get_state({"configurable": {"thread_id": "procs"}}).values["messages"]
+    assert got.checkpoint["channel_values"]["messages"] == want and len(want) == 82
+    assert history(graph, "procs") == history(oracle, "procs")
+    assert log_items(raw, "procs") == 82  # each message written once, by the worker that made it
+
+
 def test_two_savers_appending_to_one_thread_each_read_back_exactly(store, raw):
     """Each saver takes the log to be as long as it last saw it; when the other appended
     meanwhile, the compare-and-set of the length fails and the put reads the length instead."""
