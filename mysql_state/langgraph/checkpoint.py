@@ -362,7 +362,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 states[pos] = tuple(serde.dumps_typed(items[pos]))
         return list(map(hash, states))
 
-    def _marks_of(self, where: tuple, last: _Last) -> Optional[list]:
+    def _marks_of(self, where: tuple, last: _Last) -> list:
         """The marks of ``last``'s items as they were when it was taken (the states a load
         read, not the states now: an item edited in place since must not match its stored
         item). Marks a load left untaken are made from its ``exact`` states, and the items of
@@ -378,7 +378,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 self._take(where, old)
         return self._take(where, last)
 
-    def _take(self, where: tuple, last: _Last) -> Optional[list]:
+    def _take(self, where: tuple, last: _Last) -> list:
         """:meth:`_marks_of` for one version."""
         n = last.lazy
         if not n:
