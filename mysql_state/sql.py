@@ -96,6 +96,25 @@ UPSERT_VALUE = (
 INSERT_VALUE = (
     "INSERT INTO {t} (session_id, state_key, item_index, state_data, version) VALUES (%s, %s, 0, %s, 1)"
 )
+# A key created in ONE statement, at version 1, only if neither its row 0 nor a list's hash
+# row is there (counted in a derived table: MySQL refuses the target table in a subquery of
+# WHERE, not as a derived table); the session's catalog row rides along, touched. When the key
+# is there, the SELECT gives no row: nothing is written. Under READ COMMITTED the count does
+# not see a creator in flight: its row 0, committed while this waits, meets the duplicate
+# branch, which leaves it and sets LAST_INSERT_ID to the caller's nonce (the caller rolls
+# back); a list in flight that has only its hash row is the race docs/guarantees.md names for
+# a value write. Run on MariaDB 10.11 (MySQL 8's manual allows the target table as a derived
+# table of INSERT ... SELECT; not run here). Parameters: session, key, text, session (catalog),
+# session, key, hash key, nonce.
+CREATE_VALUE = (
+    "INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+    " SELECT p.s, p.k, 0, p.d, 1 FROM"
+    f" (SELECT %s AS s, %s AS k, %s AS d UNION ALL SELECT '{CATALOG_SESSION}', %s, '{{}}') AS p,"
+    " (SELECT COUNT(*) AS n FROM {t} WHERE session_id = %s AND state_key IN (%s, %s) AND item_index = 0) AS probe"
+    " WHERE probe.n = 0"
+    f" ON DUPLICATE KEY UPDATE version = IF(session_id = '{CATALOG_SESSION}', version + 1,"
+    " version + 0 * LAST_INSERT_ID(%s))"
+)
 # A value written in ONE statement, only if its row 0 is still what this process last read or
 # wrote: its version AND the SHA-256 of its text (not the version alone: the Java store writes
 # rows without changing the version; any write by anyone changes the text; a list writer of

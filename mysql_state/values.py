@@ -10,14 +10,14 @@ list's hash row's.
 from __future__ import annotations
 
 import hashlib
+import secrets
 from typing import Any, Optional, Sequence
 
 from . import keys, sessions, sql
-from .errors import DUPLICATE_KEY, errno_of
 from .results import UNVERSIONED
 from .table import Table
 
-__all__ = ["key_head", "write", "write_if_seen", "digest", "compare_and_set", "insert_new", "get", "read_for_update", "value_of",
+__all__ = ["key_head", "write", "write_if_seen", "digest", "create", "compare_and_set", "insert_new", "get", "read_for_update", "value_of",
            "get", "prefix_values"]
 
 
@@ -84,21 +84,28 @@ def insert_new(cur: Any, t: Table, sid: str, k: str, text: str) -> None:
     sessions.touch(cur, t, sid)
 
 
+def create(cur: Any, t: Table, sid: str, k: str, text: str) -> bool:
+    """Create a key that is absent (no row 0, no list's hash row) in ONE statement, at version 1,
+    the session's catalog row touched: True; False when the key is there, nothing written
+    (``sql.CREATE_VALUE``; a creator racing this one that committed first: rolled back, and a
+    new transaction begun)."""
+    nonce = sql.RIDER_FLOOR + secrets.randbelow(sql.RIDER_FLOOR - 1)
+    n = cur.execute(t.statements["CREATE_VALUE"], (sid, k, text, sid, sid, k, keys.hash_key(k), nonce))
+    if int(cur.lastrowid or 0) == nonce:  # a row 0 committed meanwhile: this statement touched the catalog
+        cur.execute(sql.ROLLBACK)
+        if t.isolate_each:
+            cur.execute(sql.READ_COMMITTED_NEXT)
+        return False
+    return n > 0
+
+
 def compare_and_set(cur: Any, t: Table, sid: str, k: str, text: str, expected: int) -> int:
     """Write only if the key's version is ``expected`` (0: absent; ``UNVERSIONED``: whatever
     it is); the new version, or ``UNVERSIONED`` when nothing was written."""
     if expected == UNVERSIONED:
         return write(cur, t, sid, k, text)
-    if expected == 0:
-        if key_head(cur, t, sid, k)[0]:
-            return UNVERSIONED
-        try:  # absent: create it; a creator racing us (its row in flight) wins
-            insert_new(cur, t, sid, k, text)
-        except Exception as exc:
-            if errno_of(exc) == DUPLICATE_KEY:
-                return UNVERSIONED
-            raise
-        return 1
+    if expected == 0:  # only while absent: one statement (a creator racing us that commits first wins)
+        return 1 if create(cur, t, sid, k, text) else UNVERSIONED
     return write(cur, t, sid, k, text, expected)
 
 

@@ -151,3 +151,17 @@ def langgraph_turns(url: str, database: str, thread: str, inbox, outbox) -> None
             outbox.put(i)
     finally:
         store.close()
+
+
+def create_once(url: str, database: str, keys: list, mark: str, barrier, results) -> None:
+    """For each key, wait for the other processes, then ``save_if_version(key, mark, 0)``
+    (create only while absent); put ``(key, mark, version)`` in ``results``."""
+    from mysql_state import MysqlAgentStateStore
+
+    store = MysqlAgentStateStore.from_url(url, database_name=database)
+    try:
+        for key in keys:
+            barrier.wait(30)
+            results.put((key, mark, store.save_if_version("u", "s", key, mark, 0)))
+    finally:
+        store.close()

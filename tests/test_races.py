@@ -174,3 +174,57 @@ def test_versions_keep_growing_across_value_and_list(store):
     store.save_list("u", "s", "k", [1, 2])
     store.save("u", "s", "k", 3)
     assert store.get_versioned("u", "s", "k").version > v2
+
+
+# ---- create only while absent (save_if_version(..., 0)): one statement ----------------------
+
+
+def _statements(raw) -> dict:
+    return {r[0]: int(r[1]) for r in raw.query("SHOW GLOBAL STATUS LIKE 'Com\\_%%'")
+            if int(r[1]) and r[0] != "Com_show_status"}
+
+
+def test_create_while_absent_is_one_statement_and_writes_nothing_over_what_is_there(store, raw):
+    before = _statements(raw)
+    assert store.save_if_version("u", "s", "new", {"a": 1}, 0) == 1
+    after = _statements(raw)
+    diff = {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
+    assert diff == {"Com_insert_select": 1, "Com_commit": 1}, diff
+    assert [(r[1], r[2], r[3], r[4]) for r in raw.rows("u:s")] == [("new", 0, '{"a":1}', 1)]
+    assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = '__catalog__' AND state_key = 'u:s'")[0][0] == 1
+    store.save_list("u", "s", "empty", [])
+    store.save_list("u", "s", "list", [1, 2])
+    raw.query("INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+              " VALUES ('u:s', 'java', 0, '\"j\"', 0)")  # a row the Java store wrote: version 0
+    table = raw.query("SELECT * FROM {t} ORDER BY session_id, state_key, item_index")
+    for key in ("new", "empty", "list", "java"):  # there: nothing written, the catalog row neither
+        assert store.save_if_version("u", "s", key, "X", 0) == UNVERSIONED, key
+        assert raw.query("SELECT * FROM {t} ORDER BY session_id, state_key, item_index") == table, key
+    assert store.get_list("u", "s", "empty") == [] and store.get_list("u", "s", "list") == [1, 2]
+    assert store.get("u", "s", "new") == {"a": 1} and store.get("u", "s", "java") == "j"
+
+
+def test_processes_creating_one_key_at_once_leave_one_winner(url, database, store, raw):
+    """Four real processes (a store each) create the same keys at the same moment: for each
+    key exactly one gets version 1, the others UNVERSIONED, and the row holds the winner's."""
+    import multiprocessing
+
+    from . import procs
+
+    spawn = multiprocessing.get_context("spawn")
+    keys = [f"k{i}" for i in range(8)]
+    barrier, results = spawn.Barrier(4), spawn.Queue()
+    ps = [spawn.Process(target=procs.create_once, args=(url, database, keys, f"p{j}", barrier, results))
+          for j in range(4)]
+    for p in ps:
+        p.start()
+    got = [results.get(timeout=120) for _ in range(4 * len(keys))]
+    for p in ps:
+        p.join(60)
+        assert p.exitcode == 0
+    for key in keys:
+        outcome = sorted((version, mark) for k, mark, version in got if k == key)
+        assert [v for v, _ in outcome] == [UNVERSIONED] * 3 + [1], (key, outcome)
+        winner = outcome[-1][1]
+        assert raw.query("SELECT state_data, version FROM {t} WHERE session_id = 'u:s' AND state_key = %s", (key,)) \
+            == [(f'"{winner}"', 1)]

@@ -61,6 +61,7 @@ from .. import keys
 from ..aio import AsyncMysqlAgentStateStore
 from ..errors import CorruptStateError, SessionNotFoundError, StaleStateError
 from ..pool import DEFAULT_POOL_SIZE
+from ..results import UNVERSIONED
 from ..store import MysqlAgentStateStore
 from . import layout
 from .codec import RowError, from_row, from_rows, to_row
@@ -577,7 +578,8 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         task_id: str,
         task_path: str = "",
     ) -> None:
-        """Store a task's writes beside the checkpoint: one row per call (one upsert).
+        """Store a task's writes beside the checkpoint: one row per call, a new key created in
+        one statement (``store.save_if_version(..., 0)``) and its COMMIT.
 
         Write indexes are LangGraph's: the position in ``writes``, or ``WRITES_IDX_MAP``'s
         negative index for the special channels (error, interrupt, resume, scheduled). Read
@@ -589,7 +591,11 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         rows = [{"i": WRITES_IDX_MAP.get(ch, i), "ch": ch, "v": to_row(self.serde, v)} for i, (ch, v) in enumerate(writes)]
         if rows:
             key = layout.writes_key(ns, cid, str(task_id), self._next_seq())
-            self.store.save(self.user_id, thread, key, {"cp": cid, "task": task_id, "path": task_path, "w": rows})
+            row = {"cp": cid, "task": task_id, "path": task_path, "w": rows}
+            # a new key (a per-process increasing number): created in one statement and its
+            # COMMIT; there already (the same call made again), written over as before
+            if self.store.save_if_version(self.user_id, thread, key, row, 0) == UNVERSIONED:
+                self.store.save(self.user_id, thread, key, row)
 
     # ---- reading checkpoints -------------------------------------------------------------------
 
