@@ -20,7 +20,6 @@ are checked here (:func:`mysql_state.args.check_upserts`), since only planning k
 from __future__ import annotations
 
 import contextlib
-import secrets
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
@@ -394,7 +393,7 @@ def _upsert_if_held(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int,
     if riders:
         if len(riders) > sql.MAX_RIDERS:
             return 0
-        nonce = sql.RIDER_FLOOR + secrets.randbelow(sql.RIDER_FLOOR - sql.MAX_RIDERS - 1)
+        nonce = sql.nonce(sql.MAX_RIDERS)
         marks: list = []
         for j, (vk, text, (version, digest)) in enumerate(riders):
             lead.append((sid, vk, 0, text.encode("utf-8")))
@@ -411,9 +410,7 @@ def _upsert_if_held(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int,
     if got >= sql.RIDER_FLOOR:  # a value's mark: the values held, the list did not
         got = 0
     if not got:
-        cur.execute(sql.ROLLBACK)  # another writer changed the list: undo, then lock and read
-        if t.isolate_each:
-            cur.execute(sql.READ_COMMITTED_NEXT)
+        values.start_over(cur, t)  # another writer changed the list: undo, then lock and read
     return got
 
 

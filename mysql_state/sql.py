@@ -8,6 +8,7 @@ Templates hold ``{t}`` for the backtick-quoted ``db.table`` (validated in :mod:`
 
 from __future__ import annotations
 
+import secrets
 from typing import Callable, Iterable, Optional, Sequence
 
 from .keys import CATALOG_SESSION, HASH_SUFFIX  # the catalog rows' session_id, defined once (keys.py)
@@ -338,6 +339,16 @@ def append_if_one_of_tail(count: int) -> str:
 RIDER_FLOOR = 1 << 61
 #: At most this many values ride along (more go their own way).
 MAX_RIDERS = 8
+
+
+def nonce(room: int = 0) -> int:
+    """A random ``LAST_INSERT_ID`` mark at or above :data:`RIDER_FLOOR`, with ``room`` marks
+    after it still below ``2 * RIDER_FLOOR`` (one statement's riders, :func:`with_riders`).
+
+    >>> RIDER_FLOOR <= nonce(MAX_RIDERS) < 2 * RIDER_FLOOR - MAX_RIDERS
+    True
+    """
+    return RIDER_FLOOR + secrets.randbelow(RIDER_FLOOR - room - 1)
 _UPDATE_VERSION = " ON DUPLICATE KEY UPDATE version = "
 
 

@@ -10,14 +10,13 @@ list's hash row's.
 from __future__ import annotations
 
 import hashlib
-import secrets
 from typing import Any, Optional, Sequence
 
 from . import keys, sessions, sql
 from .results import UNVERSIONED
 from .table import Table
 
-__all__ = ["key_head", "write", "write_if_seen", "digest", "create", "compare_and_set", "insert_new", "get", "read_for_update", "value_of",
+__all__ = ["key_head", "write", "write_if_seen", "digest", "start_over", "create", "compare_and_set", "insert_new", "get", "read_for_update", "value_of",
            "get", "prefix_values"]
 
 
@@ -84,17 +83,24 @@ def insert_new(cur: Any, t: Table, sid: str, k: str, text: str) -> None:
     sessions.touch(cur, t, sid)
 
 
+def start_over(cur: Any, t: Table) -> None:
+    """Undo what the transaction wrote so far (a one-statement write whose condition did not
+    hold) and begin a new one, its isolation set again where the connections are not the
+    store's own (:attr:`Table.isolate_each`)."""
+    cur.execute(sql.ROLLBACK)
+    if t.isolate_each:
+        cur.execute(sql.READ_COMMITTED_NEXT)
+
+
 def create(cur: Any, t: Table, sid: str, k: str, text: str) -> bool:
     """Create a key that is absent (no row 0, no list's hash row) in ONE statement, at version 1,
     the session's catalog row touched: True; False when the key is there, nothing written
     (``sql.CREATE_VALUE``; a creator racing this one that committed first: rolled back, and a
     new transaction begun)."""
-    nonce = sql.RIDER_FLOOR + secrets.randbelow(sql.RIDER_FLOOR - 1)
+    nonce = sql.nonce()
     n = cur.execute(t.statements["CREATE_VALUE"], (sid, k, text, sid, sid, k, keys.hash_key(k), nonce))
     if int(cur.lastrowid or 0) == nonce:  # a row 0 committed meanwhile: this statement touched the catalog
-        cur.execute(sql.ROLLBACK)
-        if t.isolate_each:
-            cur.execute(sql.READ_COMMITTED_NEXT)
+        start_over(cur, t)
         return False
     return n > 0
 
