@@ -91,7 +91,7 @@ class Transaction:
         self.touched: set[tuple[str, Optional[str]]] = set()
         #: Of those, the list keys whose last write here was an append: what the store's last
         #: whole read of them kept stays the base of its next read (proven there on use).
-        self.appended: set[tuple[str, str]] = set()
+        self.appended: set[tuple[str, Optional[str]]] = set()
 
     # ---- reads (locking) ---------------------------------------------------------------------
 
@@ -158,10 +158,14 @@ class Transaction:
             list_write.save(self._cur, t, w)
         self._wrote(sid, k)
 
-    def _wrote(self, sid: str, k: Optional[str]) -> None:
-        """``k`` of ``sid`` (None: the whole session) was written otherwise than by an append."""
+    def _wrote(self, sid: str, k: Optional[str], *, appended: bool = False) -> None:
+        """``k`` of ``sid`` (None: the whole session) was written: ``appended``, its items only
+        added to (what the store's last whole read kept stays a base), else otherwise."""
         self.touched.add((sid, k))
-        self.appended.discard((sid, k))
+        if appended:
+            self.appended.add((sid, k))
+        else:
+            self.appended.discard((sid, k))
 
     def _kept(self, sid: str, maintenance: bool) -> Any:
         """The session's activity pinned around a maintenance write (else nothing)."""
@@ -170,8 +174,7 @@ class Transaction:
     def append_list(self, user_id: Optional[str], session_id: str, key: str, items: Sequence[Any]) -> int:
         """Add items after the end; returns the new length."""
         sid, k, datas = args.prepare_append(self._table, user_id, session_id, key, items)
-        self.touched.add((sid, k))
-        self.appended.add((sid, k))
+        self._wrote(sid, k, appended=True)
         if not datas:
             return self.list_length(user_id, session_id, key)
         return list_write.append(self._cur, self._table, sid, k, datas)[1].n
@@ -202,9 +205,10 @@ class Transaction:
         if unknown:
             raise ValueError(f"at names keys {sorted(unknown)} that are not appended to")
         sid = keys.pack(user_id, session_id)
-        self.touched.update((sid, k) for _, k, _ in prepared + value_rows)
-        self.appended.update((sid, k) for _, k, _ in prepared)
-        self.appended.difference_update((sid, k) for _, k, _ in value_rows)
+        for _, k, _ in prepared:
+            self._wrote(sid, k, appended=True)
+        for _, k, _ in value_rows:
+            self._wrote(sid, k)
         lengths = {k: self.list_length(user_id, session_id, k) for _, k, datas in prepared if not datas and k not in want}
         todo = [(k, datas) for _, k, datas in prepared if datas or k in want]
         absent = [(k, v) for k, v in (values or {}).items() if (sid, k) in self._absent]
