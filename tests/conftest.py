@@ -44,6 +44,29 @@ class Raw:
         with self.con.cursor() as cur:
             return cur.execute(sql.replace("{t}", self.t), params)
 
+    def com_counts(self) -> dict:
+        """The server's statement counters (``Com_*``) that are not 0, but the SHOWs that read them."""
+        return {r[0]: int(r[1]) for r in self.query("SHOW GLOBAL STATUS LIKE 'Com\\_%%'")
+                if int(r[1]) and r[0] != "Com_show_status"}
+
+    def counted(self, variable: str, fn) -> tuple:
+        """``fn()`` and how much the server's status ``variable`` grew meanwhile, less the one
+        the status query itself adds (a statement, a row sent)."""
+        def count() -> int:
+            return int(self.query("SHOW GLOBAL STATUS LIKE %s", (variable,))[0][1])
+
+        before = count()
+        out = fn()
+        return out, count() - before - 1
+
+    def sent(self, fn) -> tuple:
+        """``fn()`` and the rows the server sent meanwhile (``Rows_sent``)."""
+        return self.counted("Rows_sent", fn)
+
+    def statements(self, fn) -> tuple:
+        """``fn()`` and the statements the server received meanwhile (``Questions``)."""
+        return self.counted("Questions", fn)
+
     def rows(self, session_id: str | None = None) -> list[tuple]:
         """(session_id, state_key, item_index, state_data, version), in key order: of one session,
         or of every caller's session (not the internal catalog and history rows: see all_rows)."""

@@ -37,15 +37,6 @@ class Encoded:
         monkeypatch.setattr(serde, "encode_items", counting)
 
 
-def statements(raw: Raw, fn) -> tuple[object, int]:
-    def q() -> int:
-        return int(raw.query("SHOW GLOBAL STATUS LIKE 'Questions'")[0][1])
-
-    before = q()
-    out = fn()
-    return out, q() - before - 1
-
-
 @pytest.fixture
 def fresh(url, database, store):
     """A new store object per call: a process that never saw the list."""
@@ -70,7 +61,7 @@ def test_cold_save_after_one_appended_turn_touches_only_the_turn(store, raw, fre
     b.save("u", "s", "other", 1)  # the write pool is connected
     counted = Encoded(monkeypatch)
     items += [msg(2000), msg(2001)]
-    plan, n = statements(raw, lambda: b.save_list_report("u", "s", "m", items))
+    plan, n = raw.statements(lambda: b.save_list_report("u", "s", "m", items))
     assert (plan.kind, list(plan.indexes)) == ("append", [2000, 2001])
     assert n == 3 and counted.items == 3  # lock, upsert, COMMIT; the old last item and the turn
     assert check_list_rows(raw, "u:s", "m") == items
@@ -83,7 +74,7 @@ def test_cold_save_after_the_last_message_grew_in_place(store, raw, fresh, monke
     b = fresh()
     b.save("u", "s", "other", 1)  # the write pool is connected
     counted = Encoded(monkeypatch)
-    plan, n = statements(raw, lambda: b.save_list_report("u", "s", "m", items))
+    plan, n = raw.statements(lambda: b.save_list_report("u", "s", "m", items))
     assert (plan.kind, list(plan.indexes)) == ("suffix", [499])
     assert n == 3 and counted.items == 1  # lock, upsert, COMMIT; no stored item read
     # grew in place and one more appended, cold again

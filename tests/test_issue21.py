@@ -18,7 +18,7 @@ from mysql_state import MysqlAgentStateStore, listsync
 from mysql_state.listsync import HASH_FORMAT, digests
 
 from .conftest import Raw
-from .test_cold_saves import msg, statements
+from .test_cold_saves import msg
 from .test_faults import check_list_rows
 
 
@@ -52,7 +52,7 @@ def test_two_workers_alternating_save_in_two_statements(store, other, raw):
     for turn in range(8):
         items = items + [msg(300 + 2 * turn), msg(301 + 2 * turn)]
         worker = (other, store)[turn % 2]
-        plan, n = statements(raw, lambda: worker.save_list_report("u", "s", "m", items))
+        plan, n = raw.statements(lambda: worker.save_list_report("u", "s", "m", items))
         counts.append(n)
         written.append((plan.kind, list(plan.indexes)))
         assert check_list_rows(raw, "u:s", "m") == items
@@ -70,12 +70,12 @@ def test_a_worker_back_in_turn_writes_only_its_own_items(store, other, raw):
     other.save_list("u", "s", "m", items)
     theirs = raw.query("SELECT state_data, updated_at FROM {t} WHERE session_id='u:s' AND state_key='m' AND item_index=50")
     items = items + [msg(51)]
-    plan, n = statements(raw, lambda: store.save_list_report("u", "s", "m", items))
+    plan, n = raw.statements(lambda: store.save_list_report("u", "s", "m", items))
     assert n == 2 and list(plan.indexes) == [51]
     assert raw.query("SELECT state_data, updated_at FROM {t} WHERE session_id='u:s' AND state_key='m'"
                      " AND item_index=50") == theirs  # the other worker's row is left as it was stored
     items = items + [msg(52)]
-    assert statements(raw, lambda: store.save_list("u", "s", "m", items))[1] == 2  # warm
+    assert raw.statements(lambda: store.save_list("u", "s", "m", items))[1] == 2  # warm
     assert check_list_rows(raw, "u:s", "m") == items
 
 
@@ -93,7 +93,7 @@ def test_a_worker_whose_list_diverged_goes_the_locked_way_then_speculates_again(
     counts = []
     for turn in range(3):
         items = items + [msg(300 + turn)]
-        counts.append(statements(raw, lambda: store.save_list("u", "s", "m", items))[1])
+        counts.append(raw.statements(lambda: store.save_list("u", "s", "m", items))[1])
         assert check_list_rows(raw, "u:s", "m") == items
     assert counts == [6, 3, 2], counts
 
@@ -118,7 +118,7 @@ def test_a_worker_far_behind_checks_the_checkpoint_from_what_it_hashed(store, ot
     items = items + [msg(300), msg(301)]
     other.save_list("u", "s", "m", items)
     items = items + [msg(400 + i) for i in range(sql.MAX_PICKS + 2)]
-    assert statements(raw, lambda: store.save_list("u", "s", "m", items))[1] == 5
+    assert raw.statements(lambda: store.save_list("u", "s", "m", items))[1] == 5
     assert seeded == [True]
     assert check_list_rows(raw, "u:s", "m") == items
 
@@ -141,7 +141,7 @@ def test_a_stray_row_where_a_new_item_goes_is_never_taken_for_it(store, other, r
         items = items + [msg(at)]
     else:
         items = items + [msg(at)]
-        assert statements(raw, lambda: store.save_list("u", "s", "m", items))[1] == 2
+        assert raw.statements(lambda: store.save_list("u", "s", "m", items))[1] == 2
     assert check_list_rows(raw, "u:s", "m") == items
     assert store.get_list("u", "s", "m") == items
 
@@ -153,10 +153,10 @@ def test_a_worker_that_read_the_list_saves_in_two_statements(store, other, raw):
     store.save_list("u", "s", "m", items)
     for turn in range(4):
         worker = (other, store)[turn % 2]
-        read, _ = statements(raw, lambda: worker.get_list("u", "s", "m"))
+        read, _ = raw.statements(lambda: worker.get_list("u", "s", "m"))
         assert read == items
         items = items + [msg(200 + turn)]
-        plan, n = statements(raw, lambda: worker.save_list_report("u", "s", "m", items))
+        plan, n = raw.statements(lambda: worker.save_list_report("u", "s", "m", items))
         assert n == 2 and plan.kind == "append"
         assert check_list_rows(raw, "u:s", "m") == items
 
@@ -217,7 +217,7 @@ def test_a_value_read_by_get_many_is_written_in_one_statement(store, other, raw)
         worker = (other, store)[turn % 2]
         found = worker.get_many("u", "s", values=["state"], lists=["m"], versioned=True)
         assert found["state"].value == {"n": turn}
-        saved, n = statements(raw, lambda: worker.save_many("u", "s", values={"state": {"n": turn + 1}}))
+        saved, n = raw.statements(lambda: worker.save_many("u", "s", values={"state": {"n": turn + 1}}))
         assert n == 2 and saved.versions["state"] == found["state"].version + 1  # the write, COMMIT
     rows = raw.query("SELECT state_data, version FROM {t} WHERE session_id='u:s' AND state_key='state'")
     assert [(orjson.loads(rows[0][0]), rows[0][1])] == [({"n": 4}, 5)]
@@ -259,7 +259,7 @@ def test_a_value_guided_by_a_stale_read_is_still_exact(store, other, raw, kind):
 def test_save_many_with_expected_version_from_get_many_is_one_statement_or_stale(store, other, raw):
     store.save("u", "s", "state", {"n": 0})
     seen = other.get_many("u", "s", values=["state"], versioned=True)["state"]
-    _, n = statements(raw, lambda: other.save_many("u", "s", values={"state": {"n": 1}},
+    _, n = raw.statements(lambda: other.save_many("u", "s", values={"state": {"n": 1}},
                                                    expected_versions={"state": seen.version}))
     assert n == 2
     from mysql_state import StaleStateError
@@ -414,7 +414,7 @@ def test_a_long_window_reads_exactly_its_items_in_one_statement(store, other, ra
     store.save_list("u", "s", "m", items)
     reader = store if who == "the writer" else other
     reader.exists("u", "warm-up")  # its read pool's connection open
-    got, count = statements(raw, lambda: reader.get_list("u", "s", "m", offset=offset, limit=limit))
+    got, count = raw.statements(lambda: reader.get_list("u", "s", "m", offset=offset, limit=limit))
     assert got == items[offset:None if limit is None else offset + limit]
     assert count == 1
 
@@ -431,7 +431,7 @@ def test_a_tail_reads_exactly_its_items_in_one_statement(store, other, raw, offs
     store.save_list("u", "s", "m", items)
     reader = store if who == "the writer" else other
     reader.exists("u", "warm-up")
-    got, count = statements(raw, lambda: reader.get_list("u", "s", "m", offset=offset, limit=limit))
+    got, count = raw.statements(lambda: reader.get_list("u", "s", "m", offset=offset, limit=limit))
     want = items[max(0, LONG + offset):]
     assert got == (want if limit is None else want[:limit])
     assert count == 1
@@ -451,7 +451,7 @@ def test_a_long_tail_over_damage_is_read_again_with_the_indexes(store, raw, dama
             store.get_list("u", "s", "m", offset=-40)
     elif damage == "no hash row":  # a list as the Java store leaves it
         raw.execute("DELETE FROM {t} WHERE state_key='m:_hash'")
-        assert statements(raw, lambda: store.get_list("u", "s", "m", offset=-40)) == (items[-40:], 2)
+        assert raw.statements(lambda: store.get_list("u", "s", "m", offset=-40)) == (items[-40:], 2)
     else:
         index = 310 if damage == "a stray row past the end" else -1
         raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
@@ -460,7 +460,7 @@ def test_a_long_tail_over_damage_is_read_again_with_the_indexes(store, raw, dama
             with pytest.raises(CorruptStateError):
                 store.get_list("u", "s", "m", offset=-40)
         else:  # below the tail, which proves itself; a tail longer than the list takes it in
-            assert statements(raw, lambda: store.get_list("u", "s", "m", offset=-40)) == (items[-40:], 1)
+            assert raw.statements(lambda: store.get_list("u", "s", "m", offset=-40)) == (items[-40:], 1)
             with pytest.raises(CorruptStateError):
                 store.get_list("u", "s", "m", offset=-400)
 
@@ -480,21 +480,21 @@ def test_a_long_window_over_damage_is_read_again_with_the_indexes(store, raw, da
         raw.execute("DELETE FROM {t} WHERE state_key='m' AND item_index=120")
         with pytest.raises(CorruptStateError):
             store.get_list("u", "s", "m", offset=0, limit=200)
-        assert statements(raw, lambda: store.get_list("u", "s", "m", offset=130, limit=170))[1] == 1
+        assert raw.statements(lambda: store.get_list("u", "s", "m", offset=130, limit=170))[1] == 1
     elif damage == "a stray row past the end":
         raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
                     " VALUES ('u:s', 'm', 310, '\"stray\"', 1)")
         with pytest.raises(CorruptStateError):
             store.get_list("u", "s", "m", offset=100, limit=300)  # the stray row is in the window
-        got, count = statements(raw, lambda: store.get_list("u", "s", "m", offset=0, limit=200))
+        got, count = raw.statements(lambda: store.get_list("u", "s", "m", offset=0, limit=200))
         assert got == items[:200] and count == 1  # outside a window that ends before n: no doubt
-        got, count = statements(raw, lambda: store.get_list("u", "s", "m", offset=250, limit=50))
+        got, count = raw.statements(lambda: store.get_list("u", "s", "m", offset=250, limit=50))
         assert got == items[250:] and count == 1
         with pytest.raises(CorruptStateError):
             store.get_list("u", "s", "m", offset=150)  # to the end: the stray row is in it
     else:
         raw.execute("DELETE FROM {t} WHERE state_key='m:_hash'")  # a list as the Java store leaves it
-        got, count = statements(raw, lambda: store.get_list("u", "s", "m", offset=10, limit=200))
+        got, count = raw.statements(lambda: store.get_list("u", "s", "m", offset=10, limit=200))
         assert got == items[10:210] and count == 2
 
 
@@ -557,7 +557,7 @@ def _turn(worker, turn: int, items: list) -> tuple:
     """One AgentScope-style turn by ``worker``: load both, then save the value and the longer list."""
     found = worker.get_many("u", "s", values=["state", "plan"], lists=["m"], versioned=True)
     items = items + [msg(turn)]
-    saved, n = statements(store_raw[0], lambda: worker.save_many(
+    saved, n = store_raw[0].statements(lambda: worker.save_many(
         "u", "s", values={"state": {"n": turn}, "plan": [turn]}, lists={"m": items}))
     return found, saved, n, items
 
@@ -601,7 +601,7 @@ def test_a_riding_value_changed_behind_its_back_undoes_the_whole_statement(store
          "deleted": lambda: store.delete("u", "s", "plan"),
          "empty list": lambda: (store.delete("u", "s", "plan"), store.save_list("u", "s", "plan", [])),
          "list": lambda: store.save_list("u", "s", "plan", [1, 2, 3])}[kind]()
-    saved, n = statements(raw, lambda: other.save_many("u", "s", values={"state": {"n": 1}, "plan": [1]},
+    saved, n = raw.statements(lambda: other.save_many("u", "s", values={"state": {"n": 1}, "plan": [1]},
                                                        lists={"m": [msg(0), msg(1)]}))
     assert n > 2  # the one statement missed: rolled back, then the locked way
     assert _rows_of(raw, "state")[0][:2] == (0, {"n": 1}) and _rows_of(raw, "plan")[0][:2] == (0, [1])
@@ -617,7 +617,7 @@ def test_a_compare_and_set_with_riding_values_is_all_or_nothing(store, other, ra
 
     store.save_many("u", "s", values={"state": {"n": 0}}, lists={"m": [msg(0)]})
     seen = other.get_many("u", "s", values=["state"], lists=["m"], versioned=True)
-    _, n = statements(raw, lambda: other.save_many("u", "s", values={"state": {"n": 1}}, lists={"m": [msg(0), msg(1)]},
+    _, n = raw.statements(lambda: other.save_many("u", "s", values={"state": {"n": 1}}, lists={"m": [msg(0), msg(1)]},
                                                    expected_versions={"state": seen["state"].version}))
     assert n == 2
     store.save("u", "s", "state", {"n": "theirs"})  # version 3 now; other's guess says 2
@@ -642,7 +642,7 @@ def test_values_ride_in_an_encrypted_list_statement_too(url, database, raw):
             w = (b, a)[turn % 2]
             w.get_many("u", "s", values=["state"], lists=["m"], versioned=True)
             items = items + [msg(turn)]
-            _, n = statements(raw, lambda: w.save_many("u", "s", values={"state": {"n": turn}}, lists={"m": items}))
+            _, n = raw.statements(lambda: w.save_many("u", "s", values={"state": {"n": turn}}, lists={"m": items}))
             assert n == 2
         assert a.get("u", "s", "state") == {"n": 4} and b.get_list("u", "s", "m") == items
         assert raw.query("SELECT state_data FROM {t} WHERE session_id='u:s' AND state_key='state'")[0][0].startswith(PREFIX)

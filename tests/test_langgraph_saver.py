@@ -324,12 +324,6 @@ def test_keys_hold_any_langgraph_names(saver, raw):
         assert not key.endswith(":_hash") or ":" not in key[:-6]
 
 
-def statements(raw) -> dict:
-    """The server's statement counters (Com_*), but the SHOWs that read them."""
-    return {r[0]: int(r[1]) for r in raw.query("SHOW GLOBAL STATUS LIKE 'Com\\_%%'")
-            if int(r[1]) and r[0] != "Com_show_status"}
-
-
 def test_a_step_is_three_statements_and_two_commits(saver, raw):
     """put: the log's new message, the index entry and the checkpoint row written together
     (the hash rows locked in ONE statement, every row written in ONE); put_writes: its new
@@ -341,10 +335,10 @@ def test_a_step_is_three_statements_and_two_commits(saver, raw):
         version = saver.get_next_version(version, None)
         ck = {"v": 4, "id": f"1f{k:034d}", "ts": "",
               "channel_values": {"messages": msgs}, "channel_versions": {"messages": version}, "versions_seen": {}}
-        before = statements(raw)
+        before = raw.com_counts()
         stored = saver.put({"configurable": conf}, ck, {"source": "loop", "step": k}, {"messages": version})
         saver.put_writes(stored, [("messages", [msgs[-1]])], f"task-{k}")
-        after = statements(raw)
+        after = raw.com_counts()
         conf = stored["configurable"]
     diff = {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
     assert diff == {"Com_select": 1, "Com_insert": 1, "Com_insert_select": 1, "Com_commit": 2}, diff
@@ -352,10 +346,6 @@ def test_a_step_is_three_statements_and_two_commits(saver, raw):
     assert [m.content for m in got.checkpoint["channel_values"]["messages"]] == [m.content for m in msgs]
     assert [w[2] for w in got.pending_writes] == [[msgs[-1]]]
     assert saver.store.doctor() == []
-
-
-def rows_sent(raw) -> int:
-    return int(raw.query("SHOW GLOBAL STATUS LIKE 'Rows_sent'")[0][1])
 
 
 def test_a_load_by_the_process_that_stored_the_thread_is_sent_only_the_new_messages(saver, store, raw, url, database):
@@ -371,9 +361,7 @@ def test_a_load_by_the_process_that_stored_the_thread_is_sent_only_the_new_messa
     saver.get_tuple(cfg)
     turn(graph, "since", 30)
     turn(oracle, "since", 30)
-    before = rows_sent(raw)
-    got = saver.get_tuple(cfg)
-    sent = rows_sent(raw) - before - 1
+    got, sent = raw.sent(lambda: saver.get_tuple(cfg))
     assert sent < 12, sent  # the index's tail, the checkpoint row, the new messages, the hash row
     want = oracle.get_state({"configurable": {"thread_id": "since"}}).values["messages"]
     assert got.checkpoint["channel_values"]["messages"] == want and len(want) == 62
@@ -416,10 +404,9 @@ def test_two_processes_taking_turns_on_one_thread(url, database, store, raw):
         inbox.put(41)  # the other worker's turn, then this one's load of it
         assert outbox.get(timeout=120) == 41
         turn(oracle, "procs", 41)
-        before = rows_sent(raw)
-        got = graph.checkpointer.get_tuple(cfg)
-        sent = rows_sent(raw) - before - 1  # the index's tail, the checkpoint row, the two new messages,
-        assert sent < 20, sent  # the hash rows: not the 82 messages
+        got, sent = raw.sent(lambda: graph.checkpointer.get_tuple(cfg))
+        # the index's tail, the checkpoint row, the two new messages, the hash rows: not the 82 messages
+        assert sent < 20, sent
     finally:
         inbox.put(None)
         worker.join(60)

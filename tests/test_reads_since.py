@@ -17,20 +17,10 @@ from mysql_state.aio import AsyncMysqlAgentStateStore
 
 from . import procs
 from .conftest import Raw
-from .test_cold_saves import fresh, msg, statements  # noqa: F401 (fresh: a fixture)
+from .test_cold_saves import fresh, msg  # noqa: F401 (fresh: a fixture)
 from .test_issue21 import other  # noqa: F401 (a fixture: another worker)
 
 N = 150
-
-
-def sent(raw: Raw, fn) -> tuple[object, int]:
-    """``fn()`` and the rows the server sent meanwhile (less the one row of the status query)."""
-    def q() -> int:
-        return int(raw.query("SHOW GLOBAL STATUS LIKE 'Rows_sent'")[0][1])
-
-    before = q()
-    out = fn()
-    return out, q() - before - 1
 
 
 def table_list(raw: Raw, key: str = "m") -> list:
@@ -61,14 +51,14 @@ def _seen_twice(store, other, read) -> list:
 def test_a_reader_that_saw_the_list_is_sent_only_the_new_items(store, other, raw, read):
     items = _seen_twice(store, other, READS[read])
     other.append_list("u", "s", "m", [msg(N), msg(N + 1)])
-    got, rows = sent(raw, lambda: READS[read](store))
+    got, rows = raw.sent(lambda: READS[read](store))
     assert got == items + [msg(N), msg(N + 1)] == table_list(raw)
     extra = 0 if read == "get_list" else 4  # get_many: the value, the other list's two items and hash row
     assert rows == 2 + 1 + extra  # the two new items and the hash row
-    got, rows = sent(raw, lambda: READS[read](store))  # nothing new: the hash row alone
+    got, rows = raw.sent(lambda: READS[read](store))  # nothing new: the hash row alone
     assert got == table_list(raw) and rows == 1 + extra
     other.save_list("u", "s", "m", table_list(raw) + [msg(N + 2)])  # a save that appends
-    got, count = statements(raw, lambda: READS[read](store))
+    got, count = raw.statements(lambda: READS[read](store))
     assert got == table_list(raw) == items + [msg(N + j) for j in range(3)] and count == 1
 
 
@@ -90,7 +80,7 @@ def test_a_list_changed_by_another_writer_is_read_exactly(store, other, raw, fre
     items = _seen_twice(store, other, READS[read])
     CHANGES[change](other, items)
     want = table_list(raw)
-    got, count = statements(raw, lambda: READS[read](store))
+    got, count = raw.statements(lambda: READS[read](store))
     assert got == want == READS[read](fresh()) and count <= 2
     assert READS[read](store) == want  # and again, from what that read kept
 
@@ -138,7 +128,7 @@ def test_a_list_the_java_store_rewrote_is_read_whole(store, other, raw):
     raw.execute("UPDATE {t} SET state_data = '{\"java\": 1}' WHERE session_id='u:s' AND state_key='m' AND item_index=9")
     want = items[:9] + [{"java": 1}] + items[10:]
     for read in READS.values():
-        got, rows = sent(raw, lambda: read(store))
+        got, rows = raw.sent(lambda: read(store))
         assert got == want == table_list(raw) and rows >= N
 
 
@@ -146,7 +136,7 @@ def test_a_typed_read_reads_whole(store, other, raw):
     """A read into a model type (``type=``) is read whole, as before."""
     items = _seen_twice(store, other, READS["get_list"])
     other.append_list("u", "s", "m", [msg(N)])
-    got, rows = sent(raw, lambda: store.get_list("u", "s", "m", type=dict))
+    got, rows = raw.sent(lambda: store.get_list("u", "s", "m", type=dict))
     assert got == items + [msg(N)] and rows >= N
 
 
@@ -165,7 +155,7 @@ def test_an_encrypted_reader_is_sent_only_the_new_items_and_finds_moved_rows(url
     try:
         items = _seen_twice(reader, other, READS[read])
         other.append_list("u", "s", "m", [msg(N)])
-        got, rows = sent(raw, lambda: READS[read](reader))
+        got, rows = raw.sent(lambda: READS[read](reader))
         assert got == items + [msg(N)] == READS[read](fresh_one)
         assert rows == 2 + (0 if read == "get_list" else 4)
         sealed = dict(raw.query("SELECT item_index, state_data FROM {t} WHERE session_id='u:s' AND state_key='m'"
@@ -192,7 +182,7 @@ def test_the_async_twin_reads_only_the_new_items_too(url, database, store, other
             await astore.get_list("u", "s", "m")
             await astore.get_list("u", "s", "m")
             other.append_list("u", "s", "m", [msg(N)])
-            return sent(raw, lambda: astore.sync.get_list("u", "s", "m")), await astore.get_list("u", "s", "m")
+            return raw.sent(lambda: astore.sync.get_list("u", "s", "m")), await astore.get_list("u", "s", "m")
         finally:
             await astore.close()
 
@@ -228,7 +218,7 @@ def _kept_then(store, raw, change) -> tuple[list, int]:
     assert store.get_list("u", "s", "m") == items
     assert store.get_list("u", "s", "m") == items
     store.transaction(change)
-    return sent(raw, lambda: store.get_list("u", "s", "m"))
+    return raw.sent(lambda: store.get_list("u", "s", "m"))
 
 
 def test_a_list_appended_in_a_transaction_is_then_read_since(store, raw, fresh):
