@@ -382,6 +382,20 @@ def median(xs: list[float]) -> Optional[float]:
 SAVERS = ("MysqlSaver", "SqliteSaver", "PostgresSaver", "PyMySQLSaver")
 
 
+def alone_rounds(subjects: list, n: int, rounds: int, rng: random.Random, tag: str = "alone") -> dict[str, float]:
+    """Each subject's saver alone (:meth:`Subject.step_alone`) on a thread of ``n`` messages of
+    its own, in ``rounds`` interleaved rounds (a shuffled order each): the median ms per name."""
+    live = list(subjects)
+    for s in live:
+        s.seed_alone(n, tag)
+    samples: dict[str, list[float]] = {s.name: [] for s in live}
+    for k in range(1, rounds + 1):
+        rng.shuffle(live)
+        for s in live:
+            samples[s.name].append(s.step_alone(k))
+    return {name: 1e3 * median(xs) for name, xs in samples.items()}
+
+
 def run(sizes: list[int], seed: int = 7, savers: tuple[str, ...] = SAVERS) -> dict:
     """The graph run (``savers``: which of :data:`SAVERS` besides ``MysqlSaver``, always run)."""
     url = server_url()
@@ -442,31 +456,13 @@ def run(sizes: list[int], seed: int = 7, savers: tuple[str, ...] = SAVERS) -> di
                 f"{s.name} {stored[s.name].get(messages, 0) / 1e6:.2f} MB" for s in subjects), flush=True)
     alone: dict[str, dict[int, float]] = {s.name: {} for s in subjects}
     for n in sizes:  # the saver alone, each size on a thread of its own, interleaved rounds
-        live = [s for s in subjects if not s.error]
-        for s in live:
-            s.seed_alone(n)
-        samples: dict[str, list[float]] = {s.name: [] for s in live}
-        for k in range(1, 16):
-            rng.shuffle(live)
-            for s in live:
-                samples[s.name].append(s.step_alone(k))
-        for s in live:
-            alone[s.name][n] = 1e3 * median(samples[s.name])
+        for name, ms in alone_rounds([s for s in subjects if not s.error], n, 15, rng).items():
+            alone[name][n] = ms
     # The two savers the target compares, alone and side by side with nothing else between
     # their steps: in the rounds above the other savers' writes (PyMySQLSaver stores ~200 MB by
     # 1 000 messages) share the disk with every COMMIT and the CPUs with every call.
-    pair: dict[str, float] = {}
     two = [s for s in subjects if s.name in ("MysqlSaver", "PostgresSaver") and not s.error]
-    if len(two) == 2:
-        big = max(sizes)
-        for s in two:
-            s.seed_alone(big, "pair")
-        samples = {s.name: [] for s in two}
-        for k in range(1, 31):
-            rng.shuffle(two)
-            for s in two:
-                samples[s.name].append(s.step_alone(k))
-        pair = {name: 1e3 * median(xs) for name, xs in samples.items()}
+    pair = alone_rounds(two, max(sizes), 30, rng, "pair") if len(two) == 2 else {}
     elapsed = time.time() - t_start
     figures: dict[str, dict[int, dict]] = {}
     for s in subjects:
