@@ -44,6 +44,8 @@ from typing import Any, Callable, Optional, Sequence
 import blake3
 import orjson
 
+from .serde import compact
+
 #: The format written; its number is :data:`HASH_VERSION` (``ListHash.v``).
 HASH_FORMAT = "mysql-state/list-v3"
 HASH_VERSION = 3
@@ -138,7 +140,7 @@ class ListHash:
                 obj.update(p=self.p, plen=self.plen, ph=self.ph.hex(), psum=format(self.psum, "032x"))
                 if self.dk is not None:
                     obj["dk"] = self.dk
-            made = orjson.dumps(obj)
+            made = compact(orjson.dumps(obj))  # kept in the hints cache
             object.__setattr__(self, "_json", made)  # a cache, not a field: eq and repr ignore it
         return made
 
@@ -312,7 +314,7 @@ class Snapshot:
 
     def extend(self, datas: Sequence[bytes], h: ListHash) -> None:
         """Record an append (O(new items)); folded into ``blob`` on the next diff."""
-        self.pending.extend(datas)
+        self.pending.extend(map(compact, datas))  # kept until the next diff: not in orjson's buffers
         self.pending_bytes += sum(map(len, datas))
         self.n += len(datas)
         self.hash = h
