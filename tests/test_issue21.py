@@ -646,3 +646,30 @@ def test_values_ride_in_an_encrypted_list_statement_too(url, database, raw):
             assert n == 2
         assert a.get("u", "s", "state") == {"n": 4} and b.get_list("u", "s", "m") == items
         assert raw.query("SELECT state_data FROM {t} WHERE session_id='u:s' AND state_key='state'")[0][0].startswith(PREFIX)
+
+
+# ---- what the process keeps ------------------------------------------------------------------
+
+
+def test_an_item_kept_after_an_append_holds_its_own_size_not_the_encoders_buffer(store, raw):
+    """orjson hands back its output in a buffer reserved at 8-13x its length; the snapshot that
+    follows the appends keeps each new item until the next save, so it keeps a copy of the
+    item's own size (serde.compact). 300 appends of a ~530-byte item: kept, they held ~8 KB
+    each; the memory that stays must be about the items' bytes."""
+    import tracemalloc
+
+    item = {"role": "user", "content": "x" * 500}
+    store.save_list("u", "s", "m", [item])  # the snapshot appends extend
+    store.append_list("u", "s", "m", [item])
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(300):
+            store.append_list("u", "s", "m", [item])
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown / 300 < 1500, f"{grown / 300:.0f} bytes kept per appended item of {len(orjson.dumps(item))}"
+    assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id='u:s' AND state_key='m'")[0][0] == 302
+    assert check_list_rows(raw, "u:s", "m") == [item] * 302
+    assert store.get_list("u", "s", "m") == [item] * 302
