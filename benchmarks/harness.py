@@ -11,6 +11,8 @@ and this folder on ``sys.path`` and selects matplotlib's file backend, so every 
   ``Com_admin_commands`` on a private server);
 * :func:`timed_writers`: N threads each running one operation in a loop for some seconds
   (the cluster benchmarks);
+* :func:`place`: the server on one CPU and this process on the others, for latency cells on
+  a machine that runs its own server (see its docstring: why a free placement biases them);
 * :func:`progress`: a progress bar for long runs (tqdm, or a plain line per step);
 * :func:`write_json`, :func:`write_text`: the results files.
 """
@@ -244,6 +246,82 @@ def server_cpu(kwargs: dict) -> Callable[[], Optional[float]]:
             return None
 
     return read if read() is not None else (lambda: None)
+
+
+def _server_pid(kwargs: dict) -> Optional[int]:
+    """The pid of the server's process when it runs on this machine (its pid file readable)."""
+    try:
+        con = pymysql.connect(autocommit=True, **kwargs)
+        try:
+            with con.cursor() as cur:
+                cur.execute("SELECT @@pid_file")
+                pid_file = cur.fetchone()[0]
+        finally:
+            con.close()
+        with open(pid_file) as f:
+            pid = int(f.read().strip())
+        os.kill(pid, 0)
+        return pid
+    except Exception:  # noqa: BLE001 - another machine's server, a pid file we cannot read
+        return None
+
+
+def _pin_process(pid: int, cpus: set) -> None:
+    """Every thread of process ``pid`` (threads it makes later inherit its main thread's set)."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except OSError:  # a thread that just ended
+            pass
+
+
+def place(kwargs: dict, mode: str = "cross") -> str:
+    """Where the server's threads and this process run; returns the sentence the results print.
+
+    On a small machine that runs its own server, a round trip costs what the wake-up of the
+    server's thread costs, and that depends on the CPU the scheduler left that thread on:
+    here (2 vCPUs) a commit that changes nothing took 78 us with both on one CPU, 185 us
+    across the two, and, left free, each connection settled in one or the other at random
+    (105 or 200 us, for the whole run; ``docs/performance.md``, "Placement"). The store's
+    connection and the floor's are different connections, so a free placement biased their
+    ratio by up to 2x either way, run by run. ``"cross"`` (the default): the server on the
+    last CPU, this process and the processes it starts on the others (like a client on
+    another machine: its CPU work never competes with the server's); ``"same"``: all on CPU
+    0; ``"free"``: as the scheduler likes (also what is done when the server is not a process
+    of this machine, or there is one CPU).
+    """
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    pid = _server_pid(kwargs) if mode != "free" and len(cpus) > 1 else None
+    if pid is None:
+        return "placement: free (the scheduler's)" + ("" if mode == "free" else
+                                                      ": the server is not a process of this machine, or one CPU")
+    if mode == "same":
+        server, client = {cpus[0]}, {cpus[0]}
+    elif mode == "cross":
+        server, client = {cpus[-1]}, set(cpus[:-1])
+    else:
+        raise ValueError(f"placement must be 'cross', 'same' or 'free', got {mode!r}")
+    try:
+        _pin_process(pid, server)
+        os.sched_setaffinity(0, client)
+    except OSError as exc:  # not allowed here (a container's CPU set): as the scheduler likes
+        unplace(kwargs)
+        return f"placement: free (the scheduler's): pinning refused ({exc.strerror})"
+    return (f"placement: {mode}: the server's threads on CPU {','.join(map(str, sorted(server)))}, "
+            f"this process on CPU {','.join(map(str, sorted(client)))}")
+
+
+def unplace(kwargs: dict) -> None:
+    """Every CPU again for the server and this process (before a throughput cell)."""
+    cpus = set(range(os.cpu_count() or 1))
+    pid = _server_pid(kwargs)
+    try:
+        if pid is not None:
+            _pin_process(pid, cpus)
+        if hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, cpus)
+    except OSError:  # a CPU set narrower than the machine's: it stays as it was given
+        pass
 
 
 def run_cell(

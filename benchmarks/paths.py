@@ -30,6 +30,10 @@ global ``Questions`` + ``Com_admin_commands`` of the private server, minimum of 
   reference: where that limit is above a target, no client code can meet the target. Those
   two cells run 400 rounds (a commit's jitter moves a 40-round median by 0.3x).
 
+The latency cells run with the server's threads on one CPU and this process (and its workers)
+on the others (``--placement cross``, ``harness.place``: a free placement biases the ratio of
+two connections by up to 2x on a small machine); the throughput cell runs free.
+
 Writes ``benchmarks/results/<date>-paths.{json,md,png}``; the load average is printed beside
 the figures (before and after each cell).
 """
@@ -230,6 +234,8 @@ class Paths:
             self.p["rounds"] = args.rounds
         self.rng = random.Random(20261203)
         self.url, self.kwargs = harness.server()
+        # Before any connection or worker process: they inherit it (the throughput cell frees it).
+        self.placement = harness.place(self.kwargs, getattr(args, "placement", "cross"))
         self.admin = pymysql.connect(autocommit=True, charset="utf8mb4", **self.kwargs)
         with self.admin.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS `{DB}`")
@@ -543,6 +549,7 @@ class Paths:
         ns = argparse.Namespace(quick=False, systems="mysql-state,floor", **tpp)
         bar.set_postfix_str("throughput")
         load_before = harness.loadavg()
+        harness.unplace(self.kwargs)  # 4 processes and the server: every CPU, as in production
         tp = throughput.Throughput(ns)
         try:
             tp.run(_Quiet(), random.Random(20240601))
@@ -592,6 +599,7 @@ def markdown(res: dict) -> str:
            f"Machine: {report.machine_line(m)}.", "",
            f"Load average at the start {m['loadavg']}, at the end {res['loadavg_end']} "
            f"({m['nproc']} cores). {res['note']}", "",
+           (res.get("placement") or "placement: free") + " (the latency cells; the throughput cell runs free).", "",
            f"Command: `{res['command']}`; {res['settings']['rounds']} interleaved rounds per cell"
            + (f" ({res['settings']['fast']} for the sub-millisecond append and short-read cells)"
               if res["settings"].get("fast") else "") + ", medians; "
@@ -648,6 +656,9 @@ def main(argv: Optional[list] = None) -> int:
     ap.add_argument("--sizes", help="comma-separated list lengths for the save cells (default 1000,10000)")
     ap.add_argument("--rounds", type=int, help="interleaved rounds per cell (default 40)")
     ap.add_argument("--no-throughput", action="store_true", help="skip the 4-process throughput run")
+    ap.add_argument("--placement", choices=("cross", "same", "free"), default="cross",
+                    help="where the server's threads and the benchmark run (harness.place); the "
+                         "throughput cell always runs free")
     ap.add_argument("--note", default="", help="a sentence for the results (e.g. the machine was busy)")
     ap.add_argument("--out", default=harness.RESULTS)
     ap.add_argument("--name", help="output stem (default <date>-paths, --quick adds -quick)")
@@ -670,10 +681,11 @@ def main(argv: Optional[list] = None) -> int:
     finally:
         res = {"kind": "paths", "date": dt.datetime.now().isoformat(timespec="seconds"),
                "profile": "quick" if args.quick else "full", "settings": {k: v for k, v in p.items()},
-               "machine": bench.machine, "loadavg_end": [round(x, 2) for x in harness.loadavg()],
+               "machine": bench.machine, "placement": bench.placement, "loadavg_end": [round(x, 2) for x in harness.loadavg()],
                "note": args.note, "figures": bench.figures, "cells": bench.cells, "throughput": bench.throughput,
                "elapsed_s": round(time.time() - started, 1),
-               "command": "python benchmarks/paths.py" + (" --quick" if args.quick else "")}
+               "command": "python benchmarks/paths.py" + (" --quick" if args.quick else "")
+               + ("" if args.placement == "cross" else f" --placement {args.placement}")}
         bench.close()
     stem = args.name or (dt.date.today().isoformat() + "-paths" + ("-quick" if args.quick else ""))
     base = os.path.join(args.out, stem)

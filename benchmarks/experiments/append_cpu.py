@@ -29,6 +29,7 @@ from mysql_state import MysqlAgentStateStore
 def main() -> None:
     calls = int(sys.argv[1]) if len(sys.argv) > 1 else 1500
     url, kw = harness.server()
+    print(harness.place(kw))  # the store's connection and the raw one alike (harness.place)
     admin = pymysql.connect(autocommit=True, charset="utf8mb4", **kw)
     with admin.cursor() as cur:
         cur.execute(f"CREATE DATABASE IF NOT EXISTS `{paths.DB}`")
