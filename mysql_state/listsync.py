@@ -294,7 +294,8 @@ class Snapshot:
     def __init__(self, blob: bytes, n: int, base: int, first_end: int, ends: list[int], hasher: Any,
                  h: ListHash, dig: Digester = PLAIN) -> None:
         self.dig = dig
-        self.blob, self.n, self.base, self.first_end, self.ends = blob, n, base, first_end, ends
+        # compact: a snapshot of a short list would keep orjson's whole reservation (serde.compact)
+        self.blob, self.n, self.base, self.first_end, self.ends = compact(blob), n, base, first_end, ends
         self.hasher = hasher
         self.pending: list[bytes] = []
         self.pending_bytes = 0

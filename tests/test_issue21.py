@@ -673,3 +673,29 @@ def test_an_item_kept_after_an_append_holds_its_own_size_not_the_encoders_buffer
     assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id='u:s' AND state_key='m'")[0][0] == 302
     assert check_list_rows(raw, "u:s", "m") == [item] * 302
     assert store.get_list("u", "s", "m") == [item] * 302
+
+
+def test_the_snapshot_of_a_short_list_holds_about_its_json_not_the_encoders_buffer(url, database, raw):
+    """A saved list's snapshot (what makes the next save cheap) keeps the list's JSON; for a
+    short list that JSON is copied out of orjson's reservation (64 KB for 5 KB here), so the
+    memory the snapshots take is near what ``snapshot_bytes`` counts."""
+    import tracemalloc
+
+    store = MysqlAgentStateStore.from_url(url, database_name=database, snapshot_bytes=1 << 30)
+    try:
+        lists = [[{"role": "user", "content": f"{s}-{i} " + "x" * 500} for i in range(10)] for s in range(200)]
+        store.save_list("u", "warm-up", "m", lists[0])
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            for s, items in enumerate(lists):
+                store.save_list("u", f"s{s}", "m", items)
+            grown = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            tracemalloc.stop()
+        json_bytes = sum(len(orjson.dumps(items)) for items in lists)
+        assert grown < 2.5 * json_bytes, f"{grown / json_bytes:.1f}x the lists' JSON kept"
+        assert raw.query("SELECT COUNT(DISTINCT session_id) FROM {t} WHERE session_id LIKE 'u:s%%' AND state_key='m'")[0][0] == 200
+        assert [store.get_list("u", f"s{s}", "m") for s in (0, 199)] == [lists[0], lists[199]]
+    finally:
+        store.close()
