@@ -220,35 +220,7 @@ class Counter:
         self.con.close()
 
 
-def server_cpu(kwargs: dict) -> Callable[[], Optional[float]]:
-    """A reader of the server process's CPU seconds (user + system, from ``/proc``), when the
-    server runs on this machine and its pid file is readable; else a reader that says None."""
-    try:
-        con = pymysql.connect(autocommit=True, **kwargs)
-        try:
-            with con.cursor() as cur:
-                cur.execute("SELECT @@pid_file")
-                pid_file = cur.fetchone()[0]
-        finally:
-            con.close()
-        with open(pid_file) as f:
-            stat = f"/proc/{int(f.read().strip())}/stat"
-        tick = os.sysconf("SC_CLK_TCK")
-    except Exception:  # noqa: BLE001 - another machine's server, a pid file we cannot read
-        return lambda: None
-
-    def read() -> Optional[float]:
-        try:
-            with open(stat) as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / tick
-        except (OSError, IndexError, ValueError):
-            return None
-
-    return read if read() is not None else (lambda: None)
-
-
-def _server_pid(kwargs: dict) -> Optional[int]:
+def server_pid(kwargs: dict) -> Optional[int]:
     """The pid of the server's process when it runs on this machine (its pid file readable)."""
     try:
         con = pymysql.connect(autocommit=True, **kwargs)
@@ -264,6 +236,25 @@ def _server_pid(kwargs: dict) -> Optional[int]:
         return pid
     except Exception:  # noqa: BLE001 - another machine's server, a pid file we cannot read
         return None
+
+
+def server_cpu(kwargs: dict) -> Callable[[], Optional[float]]:
+    """A reader of the server process's CPU seconds (user + system, from ``/proc``), when the
+    server runs on this machine and its pid file is readable; else a reader that says None."""
+    pid = server_pid(kwargs)
+    if pid is None:
+        return lambda: None
+    stat, tick = f"/proc/{pid}/stat", os.sysconf("SC_CLK_TCK")
+
+    def read() -> Optional[float]:
+        try:
+            with open(stat) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, IndexError, ValueError):
+            return None
+
+    return read if read() is not None else (lambda: None)
 
 
 def _pin_process(pid: int, cpus: set) -> None:
@@ -291,7 +282,7 @@ def place(kwargs: dict, mode: str = "cross") -> str:
     of this machine, or there is one CPU).
     """
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    pid = _server_pid(kwargs) if mode != "free" and len(cpus) > 1 else None
+    pid = server_pid(kwargs) if mode != "free" and len(cpus) > 1 else None
     if pid is None:
         return "placement: free (the scheduler's)" + ("" if mode == "free" else
                                                       ": the server is not a process of this machine, or one CPU")
@@ -314,7 +305,7 @@ def place(kwargs: dict, mode: str = "cross") -> str:
 def unplace(kwargs: dict) -> None:
     """Every CPU again for the server and this process (before a throughput cell)."""
     cpus = set(range(os.cpu_count() or 1))
-    pid = _server_pid(kwargs)
+    pid = server_pid(kwargs)
     try:
         if pid is not None:
             _pin_process(pid, cpus)
