@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from . import args, catalog, history, keys, listsync, serde, sql, values
-from .errors import CorruptStateError, StaleStateError, WrongTypeError
+from .errors import CorruptStateError, StaleStateError, WrongTypeError, errno_of
 from .listsync import Digester, ListHash, Plan, Snapshot
 from .results import UNVERSIONED, SaveReport
 from .table import Table
@@ -297,16 +297,22 @@ def apply(cur: Any, t: Table, sid: str, k: str, plan: Plan, items: Sequence[Any]
 
 
 def append(cur: Any, t: Table, sid: str, k: str, datas: list[bytes], hint: Optional[ListHash] = None,
-           touch: bool = True) -> tuple[Optional[ListHash], ListHash]:
+           touch: bool = True, commit: bool = False) -> tuple[Optional[ListHash], ListHash]:
     """Append under the list's hash row: (the hash row found, the new one). With ``hint``
     (the hash row this process last saw) it is ONE statement: the items and the new hash
     row, the hash row written only if it still holds ``hint`` (checked under its lock); any
     other outcome is rolled back and the append is made the locked way. ``touch=False``: the
-    one statement leaves the catalog row (see :class:`ListWrite`)."""
+    one statement leaves the catalog row (see :class:`ListWrite`). ``commit=True`` (the call
+    is the whole transaction): that statement carries the COMMIT when the cursor can
+    (:func:`append_one_trip`), one round trip in all."""
     hint, hint_dig = t.sealer.usable(hint)
     if hint is not None:
         new_hash = hint.extended(hint_dig.digests(datas, hint.n), hint_dig.empty)
-        if append_if_hash(cur, t, sid, k, list(enumerate(datas, hint.n)), hint, new_hash, touch):
+        items = list(enumerate(datas, hint.n))
+        if commit and getattr(cur, "commits", False):
+            if append_one_trip(cur, t, sid, k, items, hint, new_hash, touch):
+                return hint, new_hash
+        elif append_if_hash(cur, t, sid, k, items, hint, new_hash, touch):
             return hint, new_hash
     row, stored, dig = _lock_hash(cur, t, sid, k)
     if stored is None:  # no hash row of ours: derive it from the items
@@ -422,6 +428,29 @@ def append_if_hash(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, 
     hk, h = keys.hash_key(k), expected.text_digest()
     return _upsert_if_held(cur, t, sid, k, items, new_hash, t.statements["APPEND_IF_HASH_TAIL"], (hk, h, hk, h), touch,
                            riders)
+
+
+def append_one_trip(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, bytes]], expected: ListHash,
+                    new_hash: ListHash, touch: bool = True) -> int:
+    """:func:`append_if_hash` and its COMMIT in ONE round trip (``sql.APPEND_ONE_TRIP_TAIL``):
+    the list's new version, committed; 0 when the hash row did not hold ``expected`` (or was
+    gone): nothing was written or committed, a new transaction is begun, the caller goes the
+    locked way. Rows that need more than one packet: 0 too, nothing sent."""
+    hk = keys.hash_key(k)
+    rows = t.sealer.seal_rows(sid, [(hk, 0, b"")] + [(k, i, d) for i, d in items])
+    extra = [*(catalog.row(sid) if touch else ()), (sid, hk, 0, b"-")]
+    statements = sql.upsert_rows((t.upsert[0], t.statements["APPEND_ONE_TRIP_TAIL"]), sid, rows,
+                                 t.max_allowed_packet - 1024, extra)
+    if len(statements) != 1:
+        return 0
+    statement, params = statements[0]
+    try:
+        return cur.execute_commit(statement, params + (hk, expected.text_digest(), hk, new_hash.to_json().decode()))
+    except Exception as exc:
+        if errno_of(exc) != sql.APPEND_FAILED:
+            raise
+    values.start_over(cur, t)  # nothing to undo but the failed statement: a clean transaction
+    return 0
 
 
 def append_if_one_of(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, bytes]], base: ListHash,

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional, Protocol, TypeVar
 
 import pymysql
+from pymysql.constants import CLIENT
 
 from . import sql
 from .errors import (
@@ -292,7 +293,8 @@ class Connector:
                     flight.on = True
                     if write:
                         flight.committing = True
-                        raw.commit()
+                        if not flight.committed:  # else it rode in the call's statement
+                            raw.commit()
                         self.stats.transactions += 1
                         if self.router is not None:
                             flight.committing = False
@@ -475,12 +477,13 @@ class _Flight:
     """Whether a statement (or COMMIT) was sent and its reply not yet read, and whether this
     transaction sent any statement that may write."""
 
-    __slots__ = ("on", "committing", "wrote")
+    __slots__ = ("on", "committing", "wrote", "committed")
 
     def __init__(self) -> None:
         self.on = False
         self.committing = False
         self.wrote = False
+        self.committed = False  # the call's statement carried the COMMIT (execute_commit)
 
 
 #: pymysql's server status bit of a session running with ``NO_BACKSLASH_ESCAPES``.
@@ -513,6 +516,43 @@ class _Cursor:
         n = self._cur.execute(query, args)
         self._flight.on = False
         return n
+
+    @property
+    def commits(self) -> bool:
+        """Whether :meth:`execute_commit` may be used: a store's own write connection, which
+        takes several statements a packet, in a transaction that wrote nothing yet."""
+        con = self._cur.connection
+        return (not self._flight.wrote and not self._flight.committed and not con.get_autocommit()
+                and bool(getattr(con, "client_flag", 0) & CLIENT.MULTI_STATEMENTS))
+
+    def execute_commit(self, query: str, args: Any = None) -> int:
+        """``query`` and COMMIT in ONE round trip; the ``LAST_INSERT_ID`` the statement set.
+
+        Only on a connection where :attr:`commits`. When the statement fails with a server
+        error, the server stops the packet before its COMMIT: the error is raised, nothing is
+        committed, and the transaction (the failed statement undone) stays open. A connection
+        lost from the moment the packet is sent leaves the COMMIT unknown, as a lost COMMIT."""
+        con = self._con
+        if con is not None and args is not None and type(args) in (tuple, list):
+            query = sql.bind(query, args, not con.server_status & _NO_BACKSLASH_ESCAPES, con.escape)
+        elif args is not None:
+            query = self._cur.mogrify(query, args)
+        flight = self._flight
+        closed = getattr(self._cur.connection, "closed_by_peer", None)
+        if closed is not None and closed():  # dropped while idle: nothing sent, re-opened and retried
+            raise pymysql.err.OperationalError(2006, "MySQL server has gone away (closed while idle)")
+        flight.wrote = flight.on = flight.committing = True
+        try:
+            self._cur.execute(query + sql.AND_COMMIT)
+        except Exception as exc:
+            if _is_driver_error(exc) and errno_of(exc) not in CONNECTION_ERRNOS:
+                flight.on = flight.committing = False  # the server stopped before the COMMIT
+            raise
+        got = int(self._cur.lastrowid or 0)
+        self._cur.nextset()  # the COMMIT's reply (a Galera certification failure is raised here)
+        flight.on = False
+        flight.committed = True
+        return got
 
     def fetchone(self) -> Any:
         return self._cur.fetchone()
@@ -616,7 +656,11 @@ def make_pools(
     # reset=False: DBUtils would send a ROLLBACK at every check-in; every call here ends its
     # transaction itself (COMMIT, or ROLLBACK on error), so that round trip buys nothing.
     common = dict(maxconnections=pool_size, maxcached=pool_size, blocking=True, ping=0, reset=False)
-    write_pool = None if reads_only else PooledDB(_url.connect, **common, autocommit=False, **kwargs)
+    # The write connections take several statements a packet: a one-statement write and its
+    # COMMIT go in one round trip (_Cursor.execute_commit). Every statement this store sends is
+    # built from its own constants and checked names, its values bound as literals.
+    writes = dict(kwargs, client_flag=kwargs.get("client_flag", 0) | CLIENT.MULTI_STATEMENTS)
+    write_pool = None if reads_only else PooledDB(_url.connect, **common, autocommit=False, **writes)
     read_pool = PooledDB(_url.connect, **common, autocommit=True, **kwargs)
     return write_pool, read_pool, database
 

@@ -305,6 +305,28 @@ APPEND_IF_HASH_TAIL = (
     " VALUES(state_data))"
 )
 ROLLBACK = "ROLLBACK"
+# The same append and its COMMIT in ONE round trip (sent as "<statement>; COMMIT" on a connection
+# that allows several statements a packet): every outcome but "the hash row held what this
+# process last saw" is an ERROR, which stops the packet before its COMMIT and undoes the whole
+# statement (InnoDB undoes a failed statement; nothing else is in the transaction). The error is
+# an unsigned overflow, raised only when its branch runs, as error 1690 whatever the sql_mode
+# (APPEND_FAILED). The rows: the hash row FIRST with the text '' (a sentinel no hash row has),
+# the items, the catalog row, and the hash row AGAIN with the text '-' (the check). The first
+# takes the new text (a parameter) only if the stored one still has the SHA-256 given, else
+# fails; a hash row that was gone is inserted with the sentinel, which the check row finds and
+# fails on. LAST_INSERT_ID is the new version. Parameters: the hash key, the SHA-256, the hash
+# key, the new text.
+APPEND_ONE_TRIP_TAIL = (
+    " ON DUPLICATE KEY UPDATE"
+    f" version = IF(state_key <> %s, IF(session_id = '{CATALOG_SESSION}', version + 1, version),"
+    " IF(VALUES(state_data) = '', IF(SHA2(state_data, 256) = %s, LAST_INSERT_ID(version + 1),"
+    " 18446744073709551615 + version), IF(state_data = '', 18446744073709551615 + version, version))),"
+    " state_data = IF(state_key <> %s, VALUES(state_data), IF(VALUES(state_data) = '', %s, state_data))"
+)
+#: The error a one-trip append raises when the hash row did not hold (BIGINT UNSIGNED out of range).
+APPEND_FAILED = 1690
+#: What follows a one-trip statement in its packet.
+AND_COMMIT = ";\nCOMMIT"
 #: How many stored states one conditional append may accept (:func:`append_if_one_of_tail`).
 MAX_PICKS = 16
 

@@ -418,7 +418,7 @@ class MysqlAgentStateStore:
         hint = snap.hash if snap is not None else self._memory.hints.get(cache_key)
         began, due = time.monotonic(), self._memory.catalog_due(sid)
         with list_write.lock_of(snap):
-            stored, new_hash = self._db.run(lambda cur: list_write.append(cur, t, sid, k, datas, hint, due),
+            stored, new_hash = self._db.run(lambda cur: list_write.append(cur, t, sid, k, datas, hint, due, commit=True),
                                             f"append_list {k!r}", write=True, session=sid)
             self._memory.appended(cache_key, snap, stored, datas, new_hash)
         if due:

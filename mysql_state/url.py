@@ -18,6 +18,7 @@ shows a URL with ``***`` in place of the password.
 
 from __future__ import annotations
 
+import select
 import ssl
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -364,6 +365,19 @@ class Connection(pymysql.connections.Connection):
             self.client_flag |= CLIENT.SSL
         else:
             self.client_flag &= ~CLIENT.SSL
+
+    def closed_by_peer(self) -> bool:
+        """Whether the server (or a proxy) closed this idle connection: its socket is readable
+        while nothing was asked (an end of file, a reset, a TLS alert). One ``select`` call, no
+        round trip: checked before a packet that carries a COMMIT is sent, so that a connection
+        the server dropped while idle is re-opened rather than leave that COMMIT unknown."""
+        sock = self._sock
+        if sock is None:
+            return True
+        try:
+            return bool(select.select([sock], [], [], 0)[0])
+        except (OSError, ValueError):  # a closed descriptor
+            return True
 
     def connect(self, sock: Any = None) -> None:
         failure: Optional[ssl.SSLError] = None

@@ -64,7 +64,7 @@ class FaultProxy:
                     if len(buf) < 4 + length:
                         break
                     packet, buf = buf[: 4 + length], buf[4 + length :]
-                    if self.cut_on_commit and packet[4:5] == b"\x03" and packet[5:].strip().upper() == b"COMMIT":
+                    if self.cut_on_commit and packet[4:5] == b"\x03" and packet[5:].strip().upper().endswith(b"COMMIT"):
                         mode, self.cut_on_commit = self.cut_on_commit, None
                         self.commits_cut += 1
                         if mode == "before":

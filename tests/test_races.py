@@ -15,7 +15,7 @@ import pytest
 
 from mysql_state import MysqlAgentStateStore, UNVERSIONED
 
-from .conftest import in_thread
+from .conftest import Raw, in_thread
 from .test_faults import check_list_rows
 
 # ---- a writer held mid-transaction ----------------------------------------------------------
@@ -113,29 +113,46 @@ def test_save_of_a_value_racing_an_append_leaves_a_value_only(store, other, cold
     assert store.get("u", "s", "m") == {"now": "a value"}
 
 
-def test_a_warm_one_statement_append_racing_a_delete_is_whole_or_gone(store, other, raw, monkeypatch):
-    """The warm writer appends in ONE statement; paused right after it (locks held), a delete
-    waits for its COMMIT and then removes everything."""
+def test_a_warm_append_sends_its_commit_in_its_statement(store, raw, monkeypatch):
+    """The warm writer's append is ONE packet, its statement and the COMMIT: no separate COMMIT
+    is sent (the driver's commit is never called), and the list is exact."""
     store.save_list("u", "s", "m", list(range(5)))
-    reached, release = threading.Event(), threading.Event()
-    real = pymysql.connections.Connection.commit
+    store.get_list("u", "s", "m", offset=-1)
+    real, called = pymysql.connections.Connection.commit, []
 
-    def held_commit(con):
-        if threading.current_thread().name == "held":
-            reached.set()
-            release.wait(10)
+    def counted(con):
+        called.append(1)
         return real(con)
 
-    monkeypatch.setattr(pymysql.connections.Connection, "commit", held_commit)
-    writer = threading.Thread(target=lambda: store.append_list("u", "s", "m", [5, 6]), name="held")
-    writer.start()
-    assert reached.wait(10)
-    deleting = in_thread(lambda: other.delete("u", "s"))
-    time.sleep(0.3)
-    release.set()
-    writer.join(10)
-    deleting()
-    assert raw.rows("u:s") == []
+    monkeypatch.setattr(pymysql.connections.Connection, "commit", counted)
+    before = raw.com_counts()
+    assert store.append_list("u", "s", "m", [5, 6]) == 7
+    after = raw.com_counts()
+    assert called == []
+    assert after.get("Com_commit", 0) - before.get("Com_commit", 0) == 1
+    assert check_list_rows(raw, "u:s", "m") == list(range(7))
+
+
+def test_a_warm_append_waiting_on_a_delete_finds_its_list_gone_and_is_exact(store, raw, url, database):
+    """A delete holds the session's rows (uncommitted) while the warm writer's one-packet append
+    waits on the hash row's lock; the delete commits: the append finds no hash row (it inserts
+    the sentinel, which its check row refuses: error 1690, nothing committed) and appends the
+    locked way to the empty list: exactly the new items, one hash row that describes them."""
+    store.save_list("u", "s", "m", list(range(5)))
+    store.get_list("u", "s", "m", offset=-1)  # the writer knows the hash row: the one-packet way
+    holder = Raw(url, database)
+    try:
+        holder.execute("BEGIN")
+        assert holder.execute("DELETE FROM {t} WHERE session_id = 'u:s'") == 6
+        appending = in_thread(lambda: store.append_list("u", "s", "m", [5, 6]))
+        time.sleep(0.3)
+        assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = 'u:s'")[0][0] == 6  # still waiting
+        holder.execute("COMMIT")
+        assert appending() == 2
+    finally:
+        holder.close()
+    assert check_list_rows(raw, "u:s", "m") == [5, 6]
+    assert store.get_list("u", "s", "m") == [5, 6]
 
 
 def test_append_after_a_value_replaced_the_list_starts_a_new_list(store, raw):
