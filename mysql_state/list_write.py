@@ -58,6 +58,9 @@ class ListWrite:
     #: were written there (else they go their own way).
     riders: Sequence[tuple[str, str, tuple[int, str]]] = ()
     riders_written: bool = False
+    #: The save is the whole transaction (``save_list``): a one-statement write carries the
+    #: COMMIT (one round trip), and :func:`save` sends nothing after it.
+    commit: bool = False
 
     def lock(self) -> Any:
         return lock_of(self.snapshot)
@@ -207,7 +210,7 @@ def _speculate(cur: Any, t: Table, w: ListWrite, planned: Optional[tuple[Plan, S
         return None
     plan = planned[0]
     args.check_upserts(t, w.key, plan, w.values)
-    version = append_if_hash(cur, t, w.sid, w.key, plan.upserts, expected, plan.new_hash, w.touch, w.riders)
+    version = append_if_hash(cur, t, w.sid, w.key, plan.upserts, expected, plan.new_hash, w.touch, w.riders, w.commit)
     if not version:
         return None
     w.new_snapshot, w.version, w.riders_written = planned[1], version, bool(w.riders)
@@ -226,7 +229,7 @@ def _speculate_on_prefix(cur: Any, t: Table, w: ListWrite, planned: tuple[Plan, 
     if t.sealer.usable(base)[0] is None or base.v != listsync.HASH_VERSION:
         return None
     found = append_if_one_of(cur, t, w.sid, w.key, plan.upserts, base, [plan.digests[i] for i, _ in plan.upserts],
-                             plan.new_hash, w.touch, w.riders)
+                             plan.new_hash, w.touch, w.riders, w.commit)
     if found is None:
         return None
     (w.version, stored_n), w.riders_written = found, bool(w.riders)
@@ -304,15 +307,11 @@ def append(cur: Any, t: Table, sid: str, k: str, datas: list[bytes], hint: Optio
     other outcome is rolled back and the append is made the locked way. ``touch=False``: the
     one statement leaves the catalog row (see :class:`ListWrite`). ``commit=True`` (the call
     is the whole transaction): that statement carries the COMMIT when the cursor can
-    (:func:`append_one_trip`), one round trip in all."""
+    (``append_if_hash``'s ``commit``), one round trip in all."""
     hint, hint_dig = t.sealer.usable(hint)
     if hint is not None:
         new_hash = hint.extended(hint_dig.digests(datas, hint.n), hint_dig.empty)
-        items = list(enumerate(datas, hint.n))
-        if commit and getattr(cur, "commits", False):
-            if append_one_trip(cur, t, sid, k, items, hint, new_hash, touch):
-                return hint, new_hash
-        elif append_if_hash(cur, t, sid, k, items, hint, new_hash, touch):
+        if append_if_hash(cur, t, sid, k, list(enumerate(datas, hint.n)), hint, new_hash, touch, commit=commit):
             return hint, new_hash
     row, stored, dig = _lock_hash(cur, t, sid, k)
     if stored is None:  # no hash row of ours: derive it from the items
@@ -421,31 +420,37 @@ def _upsert_if_held(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int,
 
 
 def append_if_hash(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, bytes]], expected: ListHash,
-                   new_hash: ListHash, touch: bool = True, riders: Sequence = ()) -> int:
+                   new_hash: ListHash, touch: bool = True, riders: Sequence = (), commit: bool = False) -> int:
     """Write new items and the new hash row in ONE statement, the hash row only if it still
     holds ``expected`` (checked under its lock); returns the list's new version. 0 (all
-    undone, a new transaction begun): the caller goes the locked way."""
+    undone, a new transaction begun): the caller goes the locked way. ``commit=True`` (the
+    caller's call is the whole transaction): the statement carries the COMMIT where it can
+    (:func:`_one_trip`); committed when the version is returned."""
     hk, h = keys.hash_key(k), expected.text_digest()
+    if _commits(cur, commit, riders):
+        return _one_trip(cur, t, sid, k, items, t.statements["APPEND_ONE_TRIP_TAIL"],
+                         (hk, h, hk, new_hash.to_json().decode()), touch)
     return _upsert_if_held(cur, t, sid, k, items, new_hash, t.statements["APPEND_IF_HASH_TAIL"], (hk, h, hk, h), touch,
                            riders)
 
 
-def append_one_trip(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, bytes]], expected: ListHash,
-                    new_hash: ListHash, touch: bool = True) -> int:
-    """:func:`append_if_hash` and its COMMIT in ONE round trip (``sql.APPEND_ONE_TRIP_TAIL``):
-    the list's new version, committed; 0 when the hash row did not hold ``expected`` (or was
-    gone): nothing was written or committed, a new transaction is begun, the caller goes the
-    locked way. Rows that need more than one packet: 0 too, nothing sent."""
+def _one_trip(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, bytes]], tail: str, condition: tuple,
+              touch: bool) -> int:
+    """The one-statement append whose ``tail`` is a one-trip one (``sql.APPEND_ONE_TRIP_TAIL``,
+    :func:`sql.append_if_one_of_one_trip_tail`), sent with its COMMIT in ONE round trip: the
+    ``LAST_INSERT_ID`` it set, committed; 0 when its condition did not hold or the hash row was
+    gone (error ``sql.APPEND_FAILED``): nothing written or committed, a new transaction begun,
+    the caller goes the locked way. Rows that need more than one packet: 0 too, nothing sent.
+    The hash row goes first with the sentinel text '', its check row last."""
     hk = keys.hash_key(k)
     rows = t.sealer.seal_rows(sid, [(hk, 0, b"")] + [(k, i, d) for i, d in items])
     extra = [*(catalog.row(sid) if touch else ()), (sid, hk, 0, b"-")]
-    statements = sql.upsert_rows((t.upsert[0], t.statements["APPEND_ONE_TRIP_TAIL"]), sid, rows,
-                                 t.max_allowed_packet - 1024, extra)
+    statements = sql.upsert_rows((t.upsert[0], tail), sid, rows, t.max_allowed_packet - 1024, extra)
     if len(statements) != 1:
         return 0
     statement, params = statements[0]
     try:
-        return cur.execute_commit(statement, params + (hk, expected.text_digest(), hk, new_hash.to_json().decode()))
+        return cur.execute_commit(statement, params + condition)
     except Exception as exc:
         if errno_of(exc) != sql.APPEND_FAILED:
             raise
@@ -453,22 +458,33 @@ def append_one_trip(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int,
     return 0
 
 
+def _commits(cur: Any, commit: bool, riders: Sequence) -> bool:
+    """Whether a one-statement append goes in one round trip with its COMMIT: the caller's call
+    is the whole transaction (``commit``), no value rides in it, and the connection can."""
+    return commit and not riders and getattr(cur, "commits", False)
+
+
 def append_if_one_of(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, bytes]], base: ListHash,
-                     digests: Sequence[int], new_hash: ListHash, touch: bool = True, riders: Sequence = ()
-                     ) -> Optional[tuple[int, int]]:
+                     digests: Sequence[int], new_hash: ListHash, touch: bool = True, riders: Sequence = (),
+                     commit: bool = False) -> Optional[tuple[int, int]]:
     """Write ``items`` (indexes ``base.n`` on, their ``digests``) and the new hash row in ONE
     statement, the hash row only if the stored list is the one ``base`` describes or that list
     followed by the first items of ``items`` (its hash row's ``n`` and digest sum say which: the
     stored items are then exactly those). ``(new version, the stored length)``; None (all
     undone, a new transaction begun): the caller goes the locked way. At most
-    ``sql.MAX_PICKS`` states are accepted: the base's and the latest ones."""
+    ``sql.MAX_PICKS`` states are accepted: the base's and the latest ones. ``commit``: as
+    :func:`append_if_hash`'s."""
     n_new = base.n + len(items)
     picks = [base.n] + list(range(max(base.n + 1, n_new - sql.MAX_PICKS + 1), n_new))
     sums = dict(zip(range(base.n, n_new), [base.total] + base.running_totals(digests[:-1])))
     heads = tuple(ListHash.head(m, sums[m]) for m in picks)
     hk = keys.hash_key(k)
-    got = _upsert_if_held(cur, t, sid, k, items, new_hash, sql.append_if_one_of_tail(len(heads)),
-                          (hk, *heads, *heads, hk, *heads), touch, riders)
+    if _commits(cur, commit, riders):
+        got = _one_trip(cur, t, sid, k, items, sql.append_if_one_of_one_trip_tail(len(heads)),
+                        (hk, *heads, *heads, hk, new_hash.to_json().decode()), touch)
+    else:
+        got = _upsert_if_held(cur, t, sid, k, items, new_hash, sql.append_if_one_of_tail(len(heads)),
+                              (hk, *heads, *heads, hk, *heads), touch, riders)
     return (got // 64, picks[got % 64 - 1]) if got else None
 
 

@@ -316,11 +316,14 @@ ROLLBACK = "ROLLBACK"
 # fails; a hash row that was gone is inserted with the sentinel, which the check row finds and
 # fails on. LAST_INSERT_ID is the new version. Parameters: the hash key, the SHA-256, the hash
 # key, the new text.
+#: The failure of a one-trip append: BIGINT UNSIGNED out of range (APPEND_FAILED), computed from a
+#: column so that it is raised only when its branch runs.
+_FAIL = "18446744073709551615 + version"
 APPEND_ONE_TRIP_TAIL = (
     " ON DUPLICATE KEY UPDATE"
     f" version = IF(state_key <> %s, IF(session_id = '{CATALOG_SESSION}', version + 1, version),"
-    " IF(VALUES(state_data) = '', IF(SHA2(state_data, 256) = %s, LAST_INSERT_ID(version + 1),"
-    " 18446744073709551615 + version), IF(state_data = '', 18446744073709551615 + version, version))),"
+    f" IF(VALUES(state_data) = '', IF(SHA2(state_data, 256) = %s, LAST_INSERT_ID(version + 1), {_FAIL}),"
+    f" IF(state_data = '', {_FAIL}, version))),"
     " state_data = IF(state_key <> %s, VALUES(state_data), IF(VALUES(state_data) = '', %s, state_data))"
 )
 #: The error a one-trip append raises when the hash row did not hold (BIGINT UNSIGNED out of range).
@@ -373,6 +376,28 @@ def nonce(room: int = 0) -> int:
     return RIDER_FLOOR + secrets.randbelow(RIDER_FLOOR - room - 1)
 _UPDATE_VERSION = " ON DUPLICATE KEY UPDATE version = "
 
+
+
+def append_if_one_of_one_trip_tail(count: int) -> str:
+    """:func:`append_if_one_of_tail` for a statement that carries its COMMIT, as
+    :data:`APPEND_ONE_TRIP_TAIL` is for ``APPEND_IF_HASH_TAIL``: the hash row first with the
+    sentinel text, the check row last; no pick holding, or no hash row, is error
+    :data:`APPEND_FAILED`. ``LAST_INSERT_ID`` as there. Parameters: the hash key, the picks
+    twice, the hash key, the new hash row's text.
+
+    >>> append_if_one_of_one_trip_tail(2).count("%s")
+    7
+    """
+    if not 1 <= count <= MAX_PICKS:
+        raise ValueError(f"count {count} must be within 1..{MAX_PICKS}")
+    pick = "FIELD(CAST(SUBSTRING_INDEX(state_data, ',\"p\":', 1) AS BINARY), " + ", ".join(["%s"] * count) + ")"
+    return (
+        " ON DUPLICATE KEY UPDATE"
+        f" version = IF(state_key <> %s, IF(session_id = '{CATALOG_SESSION}', version + 1, version),"
+        f" IF(VALUES(state_data) = '', IF({pick} > 0, LAST_INSERT_ID((version + 1) * 64 + {pick}) DIV 64, {_FAIL}),"
+        f" IF(state_data = '', {_FAIL}, version))),"
+        " state_data = IF(state_key <> %s, VALUES(state_data), IF(VALUES(state_data) = '', %s, state_data))"
+    )
 
 def with_riders(tail: str, count: int) -> str:
     """``tail`` (:data:`APPEND_IF_HASH_TAIL` or :func:`append_if_one_of_tail`) with ``count``

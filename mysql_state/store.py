@@ -332,7 +332,7 @@ class MysqlAgentStateStore:
     def _save_list(self, user_id, session_id, key, items, expected: Optional[int] = None) -> tuple[ListWrite, Plan]:
         w, t = self._list_write(user_id, session_id, key, items, expected), self.table
         what = f"save_list {w.key!r}" if expected is None else f"save_list_if_version {w.key!r}"
-        began, w.touch = time.monotonic(), self._memory.catalog_due(w.sid)
+        began, w.touch, w.commit = time.monotonic(), self._memory.catalog_due(w.sid), True
         try:
             with w.lock():
                 plan = self._db.run(lambda cur: list_write.save(cur, t, w), what, write=True, session=w.sid)
