@@ -699,3 +699,51 @@ def test_the_snapshot_of_a_short_list_holds_about_its_json_not_the_encoders_buff
         assert [store.get_list("u", f"s{s}", "m") for s in (0, 199)] == [lists[0], lists[199]]
     finally:
         store.close()
+
+
+# ---- one round trip: the statement carries its COMMIT -----------------------------------------
+
+
+def test_two_workers_taking_turns_send_each_save_as_one_packet(store, other, raw, monkeypatch):
+    """The alternating saves' one statement carries the COMMIT: the driver's commit is never
+    called, the server counts one COMMIT a save, and the list is exact after every turn."""
+    import pymysql
+
+    items = [msg(i) for i in range(40)]
+    store.save_list("u", "s", "m", items)
+    other.get_list("u", "s", "m")
+    real, called = pymysql.connections.Connection.commit, []
+    monkeypatch.setattr(pymysql.connections.Connection, "commit", lambda con: (called.append(1), real(con))[1])
+    for turn in range(6):
+        items = items + [msg(100 + 2 * turn), msg(101 + 2 * turn)]
+        before = raw.com_counts()
+        (other, store)[turn % 2].save_list("u", "s", "m", items)
+        after = raw.com_counts()
+        assert after.get("Com_commit", 0) - before.get("Com_commit", 0) == 1
+        assert check_list_rows(raw, "u:s", "m") == items
+    assert called == []
+
+
+@pytest.mark.parametrize("behind", ["deleted", "cleared", "rewritten"])
+def test_a_one_packet_save_whose_list_changed_behind_it_commits_nothing_then_is_exact(store, other, raw, behind):
+    """The list changed behind the worker's back (gone, emptied, or another list of the same
+    length): its one-packet statement fails before its COMMIT (a gone hash row is inserted with
+    the sentinel, which the statement's last row refuses), nothing of it stays, and the locked
+    way writes exactly its list."""
+    items = [msg(i) for i in range(30)]
+    store.save_list("u", "s", "m", items)
+    if behind == "deleted":
+        other.delete("u", "s", "m")
+    elif behind == "cleared":
+        other.save_list("u", "s", "m", [])
+    else:
+        other.save_list("u", "s", "m", [msg(i, "theirs") for i in range(30)])
+    items = items + [msg(30)]
+    store.save_list("u", "s", "m", items)
+    assert check_list_rows(raw, "u:s", "m") == items
+    assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id='u:s' AND state_key='m:_hash'"
+                     " AND state_data IN ('', '-')")[0][0] == 0
+    items = items + [msg(31)]
+    store.append_list("u", "s", "m", [msg(31)])
+    assert check_list_rows(raw, "u:s", "m") == items
+    assert other.get_list("u", "s", "m") == items
