@@ -747,3 +747,22 @@ def test_a_one_packet_save_whose_list_changed_behind_it_commits_nothing_then_is_
     store.append_list("u", "s", "m", [msg(31)])
     assert check_list_rows(raw, "u:s", "m") == items
     assert other.get_list("u", "s", "m") == items
+
+
+def test_a_one_packet_append_fails_safe_in_a_non_strict_sql_mode(url, database, raw):
+    """The failure is an unsigned overflow, an error in every sql_mode: with the sessions in a
+    non-strict mode (no STRICT_TRANS_TABLES), an append whose list another process rewrote
+    still commits nothing of its statement and ends exact."""
+    s = MysqlAgentStateStore.from_url(url, database_name=database, init_command="SET SESSION sql_mode = ''")
+    o = MysqlAgentStateStore.from_url(url, database_name=database)
+    try:
+        s.save_list("u", "s", "m", [1, 2, 3])
+        o.save_list("u", "s", "m", ["a", "b", "c"])
+        assert s.append_list("u", "s", "m", [4]) == 4
+        assert check_list_rows(raw, "u:s", "m") == ["a", "b", "c", 4]
+        o.delete("u", "s", "m")
+        assert s.append_list("u", "s", "m", [5]) == 1
+        assert check_list_rows(raw, "u:s", "m") == [5]
+    finally:
+        s.close()
+        o.close()
