@@ -319,19 +319,34 @@ ROLLBACK = "ROLLBACK"
 #: The failure of a one-trip append: BIGINT UNSIGNED out of range (APPEND_FAILED), computed from a
 #: column so that it is raised only when its branch runs.
 _FAIL = "18446744073709551615 + version"
-APPEND_ONE_TRIP_TAIL = (
-    " ON DUPLICATE KEY UPDATE"
-    f" version = IF(state_key <> %s, IF(session_id = '{CATALOG_SESSION}', version + 1, version),"
-    f" IF(VALUES(state_data) = '', IF(SHA2(state_data, 256) = %s, LAST_INSERT_ID(version + 1), {_FAIL}),"
-    f" IF(state_data = '', {_FAIL}, version))),"
-    " state_data = IF(state_key <> %s, VALUES(state_data), IF(VALUES(state_data) = '', %s, state_data))"
-)
+
+
+def _one_trip_tail(held: str, code: str) -> str:
+    """A one-trip tail (see above) whose hash row branch takes the new text when ``held``, then
+    sets the version by ``code`` (a ``LAST_INSERT_ID(...)``), and fails otherwise."""
+    return (
+        " ON DUPLICATE KEY UPDATE"
+        f" version = IF(state_key <> %s, IF(session_id = '{CATALOG_SESSION}', version + 1, version),"
+        f" IF(VALUES(state_data) = '', IF({held}, {code}, {_FAIL}), IF(state_data = '', {_FAIL}, version))),"
+        " state_data = IF(state_key <> %s, VALUES(state_data), IF(VALUES(state_data) = '', %s, state_data))"
+    )
+
+
+APPEND_ONE_TRIP_TAIL = _one_trip_tail("SHA2(state_data, 256) = %s", "LAST_INSERT_ID(version + 1)")
 #: The error a one-trip append raises when the hash row did not hold (BIGINT UNSIGNED out of range).
 APPEND_FAILED = 1690
 #: What follows a one-trip statement in its packet.
 AND_COMMIT = ";\nCOMMIT"
 #: How many stored states one conditional append may accept (:func:`append_if_one_of_tail`).
 MAX_PICKS = 16
+
+
+def _pick(count: int) -> str:
+    """Which of ``count`` hash row heads (parameters) the stored hash row starts with: 1-based,
+    0 for none (:func:`append_if_one_of_tail`)."""
+    if not 1 <= count <= MAX_PICKS:
+        raise ValueError(f"count {count} must be within 1..{MAX_PICKS}")
+    return "FIELD(CAST(SUBSTRING_INDEX(state_data, ',\"p\":', 1) AS BINARY), " + ", ".join(["%s"] * count) + ")"
 
 
 def append_if_one_of_tail(count: int) -> str:
@@ -346,9 +361,7 @@ def append_if_one_of_tail(count: int) -> str:
     >>> append_if_one_of_tail(2).count("%s")
     8
     """
-    if not 1 <= count <= MAX_PICKS:
-        raise ValueError(f"count {count} must be within 1..{MAX_PICKS}")
-    pick = "FIELD(CAST(SUBSTRING_INDEX(state_data, ',\"p\":', 1) AS BINARY), " + ", ".join(["%s"] * count) + ")"
+    pick = _pick(count)
     return (
         " ON DUPLICATE KEY UPDATE"
         f" version = IF(state_key = %s AND {pick} > 0, LAST_INSERT_ID((version + 1) * 64 + {pick}) DIV 64,"
@@ -356,6 +369,19 @@ def append_if_one_of_tail(count: int) -> str:
         f" state_data = IF(state_key = %s, IF({pick} > 0, VALUES(state_data), state_data), VALUES(state_data))"
     )
 
+
+def append_if_one_of_one_trip_tail(count: int) -> str:
+    """:func:`append_if_one_of_tail` for a statement that carries its COMMIT, as
+    :data:`APPEND_ONE_TRIP_TAIL` is for ``APPEND_IF_HASH_TAIL``: the hash row first with the
+    sentinel text, the check row last; no pick holding, or no hash row, is error
+    :data:`APPEND_FAILED`. ``LAST_INSERT_ID`` as there. Parameters: the hash key, the picks
+    twice, the hash key, the new hash row's text.
+
+    >>> append_if_one_of_one_trip_tail(2).count("%s")
+    7
+    """
+    pick = _pick(count)
+    return _one_trip_tail(f"{pick} > 0", f"LAST_INSERT_ID((version + 1) * 64 + {pick}) DIV 64")
 
 
 #: Single values that ride in a list's one-statement append (:func:`with_riders`) mark that
@@ -374,30 +400,10 @@ def nonce(room: int = 0) -> int:
     True
     """
     return RIDER_FLOOR + secrets.randbelow(RIDER_FLOOR - room - 1)
+
+
 _UPDATE_VERSION = " ON DUPLICATE KEY UPDATE version = "
 
-
-
-def append_if_one_of_one_trip_tail(count: int) -> str:
-    """:func:`append_if_one_of_tail` for a statement that carries its COMMIT, as
-    :data:`APPEND_ONE_TRIP_TAIL` is for ``APPEND_IF_HASH_TAIL``: the hash row first with the
-    sentinel text, the check row last; no pick holding, or no hash row, is error
-    :data:`APPEND_FAILED`. ``LAST_INSERT_ID`` as there. Parameters: the hash key, the picks
-    twice, the hash key, the new hash row's text.
-
-    >>> append_if_one_of_one_trip_tail(2).count("%s")
-    7
-    """
-    if not 1 <= count <= MAX_PICKS:
-        raise ValueError(f"count {count} must be within 1..{MAX_PICKS}")
-    pick = "FIELD(CAST(SUBSTRING_INDEX(state_data, ',\"p\":', 1) AS BINARY), " + ", ".join(["%s"] * count) + ")"
-    return (
-        " ON DUPLICATE KEY UPDATE"
-        f" version = IF(state_key <> %s, IF(session_id = '{CATALOG_SESSION}', version + 1, version),"
-        f" IF(VALUES(state_data) = '', IF({pick} > 0, LAST_INSERT_ID((version + 1) * 64 + {pick}) DIV 64, {_FAIL}),"
-        f" IF(state_data = '', {_FAIL}, version))),"
-        " state_data = IF(state_key <> %s, VALUES(state_data), IF(VALUES(state_data) = '', %s, state_data))"
-    )
 
 def with_riders(tail: str, count: int) -> str:
     """``tail`` (:data:`APPEND_IF_HASH_TAIL` or :func:`append_if_one_of_tail`) with ``count``
