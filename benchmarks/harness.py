@@ -273,7 +273,7 @@ def place(kwargs: dict, mode: str = "cross") -> str:
     server's thread costs, and that depends on the CPU the scheduler left that thread on:
     here (2 vCPUs) a commit that changes nothing took 78 us with both on one CPU, 185 us
     across the two, and, left free, each connection settled in one or the other at random
-    (105 or 200 us, for the whole run; ``docs/performance.md``, "Placement"). The store's
+    (105 or 200 us, for the whole run; ``docs/performance.md``, the 2026-12-05 evening section). The store's
     connection and the floor's are different connections, so a free placement biased their
     ratio by up to 2x either way, run by run. ``"cross"`` (the default): the server on the
     last CPU, this process and the processes it starts on the others (like a client on
@@ -281,17 +281,14 @@ def place(kwargs: dict, mode: str = "cross") -> str:
     0; ``"free"``: as the scheduler likes (also what is done when the server is not a process
     of this machine, or there is one CPU).
     """
+    if mode not in ("cross", "same", "free"):
+        raise ValueError(f"placement must be 'cross', 'same' or 'free', got {mode!r}")
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
     pid = server_pid(kwargs) if mode != "free" and len(cpus) > 1 else None
     if pid is None:
         return "placement: free (the scheduler's)" + ("" if mode == "free" else
                                                       ": the server is not a process of this machine, or one CPU")
-    if mode == "same":
-        server, client = {cpus[0]}, {cpus[0]}
-    elif mode == "cross":
-        server, client = {cpus[-1]}, set(cpus[:-1])
-    else:
-        raise ValueError(f"placement must be 'cross', 'same' or 'free', got {mode!r}")
+    server, client = ({cpus[0]}, {cpus[0]}) if mode == "same" else ({cpus[-1]}, set(cpus[:-1]))
     try:
         _pin_process(pid, server)
         os.sched_setaffinity(0, client)

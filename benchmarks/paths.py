@@ -235,7 +235,7 @@ class Paths:
         self.rng = random.Random(20261203)
         self.url, self.kwargs = harness.server()
         # Before any connection or worker process: they inherit it (the throughput cell frees it).
-        self.placement = harness.place(self.kwargs, getattr(args, "placement", "cross"))
+        self.placement = harness.place(self.kwargs, args.placement)
         self.admin = pymysql.connect(autocommit=True, charset="utf8mb4", **self.kwargs)
         with self.admin.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS `{DB}`")

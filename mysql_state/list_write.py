@@ -383,17 +383,24 @@ def append_many(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[
 
 
 def _upsert_if_held(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, bytes]], new_hash: ListHash,
-                    tail: str, condition: tuple, touch: bool, riders: Sequence[tuple[str, str, tuple[int, str]]] = ()
-                    ) -> int:
+                    tail: str, condition: tuple, touch: bool, riders: Sequence[tuple[str, str, tuple[int, str]]] = (),
+                    one_trip: bool = False) -> int:
     """The one-statement append: the new hash row and ``items`` in ONE multi-row upsert whose
     ``tail`` writes the hash row only if its ``condition`` parameters hold; the
     ``LAST_INSERT_ID`` the hash row's update set (0: it did not hold, everything was undone
     and a new transaction begun; or the rows needed more than one packet, nothing was sent).
     ``riders``: single values ``(key, stored text, (version, digest) seen)`` written in the same
     statement, each only if its row 0 is still the one seen (:func:`sql.with_riders`); any of
-    them not holding undoes everything too."""
+    them not holding undoes everything too.
+
+    ``one_trip`` (a one-trip ``tail``: ``sql.APPEND_ONE_TRIP_TAIL``,
+    :func:`sql.append_if_one_of_one_trip_tail`; no riders): the statement carries its COMMIT,
+    ONE round trip; the hash row goes first with the sentinel text '' (its new text is in
+    ``condition``) and its check row last; a version returned is committed, and a condition
+    that did not hold (or a hash row that was gone) is error ``sql.APPEND_FAILED``: nothing
+    written or committed, 0."""
     hk = keys.hash_key(k)
-    rows = t.sealer.seal_rows(sid, [(hk, 0, new_hash.to_json())] + [(k, i, d) for i, d in items])
+    rows = t.sealer.seal_rows(sid, [(hk, 0, b"" if one_trip else new_hash.to_json())] + [(k, i, d) for i, d in items])
     lead: list = []
     if riders:
         if len(riders) > sql.MAX_RIDERS:
@@ -405,15 +412,23 @@ def _upsert_if_held(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int,
             marks += [vk, version, digest, *((nonce + j,) if j else ()), nonce + j + 1, version + 1]
         tail = sql.with_riders(tail, len(riders))
         condition = (*marks, condition[0], nonce + len(riders), *condition[1:])
-    statements = sql.upsert_rows((t.upsert[0], tail), sid, rows, t.max_allowed_packet - 1024,
-                                 catalog.row(sid) if touch else (), lead)
+    extra = [*(catalog.row(sid) if touch else ()), *([(sid, hk, 0, b"-")] if one_trip else ())]
+    statements = sql.upsert_rows((t.upsert[0], tail), sid, rows, t.max_allowed_packet - 1024, extra, lead)
     if len(statements) != 1:
         return 0  # more than one packet: the locked way
     statement, params = statements[0]
-    cur.execute(statement, params + condition)
-    got = int(cur.lastrowid or 0)  # set by the hash row's update, only when its condition held
-    if got >= sql.RIDER_FLOOR:  # a value's mark: the values held, the list did not
+    if one_trip:
+        try:
+            return cur.execute_commit(statement, params + condition)
+        except Exception as exc:
+            if errno_of(exc) != sql.APPEND_FAILED:
+                raise
         got = 0
+    else:
+        cur.execute(statement, params + condition)
+        got = int(cur.lastrowid or 0)  # set by the hash row's update, only when its condition held
+        if got >= sql.RIDER_FLOOR:  # a value's mark: the values held, the list did not
+            got = 0
     if not got:
         values.start_over(cur, t)  # another writer changed the list: undo, then lock and read
     return got
@@ -425,37 +440,13 @@ def append_if_hash(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, 
     holds ``expected`` (checked under its lock); returns the list's new version. 0 (all
     undone, a new transaction begun): the caller goes the locked way. ``commit=True`` (the
     caller's call is the whole transaction): the statement carries the COMMIT where it can
-    (:func:`_one_trip`); committed when the version is returned."""
+    (``_upsert_if_held``'s ``one_trip``); committed when the version is returned."""
     hk, h = keys.hash_key(k), expected.text_digest()
     if _commits(cur, commit, riders):
-        return _one_trip(cur, t, sid, k, items, t.statements["APPEND_ONE_TRIP_TAIL"],
-                         (hk, h, hk, new_hash.to_json().decode()), touch)
+        return _upsert_if_held(cur, t, sid, k, items, new_hash, t.statements["APPEND_ONE_TRIP_TAIL"],
+                               (hk, h, hk, new_hash.to_json().decode()), touch, one_trip=True)
     return _upsert_if_held(cur, t, sid, k, items, new_hash, t.statements["APPEND_IF_HASH_TAIL"], (hk, h, hk, h), touch,
                            riders)
-
-
-def _one_trip(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, bytes]], tail: str, condition: tuple,
-              touch: bool) -> int:
-    """The one-statement append whose ``tail`` is a one-trip one (``sql.APPEND_ONE_TRIP_TAIL``,
-    :func:`sql.append_if_one_of_one_trip_tail`), sent with its COMMIT in ONE round trip: the
-    ``LAST_INSERT_ID`` it set, committed; 0 when its condition did not hold or the hash row was
-    gone (error ``sql.APPEND_FAILED``): nothing written or committed, a new transaction begun,
-    the caller goes the locked way. Rows that need more than one packet: 0 too, nothing sent.
-    The hash row goes first with the sentinel text '', its check row last."""
-    hk = keys.hash_key(k)
-    rows = t.sealer.seal_rows(sid, [(hk, 0, b"")] + [(k, i, d) for i, d in items])
-    extra = [*(catalog.row(sid) if touch else ()), (sid, hk, 0, b"-")]
-    statements = sql.upsert_rows((t.upsert[0], tail), sid, rows, t.max_allowed_packet - 1024, extra)
-    if len(statements) != 1:
-        return 0
-    statement, params = statements[0]
-    try:
-        return cur.execute_commit(statement, params + condition)
-    except Exception as exc:
-        if errno_of(exc) != sql.APPEND_FAILED:
-            raise
-    values.start_over(cur, t)  # nothing to undo but the failed statement: a clean transaction
-    return 0
 
 
 def _commits(cur: Any, commit: bool, riders: Sequence) -> bool:
@@ -480,8 +471,8 @@ def append_if_one_of(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int
     heads = tuple(ListHash.head(m, sums[m]) for m in picks)
     hk = keys.hash_key(k)
     if _commits(cur, commit, riders):
-        got = _one_trip(cur, t, sid, k, items, sql.append_if_one_of_one_trip_tail(len(heads)),
-                        (hk, *heads, *heads, hk, new_hash.to_json().decode()), touch)
+        got = _upsert_if_held(cur, t, sid, k, items, new_hash, sql.append_if_one_of_one_trip_tail(len(heads)),
+                              (hk, *heads, *heads, hk, new_hash.to_json().decode()), touch, one_trip=True)
     else:
         got = _upsert_if_held(cur, t, sid, k, items, new_hash, sql.append_if_one_of_tail(len(heads)),
                               (hk, *heads, *heads, hk, *heads), touch, riders)

@@ -505,17 +505,22 @@ class _Cursor:
     def execute(self, query: str, args: Any = None) -> int:
         if not self._flight.wrote and _writes(query):
             self._flight.wrote = True
-        con = self._con
-        if con is not None and args is not None and type(args) in (tuple, list):
-            try:
-                query = sql.bind(query, args, not con.server_status & _NO_BACKSLASH_ESCAPES, con.escape)
-                args = None
-            except (TypeError, ValueError):  # a placeholder mismatch: the driver names it
-                pass
+        query, args = self._bound(query, args)
         self._flight.on = True
         n = self._cur.execute(query, args)
         self._flight.on = False
         return n
+
+    def _bound(self, query: str, args: Any) -> tuple[str, Any]:
+        """``query`` with its parameters bound by :func:`sql.bind` where it can (args None
+        then), else as given, for the driver."""
+        con = self._con
+        if con is not None and args is not None and type(args) in (tuple, list):
+            try:
+                return sql.bind(query, args, not con.server_status & _NO_BACKSLASH_ESCAPES, con.escape), None
+            except (TypeError, ValueError):  # a placeholder mismatch: the driver names it
+                pass
+        return query, args
 
     @property
     def commits(self) -> bool:
@@ -532,10 +537,8 @@ class _Cursor:
         error, the server stops the packet before its COMMIT: the error is raised, nothing is
         committed, and the transaction (the failed statement undone) stays open. A connection
         lost from the moment the packet is sent leaves the COMMIT unknown, as a lost COMMIT."""
-        con = self._con
-        if con is not None and args is not None and type(args) in (tuple, list):
-            query = sql.bind(query, args, not con.server_status & _NO_BACKSLASH_ESCAPES, con.escape)
-        elif args is not None:
+        query, args = self._bound(query, args)
+        if args is not None:
             query = self._cur.mogrify(query, args)
         flight = self._flight
         closed = getattr(self._cur.connection, "closed_by_peer", None)
