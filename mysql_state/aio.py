@@ -54,6 +54,7 @@ OPERATIONS = (
     "save_many",
     "save_list_if_version",
     "append_list",
+    "append_lists",
     "pop_list",
     "get_list",
     "get_list_versioned",
@@ -193,6 +194,7 @@ class AsyncMysqlAgentStateStore:
     save_many = mirror(MysqlAgentStateStore.save_many)
     save_list_if_version = mirror(MysqlAgentStateStore.save_list_if_version)
     append_list = mirror(MysqlAgentStateStore.append_list)
+    append_lists = mirror(MysqlAgentStateStore.append_lists)
     pop_list = mirror(MysqlAgentStateStore.pop_list)
     get_list = mirror(MysqlAgentStateStore.get_list)
     get_list_versioned = mirror(MysqlAgentStateStore.get_list_versioned)

@@ -111,6 +111,29 @@ def save_many(values: Any, lists: Any, expected_versions: Any) -> tuple[dict, di
     return value_map, list_map, expected
 
 
+def append_lists(t: Table, user_id: Optional[str], session_id: str, appends: Any, at: Any,
+                 values: Any) -> tuple[str, list[tuple[str, list[bytes]]], dict[str, int], list[tuple[str, bytes]]]:
+    """``append_lists``' arguments checked and encoded: (packed session id, ``(key, new items'
+    JSON)`` per list, ``at`` as a dict, ``(key, JSON)`` per value)."""
+    for name, m in (("appends", appends), ("at", at), ("values", values)):
+        if (m is not None or name == "appends") and not isinstance(m, Mapping):
+            raise TypeError(f"{name} must be a mapping of key to {name}, got {type(m).__name__}")
+    prepared = [prepare_append(t, user_id, session_id, k, items) for k, items in appends.items()]
+    value_rows = [encode_value(t, user_id, session_id, k, v) for k, v in (values or {}).items()]
+    both = {k for _, k, _ in prepared} & {k for _, k, _ in value_rows}
+    if both:
+        raise ValueError(f"keys {sorted(both)} are given both as a list to append to and as a value")
+    want = dict(at or {})
+    for k, v in want.items():
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise TypeError(f"at[{k!r}] must be a list's length (an int >= 0), got {v!r}")
+    unknown = set(want) - {k for _, k, _ in prepared}
+    if unknown:
+        raise ValueError(f"at names keys {sorted(unknown)} that are not appended to")
+    sid = keys.pack(user_id, session_id)
+    return sid, [(k, datas) for _, k, datas in prepared], want, [(k, d) for _, k, d in value_rows]
+
+
 def many_keys(t: Table, user_id: Optional[str], session_id: str, values: Any,
               lists: Any) -> tuple[str, list[str], list[str]]:
     """``get_many``'s keys checked: (packed session id, value keys, list keys)."""

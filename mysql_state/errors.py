@@ -129,11 +129,12 @@ class DecryptionError(CorruptStateError):
 
 
 class StaleStateError(MysqlStateError):
-    """A versioned save found another version stored than the one it was based on; nothing written."""
+    """A versioned save found another version stored than the one it was based on (or an
+    append at a length, another length: ``what="length"``); nothing written."""
 
-    def __init__(self, key: str, expected: int, stored: int) -> None:
+    def __init__(self, key: str, expected: int, stored: int, what: str = "version") -> None:
         super().__init__(
-            f"key {key!r}: expected version {expected}, but version {stored} is stored "
+            f"key {key!r}: expected {what} {expected}, but {what} {stored} is stored "
             "(another writer saved in between); nothing was written"
         )
         self.key, self.expected, self.stored = key, expected, stored

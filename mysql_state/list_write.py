@@ -331,13 +331,81 @@ def append(cur: Any, t: Table, sid: str, k: str, datas: list[bytes], hint: Optio
     return stored, new_hash
 
 
+@dataclass
+class Appended:
+    """What an append to one of several lists found and wrote: the list's new length, the hash
+    row it found (None: none of ours), the one it wrote (None: only its length was checked)."""
+
+    n: int
+    stored: Optional[ListHash] = None
+    new: Optional[ListHash] = None
+
+
+def append_lists(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[bytes]]], at: dict[str, int],
+                 value_rows: Sequence[tuple[str, bytes]], hints: dict[str, ListHash]) -> dict[str, Appended]:
+    """:func:`append_many` as a whole transaction: when ``hints`` (the hash rows this process
+    last saw) cover every list, its lengths are the ``at`` given, and the cursor can, ONE
+    statement that carries its COMMIT (:func:`sql.append_lists_one_trip_tail`; with values,
+    the check that none of their keys holds a list goes first in the same packet), one round
+    trip, committed when it returns. Any other outcome: :func:`append_many`, the locked way."""
+    got = _append_lists_one_trip(cur, t, sid, appends, at, value_rows, hints) if getattr(cur, "commits", False) else None
+    return got if got is not None else append_many(cur, t, sid, appends, at, value_rows)
+
+
+def _append_lists_one_trip(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[bytes]]],
+                           at: dict[str, int], value_rows: Sequence[tuple[str, bytes]],
+                           hints: dict[str, ListHash]) -> Optional[dict[str, Appended]]:
+    """The one-trip append of :func:`append_lists`; None (nothing sent, or nothing written and a
+    new transaction begun) when it cannot be used or its conditions did not hold."""
+    if not appends or len(appends) > sql.MAX_PICKS:
+        return None
+    out: dict[str, Appended] = {}
+    heads: list[tuple[str, int, bytes]] = []
+    rows: list[tuple[str, int, bytes]] = []
+    held: list[tuple[str, str, str]] = []
+    for k, datas in sorted(appends):  # hash rows in key order: locked in the locked way's order
+        stored, dig = t.sealer.usable(hints.get(k))
+        if stored is None or at.get(k, stored.n) != stored.n:
+            return None
+        new_hash = stored.extended(dig.digests(datas, stored.n), dig.empty) if datas else stored
+        hk = keys.hash_key(k)
+        heads.append((hk, 0, b""))
+        rows += [(k, stored.n + i, d) for i, d in enumerate(datas)]
+        held.append((hk, stored.text_digest(), new_hash.to_json().decode()))
+        out[k] = Appended(new_hash.n, stored, new_hash if datas else None)
+    rows += [(k, 0, d) for k, d in value_rows]
+    hks = [h[0] for h in held]
+    extra = [*catalog.row(sid), *((sid, hk, 0, b"-") for hk in hks)]
+    tail = sql.append_lists_one_trip_tail(len(held), len(value_rows))
+    statements = sql.upsert_rows((t.upsert[0], tail), sid, heads + t.sealer.seal_rows(sid, rows),
+                                 t.max_allowed_packet - 1024, extra)
+    if len(statements) != 1:
+        return None  # more than one packet: the locked way
+    statement, params = statements[0]
+    condition = (*hks, *(k for k, _ in value_rows), *hks, *(h[1] for h in held), *hks, *hks, *(h[2] for h in held))
+    before = None
+    if value_rows:
+        marks = ", ".join(["%s"] * len(value_rows))
+        before = (t.statements["NO_LIST_UNDER"].replace("{marks}", marks),
+                  (sid, *(keys.hash_key(k) for k, _ in value_rows)))
+    try:
+        cur.execute_commit(statement, params + condition, before=before)
+        return out
+    except Exception as exc:
+        if errno_of(exc) != sql.APPEND_FAILED:
+            raise
+    values.start_over(cur, t)  # another writer changed a list, or a value is there: undo, then lock and read
+    return None
+
+
 def append_many(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[bytes]]],
                 at: Optional[dict[str, int]] = None, value_rows: Sequence[tuple[str, bytes]] = ()
-                ) -> dict[str, int]:
+                ) -> dict[str, Appended]:
     """Append to several lists of one session, and write values (``value_rows``: ``(key, JSON)``) beside,
     in the caller's transaction: the hash rows locked in ONE statement, then every new item,
     hash row and value written in ONE multi-row upsert (the catalog row riding last), so 2
-    statements for them all; the new length per list key. ``at`` (list key -> length)
+    statements for them all; per list key, its new length and hash rows (:class:`Appended`).
+    ``at`` (list key -> length)
     makes the appends a compare-and-set: a list of another length raises
     :class:`StaleStateError`, nothing written. A list with no usable hash row of ours (a
     new list, one the Java store wrote) goes :func:`append`'s locked way; a value key that
@@ -349,7 +417,7 @@ def append_many(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[
     found = {r[0]: r[1] for r in locked}
     unversioned = {r[0] for r in locked if not int(r[2])}  # rows a writer unaware of versions left
     usable = [t.sealer.usable(ListHash.parse(found.get(hk))) for hk in hash_keys]
-    out: dict[str, int] = {}
+    out: dict[str, Appended] = {}
     for (k, _), (stored, _) in zip(appends, usable):  # every length checked before any write
         want = (at or {}).get(k)
         if want is not None:
@@ -359,17 +427,18 @@ def append_many(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[
                 cur.execute(t.statements["COUNT_ITEMS"], (sid, k))
                 n = int(cur.fetchone()[0])
             if n != want:
-                raise StaleStateError(k, want, n)
-            out[k] = n
+                raise StaleStateError(k, want, n, "length")
+            out[k] = Appended(n, stored)
     rows: list[tuple[str, int, bytes]] = []
     for (k, datas), hk, (stored, dig) in zip(appends, hash_keys, usable):
         if not datas:  # only checked (``at``): its length is out[k] already
             continue
         if stored is None:
-            out[k] = append(cur, t, sid, k, datas)[1].n
+            was, new_hash = append(cur, t, sid, k, datas)
+            out[k] = Appended(new_hash.n, was, new_hash)
         else:
-            new_hash = stored.extended(dig.digests(datas, stored.n))
-            out[k] = new_hash.n
+            new_hash = stored.extended(dig.digests(datas, stored.n), dig.empty)
+            out[k] = Appended(new_hash.n, stored, new_hash)
             rows += [(k, stored.n + i, d) for i, d in enumerate(datas)]
             rows.append((hk, 0, new_hash.to_json()))
     for k, data in value_rows:
@@ -419,7 +488,7 @@ def _upsert_if_held(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int,
     statement, params = statements[0]
     if one_trip:
         try:
-            return cur.execute_commit(statement, params + condition)
+            return cur.execute_commit(statement, params + condition)[0]
         except Exception as exc:
             if errno_of(exc) != sql.APPEND_FAILED:
                 raise

@@ -522,6 +522,11 @@ class _Cursor:
                 pass
         return query, args
 
+    def _literal(self, query: str, args: Any) -> str:
+        """``query`` with its parameters in it, as sent."""
+        query, args = self._bound(query, args)
+        return query if args is None else self._cur.mogrify(query, args)
+
     @property
     def commits(self) -> bool:
         """Whether :meth:`execute_commit` may be used: a store's own write connection, which
@@ -530,16 +535,18 @@ class _Cursor:
         return (not self._flight.wrote and not self._flight.committed and not con.get_autocommit()
                 and bool(getattr(con, "client_flag", 0) & CLIENT.MULTI_STATEMENTS))
 
-    def execute_commit(self, query: str, args: Any = None) -> int:
-        """``query`` and COMMIT in ONE round trip; the ``LAST_INSERT_ID`` the statement set.
+    def execute_commit(self, query: str, args: Any = None, before: Optional[tuple[str, Any]] = None) -> tuple[int, int]:
+        """``query`` and COMMIT in ONE round trip; ``(the LAST_INSERT_ID the statement set,
+        the rows it changed)``. ``before``: a statement ``(sql, args)`` sent first in the same
+        packet (a check whose error stops the packet; its result is not kept).
 
         Only on a connection where :attr:`commits`. When the statement fails with a server
         error, the server stops the packet before its COMMIT: the error is raised, nothing is
         committed, and the transaction (the failed statement undone) stays open. A connection
         lost from the moment the packet is sent leaves the COMMIT unknown, as a lost COMMIT."""
-        query, args = self._bound(query, args)
-        if args is not None:
-            query = self._cur.mogrify(query, args)
+        query = self._literal(query, args)
+        if before is not None:
+            query = self._literal(*before) + ";\n" + query
         flight = self._flight
         closed = getattr(self._cur.connection, "closed_by_peer", None)
         if closed is not None and closed():  # dropped while idle: nothing sent, re-opened and retried
@@ -547,11 +554,13 @@ class _Cursor:
         flight.wrote = flight.on = flight.committing = True
         try:
             self._cur.execute(query + sql.AND_COMMIT)
+            if before is not None:
+                self._cur.nextset()  # the statement's own result (its error is raised here)
         except Exception as exc:
             if _is_driver_error(exc) and errno_of(exc) not in CONNECTION_ERRNOS:
                 flight.on = flight.committing = False  # the server stopped before the COMMIT
             raise
-        got = int(self._cur.lastrowid or 0)
+        got = (int(self._cur.lastrowid or 0), int(self._cur.rowcount or 0))
         self._cur.nextset()  # the COMMIT's reply (a Galera certification failure is raised here)
         flight.on = False
         flight.committed = True

@@ -116,6 +116,12 @@ CREATE_VALUE = (
     f" ON DUPLICATE KEY UPDATE version = IF(session_id = '{CATALOG_SESSION}', version + 1,"
     " version + 0 * LAST_INSERT_ID(%s))"
 )
+# The same creation and its COMMIT in ONE round trip (a one-trip packet, see
+# APPEND_ONE_TRIP_TAIL below): a key that is there gives no row, so the COMMIT commits nothing;
+# a creator that committed first meets the duplicate branch, which fails (APPEND_FAILED) before
+# the COMMIT. Parameters: session, key, text, session (catalog), session, key, hash key.
+CREATE_VALUE_ONE_TRIP = CREATE_VALUE.replace(
+    " version + 0 * LAST_INSERT_ID(%s))", " 18446744073709551615 + version)")
 # A value written in ONE statement, only if its row 0 is still what this process last read or
 # wrote: its version AND the SHA-256 of its text (not the version alone: the Java store writes
 # rows without changing the version; any write by anyone changes the text; a list writer of
@@ -383,6 +389,46 @@ def append_if_one_of_one_trip_tail(count: int) -> str:
     pick = _pick(count)
     return _one_trip_tail(f"{pick} > 0", f"LAST_INSERT_ID((version + 1) * 64 + {pick}) DIV 64")
 
+
+def append_lists_one_trip_tail(lists: int, values: int) -> str:
+    """The tail of ONE multi-row upsert that appends to ``lists`` lists of a session and creates
+    ``values`` new values beside, the statement carrying its COMMIT (a one-trip packet, as
+    :data:`APPEND_ONE_TRIP_TAIL` for one list): every hash row goes first with the sentinel
+    text '' and takes its new text (a parameter) only if the stored one has the SHA-256 given
+    for it (picked by ``FIELD`` over the hash keys), and is checked again last (a hash row that
+    was gone is inserted with the sentinel, which its check row refuses); a value row that is
+    already there fails too (the caller then goes the locked way, which writes over it). Every
+    failure is error :data:`APPEND_FAILED`. Parameters: the hash keys, the value keys (when
+    any), the hash keys and their SHA-256s, the hash keys, the hash keys and their new texts.
+
+    >>> append_lists_one_trip_tail(2, 1).count("%s")
+    13
+    """
+    if not 1 <= lists <= MAX_PICKS or values < 0:
+        raise ValueError(f"lists {lists} must be within 1..{MAX_PICKS}, values {values} at least 0")
+    hks = ", ".join(["%s"] * lists)
+    pick = f"ELT(FIELD(state_key, {hks}), {hks})"
+    other = f"IF(session_id = '{CATALOG_SESSION}', version + 1, version)"
+    if values:
+        other = (f"IF(session_id = '{CATALOG_SESSION}', version + 1,"
+                 f" IF(state_key IN ({', '.join(['%s'] * values)}), {_FAIL}, version))")
+    return (
+        " ON DUPLICATE KEY UPDATE"
+        f" version = IF(state_key NOT IN ({hks}), {other},"
+        f" IF(VALUES(state_data) = '', IF(SHA2(state_data, 256) = {pick}, version + 1, {_FAIL}),"
+        f" IF(state_data = '', {_FAIL}, version))),"
+        f" state_data = IF(state_key NOT IN ({hks}), VALUES(state_data),"
+        f" IF(VALUES(state_data) = '', {pick}, state_data))"
+    )
+
+
+#: Before a one-trip append that creates values: an error (:data:`APPEND_FAILED`) when any of
+#: the values' keys holds a list (its hash row is there), else one row. Parameters: the session,
+#: then the keys' hash keys (``{marks}``).
+NO_LIST_UNDER = (
+    "SELECT 18446744073709551615 + COUNT(*) FROM {t}"
+    " WHERE session_id = %s AND state_key IN ({marks}) AND item_index = 0"
+)
 
 #: Single values that ride in a list's one-statement append (:func:`with_riders`) mark that
 #: they held with ``LAST_INSERT_ID`` values from a nonce drawn per statement at or above this;

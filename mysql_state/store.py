@@ -218,7 +218,7 @@ class MysqlAgentStateStore:
         """
         want, t = args.version(expected_version, "expected_version"), self.table
         sid, k, text, size = args.prepare_value(t, user_id, session_id, key, value)
-        version = self._db.run(lambda cur: value_engine.compare_and_set(cur, t, sid, k, text, want),
+        version = self._db.run(lambda cur: value_engine.compare_and_set(cur, t, sid, k, text, want, commit=True),
                                f"save {k!r}" if want == UNVERSIONED else f"save_if_version {k!r}",
                                write=True, session=sid)
         if version == UNVERSIONED:
@@ -425,6 +425,56 @@ class MysqlAgentStateStore:
             self._memory.catalog_touched(sid, began)
         self._metrics.saved("append", len(datas), sum(map(len, datas)))
         return new_hash.n
+
+    def append_lists(self, user_id: Optional[str], session_id: str, appends: Mapping[str, Sequence[Any]], *,
+                     at: Optional[Mapping[str, int]] = None, values: Optional[Mapping[str, Any]] = None
+                     ) -> dict[str, int]:
+        """Append to several lists of one session (``{key: items}``, each as :meth:`append_list`)
+        and save ``values`` (``{key: value}``, as :meth:`save`) beside, in ONE transaction (all
+        or nothing); the new length per list key. ``at`` (``{key: length}``) makes the appends a
+        compare-and-set: a list of another length raises :class:`StaleStateError`, nothing
+        written. When this process knows every list's hash row (it wrote or read the list
+        last), it is ONE statement carrying its COMMIT: one round trip.
+
+        >>> store.delete("alice", "lists-1")
+        >>> store.append_lists("alice", "lists-1", {"memory": messages, "steps": ["planned"]},
+        ...                    values={"plan": {"step": 1}})
+        {'memory': 2, 'steps': 1}
+        >>> store.append_lists("alice", "lists-1", {"memory": [{"role": "user", "text": "bye"}]}, at={"memory": 2})
+        {'memory': 3}
+        """
+        t = self.table
+        sid, todo, want, value_rows = args.append_lists(t, user_id, session_id, appends, at, values)
+        empty = [k for k, datas in todo if not datas and k not in want]
+        todo = [(k, datas) for k, datas in todo if datas or k in want]
+        lengths = {k: self.list_length(user_id, session_id, k) for k in empty}
+        if not todo and not value_rows:
+            return lengths
+        m = self._memory
+        snaps = {k: m.snapshots.get((sid, k)) for k, _ in todo}
+        hints = {k: snap.hash if snap is not None else m.hints.get((sid, k))
+                 for k, snap in snaps.items() if all(datas for _, datas in todo)}
+        began = time.monotonic()
+        with contextlib.ExitStack() as stack:
+            for k in sorted(snaps):  # in key order: two calls never wait on each other
+                stack.enter_context(list_write.lock_of(snaps[k]))
+            try:
+                done = self._db.run(lambda cur: list_write.append_lists(cur, t, sid, todo, want, value_rows, hints),
+                                    f"append_lists {[k for k, _ in todo] + [k for k, _ in value_rows]}",
+                                    write=True, session=sid)
+            except StaleStateError:
+                for k, _ in todo:
+                    self._forget((sid, k))
+                raise
+            for k, datas in todo:
+                a = done[k]
+                if a.new is not None:
+                    m.appended((sid, k), snaps[k], a.stored, datas, a.new)
+        for k, _ in value_rows:
+            self._forget((sid, k))
+        m.catalog_touched(sid, began)
+        self._metrics.saved("append", sum(len(d) for _, d in todo), sum(len(x) for _, d in todo for x in d))
+        return {**{k: done[k].n for k, _ in todo}, **lengths}
 
     def get_list(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None, *,
                  offset: int = 0, limit: Optional[int] = None, consistency: str = "strong") -> list:

@@ -188,34 +188,18 @@ class Transaction:
         one); returns the new length per list key. ``at`` (``{key: length}``) makes the appends
         a compare-and-set: a list of another length raises :class:`StaleStateError` before
         this call writes anything."""
-        t = self._table
-        for name, m in (("appends", appends), ("at", at), ("values", values)):
-            if (m is not None or name == "appends") and not isinstance(m, Mapping):
-                raise TypeError(f"{name} must be a mapping of key to {name}, got {type(m).__name__}")
-        prepared = [args.prepare_append(t, user_id, session_id, k, items) for k, items in appends.items()]
-        value_rows = [args.encode_value(t, user_id, session_id, k, v) for k, v in (values or {}).items()]
-        both = {k for _, k, _ in prepared} & {k for _, k, _ in value_rows}
-        if both:
-            raise ValueError(f"keys {sorted(both)} are given both as a list to append to and as a value")
-        want = dict(at or {})
-        for k, v in want.items():
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise TypeError(f"at[{k!r}] must be a list's length (an int >= 0), got {v!r}")
-        unknown = set(want) - {k for _, k, _ in prepared}
-        if unknown:
-            raise ValueError(f"at names keys {sorted(unknown)} that are not appended to")
-        sid = keys.pack(user_id, session_id)
-        for _, k, _ in prepared:
+        sid, todo, want, value_rows = args.append_lists(self._table, user_id, session_id, appends, at, values)
+        for k, _ in todo:
             self._wrote(sid, k, appended=True)
-        for _, k, _ in value_rows:
+        for k, _ in value_rows:
             self._wrote(sid, k)
-        lengths = {k: self.list_length(user_id, session_id, k) for _, k, datas in prepared if not datas and k not in want}
-        todo = [(k, datas) for _, k, datas in prepared if datas or k in want]
-        absent = [(k, v) for k, v in (values or {}).items() if (sid, k) in self._absent]
-        value_rows = [r for r in value_rows if (sid, r[1]) not in self._absent]
+        lengths = {k: self.list_length(user_id, session_id, k) for k, datas in todo if not datas and k not in want}
+        todo = [(k, datas) for k, datas in todo if datas or k in want]
+        absent = [(k, values[k]) for k, _ in value_rows if (sid, k) in self._absent]  # type: ignore[index]
+        value_rows = [r for r in value_rows if (sid, r[0]) not in self._absent]
         if todo or value_rows:
-            new = list_write.append_many(self._cur, t, sid, todo, want, [(k, d) for _, k, d in value_rows])
-            lengths.update(new)
+            new = list_write.append_many(self._cur, self._table, sid, todo, want, value_rows)
+            lengths.update({k: a.n for k, a in new.items()})
         for k, v in absent:  # read as absent: created by a plain INSERT, as save does
             self.save(user_id, session_id, k, v)
         return lengths

@@ -13,6 +13,7 @@ import hashlib
 from typing import Any, Optional, Sequence
 
 from . import keys, sessions, sql
+from .errors import errno_of
 from .results import UNVERSIONED
 from .table import Table
 
@@ -92,11 +93,22 @@ def start_over(cur: Any, t: Table) -> None:
         cur.execute(sql.READ_COMMITTED_NEXT)
 
 
-def create(cur: Any, t: Table, sid: str, k: str, text: str) -> bool:
+def create(cur: Any, t: Table, sid: str, k: str, text: str, commit: bool = False) -> bool:
     """Create a key that is absent (no row 0, no list's hash row) in ONE statement, at version 1,
     the session's catalog row touched: True; False when the key is there, nothing written
     (``sql.CREATE_VALUE``; a creator racing this one that committed first: rolled back, and a
-    new transaction begun)."""
+    new transaction begun). ``commit=True`` (the call is the whole transaction): the statement
+    carries its COMMIT where the cursor can (``sql.CREATE_VALUE_ONE_TRIP``), one round trip;
+    True is then committed."""
+    if commit and getattr(cur, "commits", False):
+        try:
+            return cur.execute_commit(t.statements["CREATE_VALUE_ONE_TRIP"],
+                                      (sid, k, text, sid, sid, k, keys.hash_key(k)))[1] > 0
+        except Exception as exc:
+            if errno_of(exc) != sql.APPEND_FAILED:
+                raise
+        start_over(cur, t)  # a creator committed first: nothing of ours written
+        return False
     nonce = sql.nonce()
     n = cur.execute(t.statements["CREATE_VALUE"], (sid, k, text, sid, sid, k, keys.hash_key(k), nonce))
     if int(cur.lastrowid or 0) == nonce:  # a row 0 committed meanwhile: this statement touched the catalog
@@ -105,13 +117,14 @@ def create(cur: Any, t: Table, sid: str, k: str, text: str) -> bool:
     return n > 0
 
 
-def compare_and_set(cur: Any, t: Table, sid: str, k: str, text: str, expected: int) -> int:
+def compare_and_set(cur: Any, t: Table, sid: str, k: str, text: str, expected: int, commit: bool = False) -> int:
     """Write only if the key's version is ``expected`` (0: absent; ``UNVERSIONED``: whatever
-    it is); the new version, or ``UNVERSIONED`` when nothing was written."""
+    it is); the new version, or ``UNVERSIONED`` when nothing was written. ``commit``: as
+    :func:`create`'s (the call is the whole transaction)."""
     if expected == UNVERSIONED:
         return write(cur, t, sid, k, text)
     if expected == 0:  # only while absent: one statement (a creator racing us that commits first wins)
-        return 1 if create(cur, t, sid, k, text) else UNVERSIONED
+        return 1 if create(cur, t, sid, k, text, commit) else UNVERSIONED
     return write(cur, t, sid, k, text, expected)
 
 

@@ -324,10 +324,16 @@ def test_keys_hold_any_langgraph_names(saver, raw):
         assert not key.endswith(":_hash") or ":" not in key[:-6]
 
 
-def test_a_step_is_three_statements_and_two_commits(saver, raw):
-    """put: the log's new message, the index entry and the checkpoint row written together
-    (the hash rows locked in ONE statement, every row written in ONE); put_writes: its new
-    key created in ONE statement (an INSERT ... SELECT that sees a list's hash row)."""
+def test_a_step_is_three_statements_and_two_commits_in_two_packets(saver, raw, monkeypatch):
+    """put: the log's new message, the index entry and the checkpoint row written together in
+    ONE statement (the hash rows this process wrote last, checked in it), after the check that
+    the row's key holds no list, with its COMMIT: one packet; put_writes: its new key created in
+    ONE statement (an INSERT ... SELECT that sees a list's hash row) with its COMMIT: one
+    packet. The driver sends no COMMIT of its own."""
+    import pymysql
+
+    real, called = pymysql.connections.Connection.commit, []
+    monkeypatch.setattr(pymysql.connections.Connection, "commit", lambda con: (called.append(1), real(con))[1])
     msgs = [HumanMessage(content=f"m{i}", id=f"m{i}") for i in range(50)]
     conf, version = {"thread_id": "steps", "checkpoint_ns": ""}, None
     for k in range(4):
@@ -335,13 +341,14 @@ def test_a_step_is_three_statements_and_two_commits(saver, raw):
         version = saver.get_next_version(version, None)
         ck = {"v": 4, "id": f"1f{k:034d}", "ts": "",
               "channel_values": {"messages": msgs}, "channel_versions": {"messages": version}, "versions_seen": {}}
-        before = raw.com_counts()
+        before, called[:] = raw.com_counts(), []
         stored = saver.put({"configurable": conf}, ck, {"source": "loop", "step": k}, {"messages": version})
         saver.put_writes(stored, [("messages", [msgs[-1]])], f"task-{k}")
         after = raw.com_counts()
         conf = stored["configurable"]
     diff = {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
     assert diff == {"Com_select": 1, "Com_insert": 1, "Com_insert_select": 1, "Com_commit": 2}, diff
+    assert called == []
     got = saver.get_tuple({"configurable": {"thread_id": "steps", "checkpoint_ns": ""}})
     assert [m.content for m in got.checkpoint["channel_values"]["messages"]] == [m.content for m in msgs]
     assert [w[2] for w in got.pending_writes] == [[msgs[-1]]]

@@ -216,6 +216,39 @@ def test_create_while_absent_is_one_statement_and_writes_nothing_over_what_is_th
     assert store.get("u", "s", "new") == {"a": 1} and store.get("u", "s", "java") == "j"
 
 
+def test_create_while_absent_sends_its_commit_in_the_statements_packet(store, raw, monkeypatch):
+    """``save_if_version(..., 0)`` is the whole transaction: its one statement carries the
+    COMMIT (the driver's commit is never called); a key that is there commits nothing."""
+    real, called = pymysql.connections.Connection.commit, []
+    monkeypatch.setattr(pymysql.connections.Connection, "commit", lambda con: (called.append(1), real(con))[1])
+    assert store.save_if_version("u", "s", "k", {"a": 1}, 0) == 1
+    assert store.save_if_version("u", "s", "k", {"a": 2}, 0) == UNVERSIONED
+    assert called == []
+    assert raw.query("SELECT state_data, version FROM {t} WHERE session_id = 'u:s' AND state_key = 'k'") \
+        == [('{"a":1}', 1)]
+
+
+def test_a_create_racing_a_creator_that_commits_first_writes_nothing(store, raw, url, database):
+    """Another transaction inserted the key's row 0 and holds it: the one-packet create waits on
+    it; that transaction commits, so the create meets the duplicate branch, which fails before
+    its COMMIT: UNVERSIONED, the other's row as it was, the catalog row not touched by us."""
+    holder = Raw(url, database)
+    try:
+        holder.execute("BEGIN")
+        holder.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+                       " VALUES ('u:s', 'k', 0, '\"theirs\"', 1)")
+        creating = in_thread(lambda: store.save_if_version("u", "s", "k", "ours", 0))
+        time.sleep(0.3)
+        holder.execute("COMMIT")
+        assert creating() == UNVERSIONED
+    finally:
+        holder.close()
+    assert raw.query("SELECT state_data, version FROM {t} WHERE session_id = 'u:s'") == [('"theirs"', 1)]
+    assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = '__catalog__' AND state_key = 'u:s'")[0][0] == 0
+    assert store.save_if_version("u", "s", "k", "ours", 1) == 2  # the store goes on, on a good connection
+    assert store.get("u", "s", "k") == "ours"
+
+
 def test_processes_creating_one_key_at_once_leave_one_winner(url, database, store, raw):
     """Four real processes (a store each) create the same keys at the same moment: for each
     key exactly one gets version 1, the others UNVERSIONED, and the row holds the winner's."""

@@ -487,8 +487,10 @@ class MysqlSaver(BaseCheckpointSaver[str]):
     ) -> RunnableConfig:
         """Store a checkpoint in ONE transaction: the new items of its list channels appended
         to their logs, its other new channel values, its row, its place in the index. The
-        usual step is 4 statements and the COMMIT: the logs and the index appended together
-        (their hash rows locked in one statement, every row written in one), the row (2).
+        usual step (this process stored the thread's newest checkpoint, and its logs are as
+        long as it knows) is ONE ``store.append_lists``: the logs, the index, the blobs and the
+        row together, one statement that carries its COMMIT when this process wrote the logs
+        last (one round trip), else their hash rows locked, every row written, the COMMIT.
 
         Items of a list that this process already stored or read (the same objects, in the
         same state: see :attr:`check_edits`) are not serialised again: the new version refers
@@ -500,7 +502,11 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             thread, ns, record, blobs, plans = self._prepare(config, checkpoint, metadata, new_versions, fresh)
             newest = self._last.get((thread, ns))
             try:
-                self.store.transaction(lambda tx: self._put_tx(tx, thread, ns, record, blobs, plans, newest, exact))
+                if exact and newest is not None and checkpoint["id"] > newest:  # the usual step
+                    appends, at, values = self._exact(ns, record, blobs, plans, True)
+                    self.store.append_lists(self.user_id, thread, appends, at=at, values=values)
+                else:
+                    self.store.transaction(lambda tx: self._put_tx(tx, thread, ns, record, blobs, plans, newest, exact))
                 break
             except StaleStateError:
                 exact = False  # a log is not as long as this process knew: read its length
@@ -526,16 +532,14 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         # in one). ``exact``: each log is taken to be as long as this process knows it, so the
         # references (and the checkpoint row, the blobs) are known before and ride in the same
         # statement; a log of another length raises StaleStateError and put goes the other way.
-        appends = {p.key: p.rows for p in plans if not p.reused and (p.rows or (exact and p.floor))}
         indexed = newest is not None and cid > newest
-        if indexed:
-            appends[ix] = [[cid, parent]]
         if exact:
-            for p in plans:
-                self._refer(p, record, p.floor)
-            tx.append_lists(u, thread, appends, at={p.key: p.floor for p in plans if p.key in appends},
-                            values={**blobs, layout.checkpoint_key(ns, cid): record})
+            appends, at, values = self._exact(ns, record, blobs, plans, indexed)
+            tx.append_lists(u, thread, appends, at=at, values=values)
         else:
+            appends = {p.key: p.rows for p in plans if not p.reused and p.rows}
+            if indexed:
+                appends[ix] = [[cid, parent]]
             lengths = tx.append_lists(u, thread, appends) if appends else {}
             for p in plans:
                 if not p.reused and p.rows:
@@ -557,6 +561,19 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 tx.save_list(u, thread, ix, entries)
         if not exact:
             tx.save(u, thread, layout.checkpoint_key(ns, cid), record)
+
+    def _exact(self, ns: str, record: dict, blobs: dict, plans: list, indexed: bool) -> tuple[dict, dict, dict]:
+        """``append_lists``' ``(appends, at, values)`` for a put that takes each log to be as long
+        as this process knows (the references, so the row, known before): the logs' new items
+        (a log with none only checked), the index entry when the id is known to be the newest,
+        the blobs and the checkpoint row."""
+        appends = {p.key: p.rows for p in plans if not p.reused and (p.rows or p.floor)}
+        if indexed:
+            appends[layout.index_key(ns)] = [[record["id"], record["parent"]]]
+        for p in plans:
+            self._refer(p, record, p.floor)
+        return (appends, {p.key: p.floor for p in plans if p.key in appends},
+                {**blobs, layout.checkpoint_key(ns, record["id"]): record})
 
     @staticmethod
     def _refer(p: _ListPlan, record: dict, start: int) -> None:

@@ -1,0 +1,180 @@
+"""``store.append_lists``: several lists appended to, and values saved beside, in one
+transaction; one statement that carries its COMMIT when this process knows every list's hash
+row. Every check reads the table with plain SQL."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pymysql
+import pytest
+
+from mysql_state import AsyncMysqlAgentStateStore, MysqlAgentStateStore, StaleStateError
+
+from .test_faults import check_list_rows
+
+
+@pytest.fixture
+def other(url, database, store):
+    s = MysqlAgentStateStore.from_url(url, database_name=database)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def commits(monkeypatch):
+    """The driver's own COMMITs, counted (a one-packet write sends none)."""
+    real, called = pymysql.connections.Connection.commit, []
+    monkeypatch.setattr(pymysql.connections.Connection, "commit", lambda con: (called.append(1), real(con))[1])
+    return called
+
+
+def no_sentinels(raw) -> bool:
+    return raw.query("SELECT COUNT(*) FROM {t} WHERE state_key LIKE '%%:\\_hash' AND state_data IN ('', '-')")[0][0] == 0
+
+
+def value_of(raw, sid: str, key: str) -> list:
+    return raw.query("SELECT state_data FROM {t} WHERE session_id = %s AND state_key = %s", (sid, key))
+
+
+def test_a_warm_call_is_one_packet_and_exact(store, raw, commits):
+    """The first call (no hash row known) goes the locked way; the next ones, the lists' hash
+    rows known, are one statement and its COMMIT in one packet: one COMMIT counted by the
+    server, none sent apart by the driver; the lists and values are exact by plain SQL."""
+    assert store.append_lists("u", "s", {"a": [1, 2], "b": ["x"]}, values={"v": {"n": 0}}) == {"a": 2, "b": 1}
+    a, b = [1, 2], ["x"]
+    for turn in range(4):
+        commits.clear()
+        before = raw.com_counts()
+        got = store.append_lists("u", "s", {"b": [f"y{turn}"], "a": [10 + turn]}, at={"a": len(a)},
+                                 values={f"c{turn}": {"turn": turn}})
+        after = raw.com_counts()
+        a, b = a + [10 + turn], b + [f"y{turn}"]
+        assert got == {"b": len(b), "a": len(a)}
+        assert commits == []
+        diff = {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
+        assert diff == {"Com_select": 1, "Com_insert": 1, "Com_commit": 1}, diff
+        assert check_list_rows(raw, "u:s", "a") == a and check_list_rows(raw, "u:s", "b") == b
+        assert value_of(raw, "u:s", f"c{turn}") == [(f'{{"turn":{turn}}}',)]
+    assert no_sentinels(raw)
+    assert store.get_many("u", "s", values=["v", "c3"], lists=["a", "b"]) == {
+        "v": {"n": 0}, "c3": {"turn": 3}, "a": a, "b": b}
+
+
+def test_lists_alone_send_no_check(store, raw):
+    store.append_lists("u", "s", {"a": [1]})
+    before = raw.com_counts()
+    assert store.append_lists("u", "s", {"a": [2]}) == {"a": 2}
+    after = raw.com_counts()
+    assert {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)} == {
+        "Com_insert": 1, "Com_commit": 1}
+    assert check_list_rows(raw, "u:s", "a") == [1, 2]
+
+
+@pytest.mark.parametrize("behind", ["appended", "deleted", "rewritten"])
+def test_a_list_changed_behind_the_call_commits_nothing_of_the_packet_then_is_exact(store, other, raw, behind):
+    """Another writer changed one of the lists: the one-packet statement fails before its COMMIT
+    (a gone hash row is inserted with the sentinel, which its check row refuses) and the call
+    goes the locked way: exactly the items appended to what is stored, no sentinel left."""
+    store.append_lists("u", "s", {"a": [1, 2], "b": [3]})
+    if behind == "appended":
+        other.append_list("u", "s", "a", ["theirs"])
+        a = [1, 2, "theirs", 4]
+    elif behind == "deleted":
+        other.delete("u", "s", "a")
+        a = [4]
+    else:
+        other.save_list("u", "s", "a", ["p", "q"])  # the same length, another list
+        a = ["p", "q", 4]
+    assert store.append_lists("u", "s", {"a": [4], "b": [5]}, values={"v": 1}) == {"a": len(a), "b": 2}
+    assert check_list_rows(raw, "u:s", "a") == a
+    assert check_list_rows(raw, "u:s", "b") == [3, 5]
+    assert value_of(raw, "u:s", "v") == [("1",)]
+    assert no_sentinels(raw)
+    assert store.append_lists("u", "s", {"a": [6]}) == {"a": len(a) + 1}  # warm again
+    assert check_list_rows(raw, "u:s", "a") == a + [6]
+
+
+def test_at_another_length_raises_and_writes_nothing(store, other, raw):
+    store.append_lists("u", "s", {"a": [1, 2], "b": [3]})
+    other.append_list("u", "s", "a", [9])
+    table = raw.query("SELECT * FROM {t} ORDER BY session_id, state_key, item_index")
+    with pytest.raises(StaleStateError, match="expected length 2, but length 3"):
+        store.append_lists("u", "s", {"a": [4], "b": [5]}, at={"a": 2}, values={"v": 1})
+    assert raw.query("SELECT * FROM {t} ORDER BY session_id, state_key, item_index") == table
+    assert store.append_lists("u", "s", {"a": [4]}, at={"a": 3}) == {"a": 4}
+    assert check_list_rows(raw, "u:s", "a") == [1, 2, 9, 4]
+
+
+def test_a_value_already_there_or_holding_a_list_is_replaced_as_save_does(store, other, raw):
+    """A value key that has a row already (one-packet: refused, then written over the locked
+    way) or holds a list (its check, first in the packet, fails: the list is removed, as a
+    save does): the value is exactly the one given, nothing of the list stays."""
+    store.append_lists("u", "s", {"a": [1]}, values={"v": "old"})
+    other.save_list("u", "s", "w", [7, 8, 9])
+    other.save_list("u", "s", "e", [])
+    assert store.append_lists("u", "s", {"a": [2]}, values={"v": "new"}) == {"a": 2}
+    assert raw.query("SELECT state_data, version FROM {t} WHERE session_id = 'u:s' AND state_key = 'v'") == [
+        ('"new"', 2)]  # written over: its version grew
+    assert store.append_lists("u", "s", {"a": [3]}, values={"w": "was a list", "e": "was empty"}) == {"a": 3}
+    assert raw.query("SELECT state_key, item_index, state_data FROM {t} WHERE session_id = 'u:s'"
+                     " AND state_key IN ('w', 'w:_hash', 'e', 'e:_hash') ORDER BY state_key") == [
+        ("e", 0, '"was empty"'), ("w", 0, '"was a list"')]
+    assert store.get("u", "s", "w") == "was a list" and store.get("u", "s", "e") == "was empty"
+    assert check_list_rows(raw, "u:s", "a") == [1, 2, 3]
+    assert no_sentinels(raw)
+
+
+def test_bad_input_names_the_rule_and_writes_nothing(store, raw):
+    store.append_lists("u", "s", {"a": [1]})
+    table = raw.query("SELECT * FROM {t} ORDER BY session_id, state_key, item_index")
+    with pytest.raises(ValueError, match=r"keys \['a'\] are given both"):
+        store.append_lists("u", "s", {"a": [2]}, values={"a": 1})
+    with pytest.raises(TypeError, match=r"at\['a'\] must be a list's length .* got -1"):
+        store.append_lists("u", "s", {"a": [2]}, at={"a": -1})
+    with pytest.raises(ValueError, match=r"at names keys \['b'\]"):
+        store.append_lists("u", "s", {"a": [2]}, at={"b": 0})
+    with pytest.raises(TypeError, match="appends must be a mapping"):
+        store.append_lists("u", "s", [("a", [2])])
+    with pytest.raises(ValueError):
+        store.append_lists("u", "s", {"m:_hash": [2]})
+    assert raw.query("SELECT * FROM {t} ORDER BY session_id, state_key, item_index") == table
+
+
+def test_two_store_objects_taking_turns_stay_exact(store, other, raw):
+    """Each turn's hash rows were last written by the other object: its packet fails, its
+    locked way appends; its next turn after its own is one packet again."""
+    a = []
+    for turn in range(8):
+        who = (store, other)[(turn // 2) % 2]
+        a.append(turn)
+        assert who.append_lists("u", "s", {"a": [turn]}, values={"last": turn}) == {"a": len(a)}
+        assert check_list_rows(raw, "u:s", "a") == a
+    assert value_of(raw, "u:s", "last") == [("7",)]
+    assert no_sentinels(raw)
+
+
+def test_encrypted_lists_and_values_are_sealed_and_exact(url, database, raw):
+    from mysql_state import Keyring
+
+    ring = Keyring({"k1": bytes(range(32))}, current="k1")
+    s = MysqlAgentStateStore.from_url(url, database_name=database, encryption=ring)
+    try:
+        s.append_lists("u", "s", {"a": [{"text": "secret one"}]}, values={"v": {"text": "secret value"}})
+        s.append_lists("u", "s", {"a": [{"text": "secret two"}]}, values={"w": {"text": "secret w"}})
+        assert "secret" not in str(raw.rows("u:s"))
+        assert s.get_list("u", "s", "a") == [{"text": "secret one"}, {"text": "secret two"}]
+        assert s.get("u", "s", "w") == {"text": "secret w"}
+        assert no_sentinels(raw)
+    finally:
+        s.close()
+
+
+def test_the_async_twin(url, database, raw):
+    async def main():
+        async with await AsyncMysqlAgentStateStore.open(url, database_name=database) as astore:
+            await astore.append_lists("u", "s", {"a": [1]})
+            return await astore.append_lists("u", "s", {"a": [2]}, at={"a": 1}, values={"v": 1})
+
+    assert asyncio.run(main()) == {"a": 2}
+    assert check_list_rows(raw, "u:s", "a") == [1, 2]
