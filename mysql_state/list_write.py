@@ -463,17 +463,24 @@ def _upsert_if_held(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int,
     them not holding undoes everything too.
 
     ``one_trip`` (a one-trip ``tail``: ``sql.APPEND_ONE_TRIP_TAIL``,
-    :func:`sql.append_if_one_of_one_trip_tail`; no riders): the statement carries its COMMIT,
-    ONE round trip; the hash row goes first with the sentinel text '' (its new text is in
-    ``condition``) and its check row last; a version returned is committed, and a condition
-    that did not hold (or a hash row that was gone) is error ``sql.APPEND_FAILED``: nothing
-    written or committed, 0."""
+    :func:`sql.append_if_one_of_one_trip_tail`): the statement carries its COMMIT, ONE round
+    trip; the hash row goes first with the sentinel text '' (its new text is in
+    ``condition``) and its check row last, each rider's check row after it
+    (:func:`sql.with_one_trip_riders`); a version returned is committed, and a condition that
+    did not hold (or a hash row or value that was gone) is error ``sql.APPEND_FAILED``:
+    nothing written or committed, 0."""
     hk = keys.hash_key(k)
     rows = t.sealer.seal_rows(sid, [(hk, 0, b"" if one_trip else new_hash.to_json())] + [(k, i, d) for i, d in items])
     lead: list = []
-    if riders:
-        if len(riders) > sql.MAX_RIDERS:
-            return 0
+    checks: list = []
+    if riders and len(riders) > sql.MAX_RIDERS:
+        return 0
+    if riders and one_trip:
+        lead = [(sid, vk, 0, text.encode("utf-8")) for vk, text, _ in riders]
+        checks = [(sid, vk, 0, b"") for vk, _, _ in riders]
+        condition = sql.one_trip_rider_params(tail, [r[0] for r in riders], [r[2] for r in riders], condition)
+        tail = sql.with_one_trip_riders(tail, len(riders))
+    elif riders:
         nonce = sql.nonce(sql.MAX_RIDERS)
         marks: list = []
         for j, (vk, text, (version, digest)) in enumerate(riders):
@@ -481,7 +488,7 @@ def _upsert_if_held(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int,
             marks += [vk, version, digest, *((nonce + j,) if j else ()), nonce + j + 1, version + 1]
         tail = sql.with_riders(tail, len(riders))
         condition = (*marks, condition[0], nonce + len(riders), *condition[1:])
-    extra = [*(catalog.row(sid) if touch else ()), *([(sid, hk, 0, b"-")] if one_trip else ())]
+    extra = [*(catalog.row(sid) if touch else ()), *([(sid, hk, 0, b"-")] if one_trip else ()), *checks]
     statements = sql.upsert_rows((t.upsert[0], tail), sid, rows, t.max_allowed_packet - 1024, extra, lead)
     if len(statements) != 1:
         return 0  # more than one packet: the locked way
@@ -511,17 +518,18 @@ def append_if_hash(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, 
     caller's call is the whole transaction): the statement carries the COMMIT where it can
     (``_upsert_if_held``'s ``one_trip``); committed when the version is returned."""
     hk, h = keys.hash_key(k), expected.text_digest()
-    if _commits(cur, commit, riders):
+    if _commits(cur, commit):
         return _upsert_if_held(cur, t, sid, k, items, new_hash, t.statements["APPEND_ONE_TRIP_TAIL"],
-                               (hk, h, hk, new_hash.to_json().decode()), touch, one_trip=True)
+                               (hk, h, hk, new_hash.to_json().decode()), touch, riders, one_trip=True)
     return _upsert_if_held(cur, t, sid, k, items, new_hash, t.statements["APPEND_IF_HASH_TAIL"], (hk, h, hk, h), touch,
                            riders)
 
 
-def _commits(cur: Any, commit: bool, riders: Sequence) -> bool:
+def _commits(cur: Any, commit: bool) -> bool:
     """Whether a one-statement append goes in one round trip with its COMMIT: the caller's call
-    is the whole transaction (``commit``), no value rides in it, and the connection can."""
-    return commit and not riders and getattr(cur, "commits", False)
+    is the whole transaction (``commit``: the statement, with any values riding in it, is
+    all it writes) and the connection can."""
+    return commit and getattr(cur, "commits", False)
 
 
 def append_if_one_of(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, bytes]], base: ListHash,
@@ -539,9 +547,9 @@ def append_if_one_of(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int
     sums = dict(zip(range(base.n, n_new), [base.total] + base.running_totals(digests[:-1])))
     heads = tuple(ListHash.head(m, sums[m]) for m in picks)
     hk = keys.hash_key(k)
-    if _commits(cur, commit, riders):
+    if _commits(cur, commit):
         got = _upsert_if_held(cur, t, sid, k, items, new_hash, sql.append_if_one_of_one_trip_tail(len(heads)),
-                              (hk, *heads, *heads, hk, new_hash.to_json().decode()), touch, one_trip=True)
+                              (hk, *heads, *heads, hk, new_hash.to_json().decode()), touch, riders, one_trip=True)
     else:
         got = _upsert_if_held(cur, t, sid, k, items, new_hash, sql.append_if_one_of_tail(len(heads)),
                               (hk, *heads, *heads, hk, *heads), touch, riders)
@@ -600,6 +608,8 @@ def save_many(cur: Any, t: Table, writes: Sequence[ListWrite], prepared: Sequenc
               if k in seen and expected.get(k, UNVERSIONED) in (UNVERSIONED, seen[k][0])]
     if writes and riders and len(riders) == len(prepared) <= sql.MAX_RIDERS:
         writes[0].riders, writes[0].riders_written = riders, False
+    if len(writes) == 1 and (not prepared or writes[0].riders):
+        writes[0].commit = True  # its one statement, the values riding, is the whole transaction
     plans = {w.key: save(cur, t, w, speculate=i == 0) for i, w in enumerate(writes)}
     versions = {w.key: w.version for w in writes}
     if writes and writes[0].riders_written:

@@ -478,6 +478,46 @@ def with_riders(tail: str, count: int) -> str:
     chained = version.replace("IF(state_key = %s AND ", "IF(state_key = %s AND LAST_INSERT_ID() = %s AND ", 1)
     return _UPDATE_VERSION + branches + chained + ")" * count + sep + rest
 
+def with_one_trip_riders(tail: str, count: int) -> str:
+    """A one-trip ``tail`` (:data:`APPEND_ONE_TRIP_TAIL`, :func:`append_if_one_of_one_trip_tail`)
+    with ``count`` single values riding in the same statement, as :func:`with_riders` for the
+    tails that do not carry their COMMIT; here every failure is an error, so no chain of marks:
+    a value row FIRST takes its new version only if it still is what this process read or
+    wrote (its version and the SHA-256 of its text), else fails (:data:`APPEND_FAILED`); a row
+    that was gone is inserted (at version 1, which no written value has: a new version is at
+    least 2), and the value's check row at the statement's end (the text '', which no value
+    has) fails on it. Parameters: :func:`one_trip_rider_params`.
+
+    >>> with_one_trip_riders(APPEND_ONE_TRIP_TAIL, 2).count("%s") - APPEND_ONE_TRIP_TAIL.count("%s")
+    16
+    """
+    if not tail.startswith(_UPDATE_VERSION) or ", state_data = " not in tail or not 1 <= count <= MAX_RIDERS:
+        raise ValueError(f"not a one-trip append's tail, or count {count} not within 1..{MAX_RIDERS}")
+    version, sep, rest = tail[len(_UPDATE_VERSION):].partition(", state_data = ")
+    keys = ", ".join(["%s"] * count)
+    pick = f"ELT(FIELD(state_key, {keys}), {keys})"
+    rider = f"session_id <> '{CATALOG_SESSION}' AND item_index = 0 AND state_key IN ({keys})"
+    return (
+        f"{_UPDATE_VERSION}IF({rider}, IF(VALUES(state_data) = '', IF(version = 1, {_FAIL}, version),"
+        f" IF(GREATEST(version, 1) = {pick} AND SHA2(state_data, 256) = {pick}, {pick}, {_FAIL})), {version})"
+        f"{sep}IF({rider} AND VALUES(state_data) = '', state_data, {rest})"
+    )
+
+
+def one_trip_rider_params(tail: str, keys: Sequence[str], seen: Sequence[tuple[int, str]], condition: tuple) -> tuple:
+    """The parameters of :func:`with_one_trip_riders` ``(tail, len(keys))``: the value keys,
+    the keys with the versions ``seen``, the keys with the SHA-256s ``seen``, the keys with
+    their new versions, then ``tail``'s own (``condition``), the value keys again within it.
+
+    >>> one_trip_rider_params(APPEND_ONE_TRIP_TAIL, ["v"], [(3, "d")], ("hk", "h", "hk", "new"))
+    ('v', 'v', 3, 'v', 'd', 'v', 4, 'hk', 'h', 'v', 'hk', 'new')
+    """
+    in_version = tail[len(_UPDATE_VERSION):].partition(", state_data = ")[0].count("%s")
+    ks = tuple(keys)
+    return (*ks, *ks, *(v for v, _ in seen), *ks, *(d for _, d in seen), *ks, *(v + 1 for v, _ in seen),
+            *condition[:in_version], *ks, *condition[in_version:])
+
+
 # The session's catalog row, on paths whose own statement cannot carry it (a plain INSERT that
 # must fail on a duplicate key; a key deleted); its version grows so updated_at moves.
 CATALOG_TOUCH = (

@@ -571,13 +571,19 @@ def _rows_of(raw: Raw, key: str) -> list:
         (key,))]
 
 
-def test_a_turn_by_either_worker_is_one_statement_and_the_commit(store, other, raw):
+def test_a_turn_by_either_worker_is_one_statement_and_the_commit_in_one_packet(store, other, raw, monkeypatch):
+    import pymysql
+
+    real, called = pymysql.connections.Connection.commit, []
+    monkeypatch.setattr(pymysql.connections.Connection, "commit", lambda con: (called.append(1), real(con))[1])
     store_raw[:] = [raw]
     items = [msg(0)]
     store.save_many("u", "s", values={"state": {"n": 0}, "plan": [0]}, lists={"m": items})
     for turn in range(1, 7):
+        called.clear()
         found, saved, n, items = _turn((other, store)[turn % 2], turn, items)
-        assert n == 2, turn  # the list's append with both values riding, then COMMIT
+        assert n == 2, turn  # the list's append with both values riding, and its COMMIT
+        assert called == [], turn  # ... in the statement's packet
         assert saved.versions["state"] == found["state"].version + 1
         assert saved.versions["plan"] == found["plan"].version + 1
     assert _rows_of(raw, "state") == [(0, {"n": 6}, 7)] and _rows_of(raw, "plan") == [(0, [6], 7)]
