@@ -83,6 +83,43 @@ def test_a_commit_whose_outcome_is_unknown_is_reported_never_repeated(proxied, r
     report(f"faults: COMMIT cut {when} reaching the server -> CommitUnknownError, stored {expected} exactly")
 
 
+ONE_PACKET_WRITES = {  # (set-up, the write whose packet carries its COMMIT)
+    "append_lists": (lambda s: s.append_lists("u", "s", {"a": [1], "b": [2]}),
+                     lambda s: s.append_lists("u", "s", {"a": [3], "b": [4]}, values={"v": "new"})),
+    "save_if_version(..., 0)": (lambda s: s.save("u", "s", "x", 0),
+                                lambda s: s.save_if_version("u", "s", "v", "new", 0)),
+    "save_many (values riding)": (lambda s: s.save_many("u", "s", values={"v": "old"}, lists={"a": [1]}),
+                                  lambda s: s.save_many("u", "s", values={"v": "new"}, lists={"a": [1, 3]})),
+}
+
+
+@pytest.mark.parametrize("when", ["before", "after"])
+@pytest.mark.parametrize("call", sorted(ONE_PACKET_WRITES))
+def test_a_one_packet_write_whose_commit_is_cut_is_reported_never_repeated(proxied, raw, when, call):
+    """The statement and its COMMIT in one packet, the connection cut just before or just
+    after it reaches the server: CommitUnknownError, never a second attempt; the table holds
+    exactly the state before the call ("before") or after it ("after"), nothing in between."""
+    store, proxy = proxied
+    set_up, write = ONE_PACKET_WRITES[call]
+    set_up(store)
+    before = raw.rows("u:s")
+    proxy.cut_on_commit = when
+    with pytest.raises(CommitUnknownError):
+        write(store)
+    assert proxy.commits_cut == 1
+    if when == "before":
+        assert raw.rows("u:s") == before
+    else:  # committed, once
+        assert raw.query("SELECT state_data FROM {t} WHERE session_id = 'u:s' AND state_key = 'v'") == [('"new"',)]
+        if call != "save_if_version(..., 0)":
+            assert check_list_rows(raw, "u:s", "a") == [1, 3]
+    for key in ("a", "b"):
+        if raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = 'u:s' AND state_key = %s", (key + ":_hash",))[0][0]:
+            check_list_rows(raw, "u:s", key)
+    assert raw.query("SELECT COUNT(*) FROM {t} WHERE state_data IN ('', '-')")[0][0] == 0  # no sentinel left
+    assert store.append_lists("u", "s", {"a": [9]})["a"] >= 1  # the store works on
+
+
 def test_killed_connections_are_replaced(store, raw, url):
     store.save("u", "s", "k", 1)
     store.get("u", "s", "k")
