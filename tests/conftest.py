@@ -112,6 +112,23 @@ def raw(url: str, database: str, store):
     r.close()
 
 
+@pytest.fixture
+def other(url: str, database: str, store):
+    """A second store object on the same table (own pools, own caches): another worker."""
+    s = MysqlAgentStateStore.from_url(url, database_name=database)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def driver_commits(monkeypatch) -> list:
+    """Each COMMIT the driver sends on its own (``Connection.commit``), counted: a write whose
+    statement carries its COMMIT in its packet sends none."""
+    real, called = pymysql.connections.Connection.commit, []
+    monkeypatch.setattr(pymysql.connections.Connection, "commit", lambda con: (called.append(1), real(con))[1])
+    return called
+
+
 # ---- what the tests did: printed at the end of the run ---------------------------------------
 
 _REPORT: list[str] = []

@@ -6,27 +6,11 @@ from __future__ import annotations
 
 import asyncio
 
-import pymysql
 import pytest
 
 from mysql_state import AsyncMysqlAgentStateStore, MysqlAgentStateStore, StaleStateError
 
 from .test_faults import check_list_rows
-
-
-@pytest.fixture
-def other(url, database, store):
-    s = MysqlAgentStateStore.from_url(url, database_name=database)
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def commits(monkeypatch):
-    """The driver's own COMMITs, counted (a one-packet write sends none)."""
-    real, called = pymysql.connections.Connection.commit, []
-    monkeypatch.setattr(pymysql.connections.Connection, "commit", lambda con: (called.append(1), real(con))[1])
-    return called
 
 
 def no_sentinels(raw) -> bool:
@@ -37,12 +21,13 @@ def value_of(raw, sid: str, key: str) -> list:
     return raw.query("SELECT state_data FROM {t} WHERE session_id = %s AND state_key = %s", (sid, key))
 
 
-def test_a_warm_call_is_one_packet_and_exact(store, raw, commits):
+def test_a_warm_call_is_one_packet_and_exact(store, raw, driver_commits):
     """The first call (no hash row known) goes the locked way; the next ones, the lists' hash
     rows known, are one statement and its COMMIT in one packet: one COMMIT counted by the
     server, none sent apart by the driver; the lists and values are exact by plain SQL."""
     assert store.append_lists("u", "s", {"a": [1, 2], "b": ["x"]}, values={"v": {"n": 0}}) == {"a": 2, "b": 1}
     a, b = [1, 2], ["x"]
+    commits = driver_commits
     for turn in range(4):
         commits.clear()
         before = raw.com_counts()

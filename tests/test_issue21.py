@@ -571,11 +571,8 @@ def _rows_of(raw: Raw, key: str) -> list:
         (key,))]
 
 
-def test_a_turn_by_either_worker_is_one_statement_and_the_commit_in_one_packet(store, other, raw, monkeypatch):
-    import pymysql
-
-    real, called = pymysql.connections.Connection.commit, []
-    monkeypatch.setattr(pymysql.connections.Connection, "commit", lambda con: (called.append(1), real(con))[1])
+def test_a_turn_by_either_worker_is_one_statement_and_the_commit_in_one_packet(store, other, raw, driver_commits):
+    called = driver_commits
     store_raw[:] = [raw]
     items = [msg(0)]
     store.save_many("u", "s", values={"state": {"n": 0}, "plan": [0]}, lists={"m": items})
@@ -710,16 +707,14 @@ def test_the_snapshot_of_a_short_list_holds_about_its_json_not_the_encoders_buff
 # ---- one round trip: the statement carries its COMMIT -----------------------------------------
 
 
-def test_two_workers_taking_turns_send_each_save_as_one_packet(store, other, raw, monkeypatch):
+def test_two_workers_taking_turns_send_each_save_as_one_packet(store, other, raw, driver_commits):
     """The alternating saves' one statement carries the COMMIT: the driver's commit is never
     called, the server counts one COMMIT a save, and the list is exact after every turn."""
-    import pymysql
-
     items = [msg(i) for i in range(40)]
     store.save_list("u", "s", "m", items)
     other.get_list("u", "s", "m")
-    real, called = pymysql.connections.Connection.commit, []
-    monkeypatch.setattr(pymysql.connections.Connection, "commit", lambda con: (called.append(1), real(con))[1])
+    called = driver_commits
+    called.clear()
     for turn in range(6):
         items = items + [msg(100 + 2 * turn), msg(101 + 2 * turn)]
         before = raw.com_counts()

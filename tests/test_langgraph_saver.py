@@ -324,16 +324,13 @@ def test_keys_hold_any_langgraph_names(saver, raw):
         assert not key.endswith(":_hash") or ":" not in key[:-6]
 
 
-def test_a_step_is_three_statements_and_two_commits_in_two_packets(saver, raw, monkeypatch):
+def test_a_step_is_three_statements_and_two_commits_in_two_packets(saver, raw, driver_commits):
     """put: the log's new message, the index entry and the checkpoint row written together in
     ONE statement (the hash rows this process wrote last, checked in it), after the check that
     the row's key holds no list, with its COMMIT: one packet; put_writes: its new key created in
     ONE statement (an INSERT ... SELECT that sees a list's hash row) with its COMMIT: one
     packet. The driver sends no COMMIT of its own."""
-    import pymysql
-
-    real, called = pymysql.connections.Connection.commit, []
-    monkeypatch.setattr(pymysql.connections.Connection, "commit", lambda con: (called.append(1), real(con))[1])
+    called = driver_commits
     msgs = [HumanMessage(content=f"m{i}", id=f"m{i}") for i in range(50)]
     conf, version = {"thread_id": "steps", "checkpoint_ns": ""}, None
     for k in range(4):

@@ -62,13 +62,6 @@ def hold(monkeypatch):
 
 
 @pytest.fixture
-def other(url, database, store):
-    s = MysqlAgentStateStore.from_url(url, database_name=database)
-    yield s
-    s.close()
-
-
-@pytest.fixture
 def cold(url, database, store):
     """A writer that never saw the list (another process): it locks the hash row, then inserts."""
     s = MysqlAgentStateStore.from_url(url, database_name=database)
@@ -113,18 +106,13 @@ def test_save_of_a_value_racing_an_append_leaves_a_value_only(store, other, cold
     assert store.get("u", "s", "m") == {"now": "a value"}
 
 
-def test_a_warm_append_sends_its_commit_in_its_statement(store, raw, monkeypatch):
+def test_a_warm_append_sends_its_commit_in_its_statement(store, raw, driver_commits):
     """The warm writer's append is ONE packet, its statement and the COMMIT: no separate COMMIT
     is sent (the driver's commit is never called), and the list is exact."""
     store.save_list("u", "s", "m", list(range(5)))
     store.get_list("u", "s", "m", offset=-1)
-    real, called = pymysql.connections.Connection.commit, []
-
-    def counted(con):
-        called.append(1)
-        return real(con)
-
-    monkeypatch.setattr(pymysql.connections.Connection, "commit", counted)
+    called = driver_commits
+    called.clear()
     before = raw.com_counts()
     assert store.append_list("u", "s", "m", [5, 6]) == 7
     after = raw.com_counts()
@@ -216,11 +204,10 @@ def test_create_while_absent_is_one_statement_and_writes_nothing_over_what_is_th
     assert store.get("u", "s", "new") == {"a": 1} and store.get("u", "s", "java") == "j"
 
 
-def test_create_while_absent_sends_its_commit_in_the_statements_packet(store, raw, monkeypatch):
+def test_create_while_absent_sends_its_commit_in_the_statements_packet(store, raw, driver_commits):
     """``save_if_version(..., 0)`` is the whole transaction: its one statement carries the
     COMMIT (the driver's commit is never called); a key that is there commits nothing."""
-    real, called = pymysql.connections.Connection.commit, []
-    monkeypatch.setattr(pymysql.connections.Connection, "commit", lambda con: (called.append(1), real(con))[1])
+    called = driver_commits
     assert store.save_if_version("u", "s", "k", {"a": 1}, 0) == 1
     assert store.save_if_version("u", "s", "k", {"a": 2}, 0) == UNVERSIONED
     assert called == []
