@@ -61,13 +61,14 @@ def test_store_write_inside_fn_before_any_tx_write_is_refused_too(short_wait, ra
     assert raw.all_rows() == []
 
 
-@pytest.mark.parametrize("write", ["delete", "append_list", "save_many", "pop_list", "transaction"])
+@pytest.mark.parametrize("write", ["delete", "append_list", "append_lists", "save_many", "pop_list", "transaction"])
 def test_every_store_write_and_a_nested_transaction_inside_fn_fail_fast(short_wait, raw, write):
     short_wait.save("alice", "chat-1", "a", 0)
     before = raw.all_rows()
     calls = {
         "delete": lambda: short_wait.delete("alice", "chat-1"),
         "append_list": lambda: short_wait.append_list("alice", "chat-1", "memory", [1]),
+        "append_lists": lambda: short_wait.append_lists("alice", "chat-1", {"memory": [1]}, values={"b": 1}),
         "save_many": lambda: short_wait.save_many("alice", "chat-1", values={"b": 1}),
         "pop_list": lambda: short_wait.pop_list("alice", "chat-1", "memory"),
         "transaction": lambda: short_wait.transaction(lambda inner: inner.save("alice", "chat-1", "b", 2)),
