@@ -254,6 +254,7 @@ def markdown(res: dict, png_name: str) -> str:
             "runs, measured in one process with all systems interleaved in random order round by round; "
             "RT = statements the server received for one operation (its `Questions` + `Com_admin_commands` "
             "counters, read on a separate connection; COMMIT counts).", "",
+            *([res["placement"] + ".", ""] if res.get("placement") else []),
             f"![cost against conversation length]({png_name})", ""]
     out += ["## Targets", "", "| target | measured | limit | met | detail |", "|---|---:|---:|:---:|---|"]
     for t in targets(r):
