@@ -76,15 +76,14 @@ def crc_sum(texts: Sequence[str], start: int) -> int:
     return sum(crc(x.encode()) * i for i, x in enumerate(texts, start + 1))
 
 
-def known_of(t: Table, sid: str, k: str, texts: Sequence[str], stored: Optional[ListHash]) -> Optional[Known]:
-    """What a whole read saw, to keep: the items' stored texts (decoded: readable) and the
-    hash row read with them; None for what :func:`check_since` cannot use (no hash row of this
-    store, or one keyed with a key this store lacks) and for lists of ``KEEP_LIST`` items or
-    fewer."""
+def known_of(t: Table, texts: Sequence[str], items: list, stored: Optional[ListHash]) -> Optional[Known]:
+    """What a whole read saw, to keep: the items' stored texts, the items decoded from them
+    and the hash row read with them; None for what :func:`check_since` cannot use (no hash row
+    of this store, or one keyed with a key this store lacks) and for lists of ``KEEP_LIST``
+    items or fewer. The items are not opened again (:meth:`Sealer.kept_blob`)."""
     if stored is None or len(texts) != stored.n or stored.n <= KEEP_LIST or t.sealer.digester_of(stored.dk) is None:
         return None
-    blob = b"[" + b",".join(_as_bytes(t.sealer.plaintexts(sid, k, texts, 0))) + b"]"
-    return Known(len(texts), blob, crc_sum(texts, 0), stored.total)
+    return Known(len(texts), t.sealer.kept_blob(texts, items), crc_sum(texts, 0), stored.total)
 
 
 def _as_bytes(plains: Sequence[Any]) -> list[bytes]:
@@ -161,7 +160,7 @@ def get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int],
             return found[0]
     got = _get(cur, t, sid, k, offset, limit, model, seen_n)
     if learned is not None and whole and model is None:
-        learned["known"] = known_of(t, sid, k, got[3], got[2])
+        learned["known"] = known_of(t, got[3], got[0], got[2])
     return got[:3]
 
 
@@ -500,7 +499,7 @@ def check_many(t: Table, rows: Sequence[tuple], sid: str, value_keys: Sequence[s
             elif first_hash is not None:
                 got = _check_run(t, run, first_hash, sid, k, None)
                 if learned is not None:
-                    learned["known"] = known_of(t, sid, k, [r[0] for r in run], got[2])
+                    learned["known"] = known_of(t, [r[0] for r in run], got[0], got[2])
             elif not run:
                 continue
             elif cur is not None:  # items, no hash row: read again with their indexes
