@@ -7,13 +7,17 @@ What it measures (~530-byte messages, ``data.Conversation``; every operation of 
 same rounds, a fresh random order per round; medians; statements counted BY THE SERVER, the
 global ``Questions`` + ``Com_admin_commands`` of the private server, minimum of 3 runs):
 
-* warm ``save_list`` (this worker wrote the last turn) vs the floor + ``orjson.dumps(list)`` +
-  one memcmp (the issue's reference);
+* warm ``save_list`` (this worker wrote the last turn: the next turn, 2 messages, of a list
+  that grows) vs the floor (one INSERT of those messages' bytes + COMMIT, rows that grow too) +
+  ``orjson.dumps(list)`` + one memcmp (the issue's reference); no cell resets its list between
+  rounds (a reset deletes the rows the timed save then inserts again, over records just
+  delete-marked: a cost the floor never pays);
 * two workers taking turns on one list: each save is the next turn (2 messages) of one growing
   list, by the worker that did not save the turn before (so the saver last saw the list one
   turn ago, when it saved it). Two store objects (own pools, own caches) in this process, and
   once as two real processes (the save timed inside the worker process);
-* a process that has never seen the list (a new store object, its connections open);
+* a process that has never seen the list (a new store object, its connections open) saves the
+  next turn of a list another worker saved last;
 * ``append_list`` of one message (the worker knows the list's hash row: it read the list) vs
   the floor (one INSERT of that message + COMMIT);
 * an AgentScope 2.x turn: ``AgentStateRepository.load`` then ``save`` by the worker that did
@@ -311,10 +315,29 @@ class Paths:
         box: dict = {}
         del l2
 
+        # The warm save: the worker that saved the last turn saves the next one (2 messages) of
+        # a list that grows, as a conversation does; its reference grows alike (the floor's
+        # INSERT of the new messages' bytes, orjson.dumps of the whole list, one memcmp against
+        # the last one). No reset between rounds: a reset deletes the rows the timed save then
+        # inserts again, over records just delete-marked, which the floor never pays (~2x for
+        # an append, 2026-12-05).
+        warm = {"list": list(l0), "k": 0}
+        ref = {"list": list(l0), "k": 0, "texts": texts1, "last": stored0}
+
+        def warm_before() -> None:
+            warm["k"] += 1
+            warm["list"] = warm["list"] + turn_of(n, -warm["k"])
+
+        def ref_before() -> None:
+            ref["k"] += 1
+            new = turn_of(n, -ref["k"])
+            ref["list"], ref["texts"] = ref["list"] + new, [orjson.dumps(m).decode() for m in new]
+
         def reference() -> None:
-            self.floor.insert(texts1)
-            blob = orjson.dumps(l1)
-            _ = blob.startswith(memoryview(stored0)[:-1])
+            self.floor.insert(ref["texts"])
+            blob = orjson.dumps(ref["list"])
+            _ = blob.startswith(memoryview(ref["last"])[:-1])
+            ref["last"] = blob
 
         # Two workers truly alternating: each save is the next turn (2 messages) of one growing
         # list, by the worker that did NOT save the one before; so each saver last saw the list
@@ -344,8 +367,16 @@ class Paths:
             pwarm["k"] += 1
             return self.procs[0].save(spw, n, pwarm["k"])
 
+        # The never-seen process: another worker saved the last turn of a list that grows (no
+        # reset, as for the warm save), then a new store saves the next turn.
+        fresh = {"list": list(l0), "k": 0}
+
         def fresh_before() -> None:
-            a.save_list(U, sf, K, l0)
+            for _ in range(2):  # the last turn, by worker A; then the turn to time
+                fresh["k"] += 1
+                fresh["list"] = fresh["list"] + turn_of(n, 10**6 + fresh["k"])
+                if _ == 0:
+                    a.save_list(U, sf, K, fresh["list"])
             f = box["f"] = new_store(self.url)
             f.save(U, "warm-up", "x", 1)  # connections open (the write pool's), nothing of this list
             f.exists(U, sf)  # and the read pool's
@@ -354,17 +385,13 @@ class Paths:
             box.pop("f").close()
 
         subjects = [
-            # The reset (back to N) runs AFTER the timed save, not just before it: a save right
-            # behind another write of the same store on the same connection finds it (and the
-            # server thread behind it) awake, which the alternating and never-seen saves do not;
-            # in production a worker's last write was a turn ago.
-            Subject("warm save_list", "store", lambda: a.save_list(U, sw, K, l1), after=lambda: a.save_list(U, sw, K, l0)),
-            Subject("reference: floor + orjson.dumps(list) + memcmp", "floor", reference),
+            Subject("warm save_list", "store", lambda: a.save_list(U, sw, K, warm["list"]), warm_before),
+            Subject("reference: floor + orjson.dumps(list) + memcmp", "floor", reference, ref_before),
             Subject("two workers alternating (2 store objects)", "store", alt_op, alt_before),
             Subject("two workers alternating (2 processes)", "store", proc_op, self_timed=True),
             Subject("warm save_list (1 process, timed in it)", "store", proc_warm_op, self_timed=True),
             Subject("never-seen process (new store, connections open)", "store",
-                    lambda: box["f"].save_list(U, sf, K, l1), fresh_before, fresh_after),
+                    lambda: box["f"].save_list(U, sf, K, fresh["list"]), fresh_before, fresh_after),
         ]
         c = self.cell("saves", n, subjects, bar)
         m = {k: v.get("median_us") for k, v in c["subjects"].items()}
