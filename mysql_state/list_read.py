@@ -43,7 +43,8 @@ KEEP_LIST = 32
 class Known:
     """What a whole read of a list saw, kept by the store (per list, bounded in bytes) so that
     its next whole read of the list sends only the items after it (:func:`read_since`,
-    :func:`check_since`): ``n`` items, ``blob`` their plaintext JSON as one JSON array,
+    :func:`check_since`): ``n`` items, ``blob`` them as one JSON array (only ever decoded:
+    :meth:`~mysql_state.sealer.Sealer.kept_blob`),
     ``crc`` the sum over their stored texts of ``CRC32(text) * (index + 1)``, ``total`` the
     hash row's digest sum when they were read."""
 
