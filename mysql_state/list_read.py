@@ -18,6 +18,7 @@ import orjson
 from . import keys, sql, values
 from .errors import CorruptStateError
 from .listsync import ListHash, total_after
+from .sealer import as_bytes
 from .table import Table
 
 __all__ = ["get", "many", "read", "check", "read_range", "check_range", "read_tail", "check_tail", "long_window",
@@ -87,10 +88,6 @@ def known_of(t: Table, texts: Sequence[str], items: list, stored: Optional[ListH
     return Known(len(texts), t.sealer.kept_blob(texts, items), crc_sum(texts, 0), stored.total)
 
 
-def _as_bytes(plains: Sequence[Any]) -> list[bytes]:
-    return [x.encode() if isinstance(x, str) else x for x in plains]
-
-
 def read_since(cur: Any, t: Table, sid: str, k: str, m: int) -> list:
     """The items from ``m`` on, the hash row last (``SELECT_ITEMS_SINCE``)."""
     cur.execute(t.statements["SELECT_ITEMS_SINCE"], (k, m, sid, k, sid, k, m, keys.hash_key(k)))
@@ -135,7 +132,7 @@ def check_since(t: Table, items: Sequence[tuple], marked: Optional[str], sid: st
         return None
     new = t.sealer.decode_items(sid, k, items, 0, m, None)  # a bad row raises, naming it
     texts = [r[0] for r in items]
-    plains = _as_bytes(t.sealer.plaintexts(sid, k, texts, m))
+    plains = as_bytes(t.sealer.plaintexts(sid, k, texts, m))
     if total_after(known.total, plains, m, dig) != stored.total:
         return None
     return (orjson.loads(known.blob) + new, version, stored), known.extended(texts, plains, stored)

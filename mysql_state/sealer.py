@@ -17,9 +17,18 @@ from . import keys, serde, sql
 from .crypto import Keyring, RowCipher, is_sealed, unreadable
 from .listsync import PLAIN, Digester, ListHash
 
-__all__ = ["Sealer", "KeyringSealer", "sealer_for"]
+__all__ = ["Sealer", "KeyringSealer", "sealer_for", "as_bytes"]
 
 Rows = list[tuple[str, int, bytes]]
+
+
+def as_bytes(texts: Sequence[Any]) -> list[bytes]:
+    """Rows' JSON texts (or plaintexts) as UTF-8 bytes, whichever the driver or the cipher gave.
+
+    >>> as_bytes(["[1]", b"2"])
+    [b'[1]', b'2']
+    """
+    return [x.encode("utf-8") if isinstance(x, str) else x for x in texts]
 
 
 class Sealer:
@@ -85,7 +94,7 @@ class Sealer:
         try:
             return ("[" + ",".join(texts) + "]").encode("utf-8")
         except TypeError:  # a driver that gives bytes
-            return b"[" + b",".join(x.encode("utf-8") if isinstance(x, str) else x for x in texts) + b"]"
+            return b"[" + b",".join(as_bytes(texts)) + b"]"
 
     def name_bad_row(self, sid: str, k: str, rows: Sequence[Any], col: int, first: int) -> None:
         """Raise the typed error of the first unreadable row (JSON, or a sealed row)."""
