@@ -321,17 +321,21 @@ class Paths:
         # the last one). No reset between rounds: a reset deletes the rows the timed save then
         # inserts again, over records just delete-marked, which the floor never pays (~2x for
         # an append, 2026-12-05).
+        def grow(box: dict, turn: int) -> list:
+            """Add the next turn (2 messages, ``turn_of(n, turn(k))``) to ``box``'s list; its messages."""
+            box["k"] += 1
+            new = turn_of(n, turn(box["k"]))
+            box["list"] = box["list"] + new
+            return new
+
         warm = {"list": list(l0), "k": 0}
         ref = {"list": list(l0), "k": 0, "texts": texts1, "last": stored0}
 
         def warm_before() -> None:
-            warm["k"] += 1
-            warm["list"] = warm["list"] + turn_of(n, -warm["k"])
+            grow(warm, lambda k: -k)
 
         def ref_before() -> None:
-            ref["k"] += 1
-            new = turn_of(n, -ref["k"])
-            ref["list"], ref["texts"] = ref["list"] + new, [orjson.dumps(m).decode() for m in new]
+            ref["texts"] = [orjson.dumps(m).decode() for m in grow(ref, lambda k: -k)]
 
         def reference() -> None:
             self.floor.insert(ref["texts"])
@@ -372,11 +376,9 @@ class Paths:
         fresh = {"list": list(l0), "k": 0}
 
         def fresh_before() -> None:
-            for _ in range(2):  # the last turn, by worker A; then the turn to time
-                fresh["k"] += 1
-                fresh["list"] = fresh["list"] + turn_of(n, 10**6 + fresh["k"])
-                if _ == 0:
-                    a.save_list(U, sf, K, fresh["list"])
+            grow(fresh, lambda k: 10**6 + k)
+            a.save_list(U, sf, K, fresh["list"])  # the last turn, by worker A
+            grow(fresh, lambda k: 10**6 + k)  # the turn to time
             f = box["f"] = new_store(self.url)
             f.save(U, "warm-up", "x", 1)  # connections open (the write pool's), nothing of this list
             f.exists(U, sf)  # and the read pool's
