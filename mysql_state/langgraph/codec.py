@@ -158,9 +158,14 @@ def _plain_tree(data: bytes) -> Optional[Any]:
 
 def json_to_msgpack(tree: Any) -> bytes:
     """The msgpack bytes a tree of :func:`msgpack_to_json` stands for."""
+    return _pack(_packable(tree))
+
+
+def _packable(tree: Any) -> Any:
+    """What msgpack packs into the bytes a tree stands for (a plain one as it is)."""
     if isinstance(tree, dict) and _PLAIN in tree:
-        return _pack(tree[_PLAIN])
-    return _pack(_plain(tree))
+        return tree[_PLAIN]
+    return _plain(tree)
 
 
 def to_row(serde: Any, value: Any) -> dict:
@@ -191,15 +196,6 @@ def from_row(serde: Any, row: Any) -> Any:
     return serde.loads_typed((row["t"], data))
 
 
-def _array_header(n: int) -> bytes:
-    """The msgpack header of an array of ``n`` items (its items follow, each packed)."""
-    if n < 16:
-        return bytes([0x90 | n])
-    if n < 1 << 16:
-        return b"\xdc" + n.to_bytes(2, "big")
-    return b"\xdd" + n.to_bytes(4, "big")
-
-
 def from_rows(serde: Any, rows: Sequence[Any]) -> list:
     """The values of many rows of :func:`to_row`, in order, each what :func:`from_row` gives.
 
@@ -217,7 +213,7 @@ def from_rows(serde: Any, rows: Sequence[Any]) -> list:
     if type(serde) is JsonPlusSerializer and len(rows) > 1 and all(
             type(r) is dict and r.get("t") == "msgpack" and "v" in r for r in rows):
         try:
-            data = _array_header(len(rows)) + b"".join([json_to_msgpack(r["v"]) for r in rows])
+            data = _pack([_packable(r["v"]) for r in rows])  # one array: its items' bytes, in one call
             values = serde.loads_typed(("msgpack", data))
             if type(values) is list and len(values) == len(rows):
                 return values

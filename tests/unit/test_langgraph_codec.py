@@ -49,3 +49,21 @@ def test_a_checkpoint_body_and_metadata_are_plain_trees_and_escapes_stay_escaped
         data = ormsgpack.packb(value, option=ormsgpack.OPT_NON_STR_KEYS)
         round_trip(data)
     assert msgpack_to_json(ormsgpack.packb({"~p": 1})) != {"~p": {"~p": 1}}  # a marker is never data
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(values, min_size=2, max_size=6))
+def test_many_rows_in_one_array_decode_as_each_row_alone(items):
+    """``from_rows`` packs the rows into one msgpack array for one serializer call: the values
+    are those each row gives alone, rows of every kind of tree (plain, escaped) mixed."""
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+    from mysql_state.langgraph.codec import from_row, from_rows, to_row
+
+    serde = JsonPlusSerializer()
+    rows = [orjson.loads(orjson.dumps(to_row(serde, [v]))) for v in items]  # as read back: JSON text
+    assert all(r["t"] == "msgpack" and "v" in r for r in rows)  # the one-array way is taken
+    alone = [from_row(serde, r) for r in rows]
+    together = from_rows(serde, rows)
+    assert ormsgpack.packb(together, option=ormsgpack.OPT_NON_STR_KEYS) == ormsgpack.packb(
+        alone, option=ormsgpack.OPT_NON_STR_KEYS)  # NaN != NaN: compared as bytes
