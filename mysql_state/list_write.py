@@ -342,19 +342,24 @@ class Appended:
 
 
 def append_lists(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[bytes]]], at: dict[str, int],
-                 value_rows: Sequence[tuple[str, bytes]], hints: dict[str, ListHash]) -> dict[str, Appended]:
+                 value_rows: Sequence[tuple[str, bytes]], hints: dict[str, ListHash], touch: bool = True
+                 ) -> dict[str, Appended]:
     """:func:`append_many` as a whole transaction: when ``hints`` (the hash rows this process
     last saw) cover every list, its lengths are the ``at`` given, and the cursor can, ONE
     statement that carries its COMMIT (:func:`sql.append_lists_one_trip_tail`; with values,
     the check that none of their keys holds a list goes first in the same packet), one round
-    trip, committed when it returns. Any other outcome: :func:`append_many`, the locked way."""
-    got = _append_lists_one_trip(cur, t, sid, appends, at, value_rows, hints) if getattr(cur, "commits", False) else None
+    trip, committed when it returns. Any other outcome: :func:`append_many`, the locked way.
+    ``touch=False``: the one statement leaves the session's catalog row as it is (moved a moment
+    ago, see :class:`ListWrite`; its hash rows' condition proves the session); the locked way
+    always moves it."""
+    got = (_append_lists_one_trip(cur, t, sid, appends, at, value_rows, hints, touch)
+           if getattr(cur, "commits", False) else None)
     return got if got is not None else append_many(cur, t, sid, appends, at, value_rows)
 
 
 def _append_lists_one_trip(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[bytes]]],
                            at: dict[str, int], value_rows: Sequence[tuple[str, bytes]],
-                           hints: dict[str, ListHash]) -> Optional[dict[str, Appended]]:
+                           hints: dict[str, ListHash], touch: bool) -> Optional[dict[str, Appended]]:
     """The one-trip append of :func:`append_lists`; None (nothing sent, or nothing written and a
     new transaction begun) when it cannot be used or its conditions did not hold."""
     if not appends or len(appends) > sql.MAX_PICKS:
@@ -375,7 +380,7 @@ def _append_lists_one_trip(cur: Any, t: Table, sid: str, appends: Sequence[tuple
         out[k] = Appended(new_hash.n, stored, new_hash if datas else None)
     rows += [(k, 0, d) for k, d in value_rows]
     hks = [h[0] for h in held]
-    extra = [*catalog.row(sid), *((sid, hk, 0, b"-") for hk in hks)]
+    extra = [*(catalog.row(sid) if touch else ()), *((sid, hk, 0, b"-") for hk in hks)]
     tail = sql.append_lists_one_trip_tail(len(held), len(value_rows))
     statements = sql.upsert_rows((t.upsert[0], tail), sid, heads + t.sealer.seal_rows(sid, rows),
                                  t.max_allowed_packet - 1024, extra)

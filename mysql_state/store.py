@@ -454,12 +454,12 @@ class MysqlAgentStateStore:
         snaps = {k: m.snapshots.get((sid, k)) for k, _ in todo}
         hints = {k: snap.hash if snap is not None else m.hints.get((sid, k))
                  for k, snap in snaps.items() if all(datas for _, datas in todo)}
-        began = time.monotonic()
+        began, due = time.monotonic(), m.catalog_due(sid)
         with contextlib.ExitStack() as stack:
             for k in sorted(snaps):  # in key order: two calls never wait on each other
                 stack.enter_context(list_write.lock_of(snaps[k]))
             try:
-                done = self._db.run(lambda cur: list_write.append_lists(cur, t, sid, todo, want, value_rows, hints),
+                done = self._db.run(lambda cur: list_write.append_lists(cur, t, sid, todo, want, value_rows, hints, due),
                                     f"append_lists {[k for k, _ in todo] + [k for k, _ in value_rows]}",
                                     write=True, session=sid)
             except StaleStateError:
@@ -472,7 +472,8 @@ class MysqlAgentStateStore:
                     m.appended((sid, k), snaps[k], a.stored, datas, a.new)
         for k, _ in value_rows:
             self._forget((sid, k))
-        m.catalog_touched(sid, began)
+        if due:  # moved it (the one-trip way skips it when not due; the locked way moves it always)
+            m.catalog_touched(sid, began)
         self._metrics.saved("append", sum(len(d) for _, d in todo), sum(len(x) for _, d in todo for x in d))
         return {**{k: done[k].n for k, _ in todo}, **lengths}
 

@@ -49,12 +49,17 @@ def test_every_write_path_keeps_one_catalog_row_per_session(store, raw):
 
     store.save_list("alice", "b", "l", [1, 2, 3, 4])  # warm one-statement append: moved a moment ago,
     store.append_list("alice", "b", "l", [5])  # so left (at most once every catalog.TOUCH_EVERY)
+    store.append_lists("alice", "b", {"l": [6]}, at={"l": 5})  # the one-statement append of several lists too
+    store.append_lists("alice", "b", {"l": [7]}, values={"w": 1})  # with a value riding: it proves the session
     assert moves() == 0
     store.pop_list("alice", "b", "l")  # a locked write: always moved, so updated_at moves
     assert moves() == 1
     time.sleep(catalog.TOUCH_EVERY)
     store.append_list("alice", "b", "l", [5])  # due again
     assert moves() == 2
+    time.sleep(catalog.TOUCH_EVERY)
+    store.append_lists("alice", "b", {"l": [8]})  # append_lists when due: moved
+    assert moves() == 3
     store.delete("alice", "a", "v")  # its last key: the catalog row goes with it
     store.delete("alice", "b")
     keys_left = [r[0] for r in raw.query("SELECT state_key FROM {t} WHERE session_id = '__catalog__'")]
@@ -75,7 +80,8 @@ def test_the_activity_time_is_at_most_the_lag_behind_and_the_doctor_agrees(store
         items = items + [n]
         store.save_many("alice", "busy", values={"state": {"n": n}}, lists={"m": items})
         store.append_list("alice", "busy", "m", [-n])
-        items = items + [-n]
+        store.append_lists("alice", "busy", {"m": [-n - 0.5]})
+        items = items + [-n, -n - 0.5]
         (cat,), (rows,) = (raw.query("SELECT updated_at FROM {t} WHERE session_id = '__catalog__' AND state_key = 'alice:busy'"),
                            raw.query("SELECT MAX(updated_at) FROM {t} WHERE session_id = 'alice:busy'"))
         assert cat[0] >= rows[0] - catalog.ACTIVITY_LAG
@@ -97,7 +103,7 @@ def test_a_save_that_writes_nothing_does_not_count_as_a_move(store, raw):
     assert updated > dt.datetime.now() - dt.timedelta(hours=1)
 
 
-@pytest.mark.parametrize("how", ["append_list", "save_list", "save_many"])
+@pytest.mark.parametrize("how", ["append_list", "save_list", "save_many", "append_lists"])
 def test_a_session_deleted_between_two_moves_gets_its_catalog_row_back(store, url, database, raw, how):
     """Another worker deletes the session right after this one moved its catalog row: the next
     write (not due to move it) finds its condition broken, goes the locked way and makes the
@@ -112,6 +118,8 @@ def test_a_session_deleted_between_two_moves_gets_its_catalog_row_back(store, ur
             store.append_list("alice", "gone", "m", [1])
         elif how == "save_list":
             store.save_list("alice", "gone", "m", [0, 1])
+        elif how == "append_lists":
+            store.append_lists("alice", "gone", {"m": [1]})
         else:
             store.save_many("alice", "gone", values={"state": {"n": 1}})
         assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = '__catalog__' AND state_key = 'alice:gone'") == [(1,)]
