@@ -67,7 +67,18 @@ class Refused(Exception):
 
 
 def _user(value: Optional[str]) -> Optional[str]:
-    return None if value == "-" else value
+    """A USER argument: ``-`` is the anonymous user; a blank one is refused (an unset shell
+    variable must not name the anonymous user)."""
+    if value == "-":
+        return None
+    if value is not None and not value.strip():
+        raise ValueError(f"user {value!r} is blank: give a user id, or '-' for the anonymous user")
+    return value
+
+
+def _who(value: Optional[str]) -> str:
+    """A USER argument as a confirmation names it."""
+    return "the anonymous user" if value == "-" else f"user {value!r}"
 
 
 def duration(text: str) -> dt.timedelta:
@@ -133,7 +144,7 @@ COMMAND_HELP = {
     "fork": ((), "copy a session to a new one, server-side (store.fork)"),
     "prune": ((), "delete, asking first, the sessions with no write for a while (store.prune)"),
     "export": ((), "every row as JSON lines on stdout (store.export)"),
-    "import": ((), "rows of an export from stdin (store.import_rows); --on-conflict replace asks first"),
+    "import": ((), "rows of an export from stdin (store.import_rows); --on-conflict replace needs --yes"),
     "doctor": ((), "check the table, --fix repairs; exit 1 when a problem remains (store.doctor)"),
     "migrate": ((), "apply the schema steps the table needs, --dry-run prints their SQL (store.migrate)"),
     "stats": ((), "sessions, rows, bytes, the largest sessions, and this process's metrics (store.metrics)"),
@@ -175,7 +186,7 @@ def _parser() -> argparse.ArgumentParser:
     s = _command(sub, "sessions", _sessions)
     s.add_argument("user_ids", nargs="?", metavar="USER", help="print only this user's session ids, one a line")
     s.add_argument("--user", help="only this user's sessions ('-' for anonymous)")
-    s.add_argument("--limit", type=count, default=100, help="sessions per page (default 100)")
+    s.add_argument("--limit", type=count, help="sessions per page (default 100)")
     s.add_argument("--older-than", type=duration, help="only sessions with no write for this long (30d, 12h)")
     s.add_argument("--cursor", help="the next page: the next_cursor of the page before (printed on stderr, or in --json)")
     _command(sub, "exists", _exists, ("session",), "[--user U] USER SESSION")
@@ -267,6 +278,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _bind(args)
     if args.canonical == "server":
         return _server(args)
+    for option in ("url", "database", "table"):
+        value = getattr(args, option)
+        if value is not None and not value.strip():
+            _err(f"--{option} is empty: give a value, or leave the option out (an unset shell variable must "
+                 f"not send the command to another server, database or table)")
+            return REFUSED
     url = args.url or os.environ.get("MYSQL_URL")
     embedded = False
     if not url:
@@ -320,7 +337,9 @@ def confirm(args: argparse.Namespace, what: str) -> None:
 
 
 def _err(message: str) -> None:
-    print(f"mysql-state: {message}", file=sys.stderr)
+    """One line on stderr; any URL's password in it, and $MYSQL_URL's, shown as ``***``
+    (argparse echoes what it refuses: a URL typed where a command goes)."""
+    print(f"mysql-state: {scrub(message, os.environ.get('MYSQL_URL'))}", file=sys.stderr)
 
 
 def _one_line(message: str, url: str) -> str:
@@ -375,14 +394,18 @@ def _server(args: argparse.Namespace) -> int:
 
 def _sessions(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     if args.user_ids is not None:  # the first form: one user's session ids
-        for sid in sorted(store.list_session_ids(_user(args.user_ids))):
-            print(sid)
+        given = [f"--{o.replace('_', '-')}" for o in ("user", "limit", "older_than", "cursor") if getattr(args, o) is not None]
+        if given:
+            raise ValueError(f"sessions USER lists that user's session ids; {', '.join(given)} belong to the other "
+                             "form: sessions [--user U] [--limit N] [--older-than D] [--cursor C]")
+        ids = sorted(store.list_session_ids(_user(args.user_ids)))
+        _out(args, ids, "\n".join(ids))
         return 0
     user = ALL_USERS if args.user is None else _user(args.user)
     before = None
     if args.older_than is not None:
         before = dt.datetime.now(dt.timezone.utc) - args.older_than
-    page = store.sessions(user, updated_before=before, limit=args.limit, cursor=args.cursor)
+    page = store.sessions(user, updated_before=before, limit=args.limit or 100, cursor=args.cursor)
     items = [dict(user_id=s.user_id, session_id=s.session_id, keys=s.keys, rows=s.rows, bytes=s.bytes,
                   created_at=s.created_at, updated_at=s.updated_at) for s in page.items]
     rows = [[s.user_id or "-", s.session_id, len(s.keys), s.rows, s.bytes, s.updated_at] for s in page.items]
@@ -406,7 +429,12 @@ def _get(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
         _out(args, info, "\n".join(f"{k}: {v}" for k, v in info.items()))
         return 0
     if args.history:
-        items = [{"value": h.value, "archived_at": h.archived_at} for h in store.get_history(user, args.session, args.key)]
+        if not store.exists(user, args.session):
+            raise NotFound(f"no {_where(args)}")
+        found = store.get_history(user, args.session, args.key, offset=args.offset, limit=args.limit)
+        if args.tail:
+            found = found[-args.tail:]
+        items = [{"value": h.value, "archived_at": h.archived_at} for h in found]
         _out(args, items, "\n".join(f"{h['archived_at']}  {_dumps(h['value'])}" for h in items))
         return 0
     if not _has_key(store, args):
@@ -437,6 +465,8 @@ def _info(store: MysqlAgentStateStore, user: Optional[str], session: str) -> dic
 
 def _length(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     n = store.list_length(_user(args.user), args.session, args.key)
+    if n == 0 and not _has_key(store, args):
+        raise NotFound(f"{_where(args)} has no key {args.key!r}")
     _out(args, n, str(n))
     return 0
 
@@ -496,12 +526,18 @@ def _fork(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
 
 
 class Bar:
-    """A progress bar on stderr (one line, redrawn)."""
+    """A progress bar on stderr (one line, redrawn), drawn only when stderr is a terminal and
+    the output is not ``--json`` (logs and cron mail get the result line only)."""
 
-    def __init__(self, what: str) -> None:
+    def __init__(self, what: str, json: bool = False) -> None:
         self.what = what
+        self.on = not json and sys.stderr.isatty()
+        self.drawn = False
 
     def __call__(self, done: int, total: Optional[int] = None) -> None:
+        if not self.on:
+            return
+        self.drawn = True
         if total:
             width = 30
             filled = int(width * min(done, total) / total)
@@ -511,22 +547,23 @@ class Bar:
         sys.stderr.flush()
 
     def end(self) -> None:
-        sys.stderr.write("\n")
+        if self.drawn:
+            sys.stderr.write("\n")
 
 
 def _prune(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     user = ALL_USERS if args.user is None else _user(args.user)
     if not args.dry_run:
-        whose = "" if args.user is None else f" of user {args.user!r}"
+        whose = "" if args.user is None else f" of {_who(args.user)}"
         confirm(args, f"delete every session{whose} with no write for {args.older_than}")
-    bar = Bar("would prune" if args.dry_run else "pruning")
+    bar = Bar("would prune" if args.dry_run else "pruning", args.json)
     try:
         report = store.prune(args.older_than, user_id=user, dry_run=args.dry_run, batch=args.batch, progress=bar)
     finally:
         bar.end()
     verb = "would delete" if args.dry_run else "deleted"
     _out(args, {"sessions": report.sessions, "rows": report.rows, "dry_run": args.dry_run},
-         f"{verb} {report.sessions} sessions ({report.rows} rows)")
+         f"{verb} {report.sessions} sessions ({report.rows} rows, history included, and their catalog rows)")
     return 0
 
 
@@ -534,7 +571,7 @@ def _export(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     user = ALL_USERS if args.user is None else _user(args.user)
     if args.session and args.user is None:
         raise ValueError("--session needs --user")
-    bar = Bar("exported rows")
+    bar = Bar("exported rows", args.json)
     n = 0
     write = sys.stdout.write
     for line in store.export(user, sessions=args.session):
@@ -551,7 +588,7 @@ def _export(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
 def _import(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     if args.on_conflict == "replace":
         confirm(args, "replace the stored keys of every session in the import with the export's rows")
-    bar = Bar("imported rows")
+    bar = Bar("imported rows", args.json)
     n = store.import_rows(sys.stdin, on_conflict=args.on_conflict, progress=bar)
     bar.end()
     _out(args, {"written": n}, f"{n} rows written")
@@ -602,7 +639,7 @@ def _stats(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
             sessions += 1
             rows += s.rows
             nbytes += s.bytes
-            biggest.append((s.bytes, s.rows, s.user_id, s.session_id))
+            biggest.append((s.bytes, s.rows, s.user_id or "", s.session_id))  # "": anonymous, sortable
         cursor = page.next_cursor
         if cursor is None:
             break
@@ -610,7 +647,8 @@ def _stats(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     biggest = sorted(biggest, reverse=True)[:10]
     m = store.metrics()
     out = {"sessions": sessions, "rows": rows, "bytes": nbytes,
-           "largest": [{"user_id": u, "session_id": s, "rows": r, "bytes": b} for b, r, u, s in biggest], "metrics": m}
+           "largest": [{"user_id": u or None, "session_id": s, "rows": r, "bytes": b} for b, r, u, s in biggest],
+           "metrics": m}
     text = (f"sessions {sessions}\nrows     {rows}\nbytes    {nbytes}\n\nlargest sessions\n"
             + table([[u or "-", s, r, b] for b, r, u, s in biggest], ["USER", "SESSION", "ROWS", "BYTES"])
             + "\n\nmetrics (this process)\n" + table(metric_rows(m), ["METRIC", "VALUE"])
@@ -630,13 +668,14 @@ def _exists(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
 def _truncate(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     confirm(args, f"delete every row of `{store.database_name}`.`{store.table_name}`, every session of every user")
     n = store.truncate_all_sessions()
-    _out(args, {"removed": n}, f"removed {n} rows")
+    _out(args, {"removed": n}, f"removed {n} rows of sessions (and every catalog and history row)")
     return 0
 
 
 def _forget_user(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
-    confirm(args, f"remove every session of user {args.user!r}")
-    n = store.forget_user(_user(args.user))
+    user = _user(args.user)
+    confirm(args, f"remove every session of {_who(args.user)}")
+    n = store.forget_user(user)
     _out(args, {"removed": n}, f"removed {n} rows")
     return 0
 

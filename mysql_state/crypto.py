@@ -63,6 +63,21 @@ def is_sealed(text: Any) -> bool:
     return isinstance(text, str) and text.startswith(PREFIX)
 
 
+def _shown(kid: str) -> str:
+    """A key id as a message may show it: quoted when it is short and plainly an id, else only
+    its length (a key given where an id goes must not reach a message or a log line)."""
+    if len(kid) <= 16 and kid.isprintable() and not any(c in kid for c in "+/=:"):
+        return repr(kid)
+    return f"({len(kid)} characters, not shown: it may hold a key)"
+
+
+def _bad_id(n: int, kid: object) -> str:
+    """Why key id number ``n`` of a ring is refused (:func:`_shown`)."""
+    if not isinstance(kid, str):
+        return f"key id {n} must be a str matching {_KEY_ID.pattern}, got {type(kid).__name__}"
+    return f"key id {n} {_shown(kid)} must match {_KEY_ID.pattern}"
+
+
 class Keyring:
     """Key ids to 32-byte AES-256 keys; ``current`` is the one new writes use.
 
@@ -78,12 +93,12 @@ class Keyring:
         if not isinstance(keys, Mapping) or not keys:
             raise ValueError("keys must be a non-empty mapping of key id to a 32-byte key")
         checked: dict[str, bytes] = {}
-        for kid, key in keys.items():
+        for n, (kid, key) in enumerate(keys.items(), 1):
             if not isinstance(kid, str) or not _KEY_ID.fullmatch(kid):
-                raise ValueError(f"key id {kid!r} must match {_KEY_ID.pattern}")
+                raise ValueError(_bad_id(n, kid))
             if not isinstance(key, (bytes, bytearray)) or len(key) != KEY_BYTES:
                 size = len(key) if isinstance(key, (bytes, bytearray)) else type(key).__name__
-                raise ValueError(f"key {kid!r} must be {KEY_BYTES} bytes (AES-256), got {size}")
+                raise ValueError(f"key {n} (id {_shown(kid)}) must be {KEY_BYTES} bytes (AES-256), got {size}")
             checked[kid] = bytes(key)
         if current not in checked:
             raise ValueError(f"current key id {current!r} is not one of the ring's keys {sorted(checked)}")
@@ -104,15 +119,18 @@ class Keyring:
             raise ValueError(f"environment variable {name} is empty or not set (expected \"k2=<base64>,k1=<base64>\")")
         keys: dict[str, bytes] = {}
         order: list[str] = []
-        for part in spec.split(","):
+        for n, part in enumerate(spec.split(","), 1):
             kid, sep, b64 = part.strip().partition("=")
             if not sep or not kid:
-                raise ValueError(f"{name}: each entry must be <key id>=<base64 key>; got an entry without '=' "
-                                 f"(key id {kid[:20]!r})")
+                raise ValueError(f"{name}: entry {n} has no key id and '=' (each entry must be <key id>=<base64 key>, "
+                                 "e.g. k1=<base64>; the entry is not shown: it may hold a key)")
+            if not _KEY_ID.fullmatch(kid) or not b64.strip("="):
+                why = _bad_id(n, kid) if not _KEY_ID.fullmatch(kid) else f"entry {n} has no key after its id {_shown(kid)}"
+                raise ValueError(f"{name}: {why} (each entry is <key id>=<base64 key>, e.g. k1=<base64>)")
             try:
                 keys[kid] = base64.b64decode(b64 + "=" * (-len(b64) % 4), validate=True)
             except (binascii.Error, ValueError):
-                raise ValueError(f"{name}: the key of {kid!r} is not valid base64") from None
+                raise ValueError(f"{name}: the key of {_shown(kid)} is not valid base64") from None
             order.append(kid)
         return cls(keys, current=order[0])
 

@@ -22,6 +22,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from typing import Optional
@@ -217,18 +218,25 @@ def server_url() -> str:
     return _CACHE["url"]
 
 
-def main() -> None:
-    """``python -m mysql_state.server``: start a throwaway server and print its URL."""
+def main(argv: Optional[list] = None) -> None:
+    """``python -m mysql_state.server``: start a throwaway server, print its URL, and keep it
+    until interrupted (Ctrl-C) or terminated (SIGTERM, a plain ``kill``); either way the server
+    stops and its temporary data is removed."""
+    import argparse
+
+    argparse.ArgumentParser(
+        prog="python -m mysql_state.server",
+        description="Start a throwaway MySQL-compatible server (MYSQL_URL if set, else a private mariadbd/mysqld "
+                    "in a temporary datadir), print its mysql:// URL on stdout, and keep it until Ctrl-C or "
+                    "SIGTERM; the server and its data are removed then.").parse_args(argv)
+    # SIGTERM as SystemExit: the atexit hooks (LocalServer.stop) run, so no orphan server is left
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     url = server_url()
     print(url, flush=True)
     try:
         signal.pause()
     except KeyboardInterrupt:
         pass
-
-
-if __name__ == "__main__":
-    main()
 
 
 # ---- the embedded default server of the command line (`mysql-state server start`) -----------
@@ -301,3 +309,7 @@ class DefaultServer(LocalServer):
         with contextlib.suppress(OSError):
             os.remove(os.path.join(self.base, "url"))
         return True
+
+
+if __name__ == "__main__":
+    main()

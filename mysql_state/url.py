@@ -18,6 +18,7 @@ shows a URL with ``***`` in place of the password.
 
 from __future__ import annotations
 
+import re
 import select
 import ssl
 from dataclasses import dataclass, field
@@ -86,9 +87,25 @@ def redact(url: str) -> str:
     return f"{scheme}{sep}{user}:***{rest[at:]}"
 
 
-def scrub(text: str, url: Optional[str]) -> str:
-    """``text`` with the URL's password (raw, percent-decoded) replaced by ``***``: a last
-    line of defence for messages from code that is not ours (the CLI uses it)."""
+#: The credentials of any URL in a text (``scheme://user:password@``): what :func:`scrub` masks.
+_CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*:)[^\s@]*@")
+#: A password at least this long is masked wherever it appears in a text; a shorter one only
+#: where it stands alone (not inside a word: a one-letter password must not garble every word).
+_MASK_ANYWHERE = 8
+
+
+def scrub(text: str, url: Optional[str] = None) -> str:
+    """``text`` with the password of every URL in it (``scheme://user:***@``) and the password of
+    ``url`` (raw and percent-decoded, wherever it appears; one shorter than 8 characters where it
+    stands alone) replaced by ``***``: a last line of defence for messages from code that is not
+    ours (the CLI passes every message through it).
+
+    >>> scrub("invalid choice: 'mysql://app:s3cr3t@db:3306/x'")
+    "invalid choice: 'mysql://app:***@db:3306/x'"
+    >>> scrub("no session 'nope' (password e)", "mysql://op:e@db/x")
+    "no session 'nope' (password ***)"
+    """
+    text = _CREDENTIALS.sub(r"\1***@", text)
     if not url or not isinstance(url, str):
         return text
     _, sep, rest = url.partition("://")
@@ -97,8 +114,10 @@ def scrub(text: str, url: Optional[str]) -> str:
         return text
     raw = rest[:at].partition(":")[2]
     for secret in sorted({raw, unquote(raw)}, key=len, reverse=True):
-        if secret:
+        if len(secret) >= _MASK_ANYWHERE:
             text = text.replace(secret, "***")
+        elif secret:
+            text = re.sub(r"(?<![A-Za-z0-9])" + re.escape(secret) + r"(?![A-Za-z0-9])", "***", text)
     return text
 
 

@@ -290,3 +290,147 @@ def test_a_missing_table_is_named_with_its_create_statement_and_made_by_create(u
             raw.close()
     finally:
         admin.close()
+
+
+# ---- an unlucky operator (a review of 2026-12-06): secrets, empty arguments, the anonymous user --
+
+
+def _password_user(url: str, database: str, name: str, password: str) -> str:
+    """A server account with a password on ``database``; its URL."""
+    from urllib.parse import quote
+
+    admin = connect(url)
+    try:
+        with admin.cursor() as cur:
+            cur.execute(f"CREATE USER IF NOT EXISTS '{name}'@'%%' IDENTIFIED BY %s", (password,))
+            cur.execute(f"CREATE USER IF NOT EXISTS '{name}'@'localhost' IDENTIFIED BY %s", (password,))
+            for host in ("%", "localhost"):
+                cur.execute(f"GRANT ALL ON `{database}`.* TO '{name}'@'{host}'")
+    finally:
+        admin.close()
+    rest = url.split("://", 1)[1].split("@", 1)[1]
+    return f"mysql://{name}:{quote(password, safe='')}@{rest.split('/')[0]}/{database}"
+
+
+def test_no_password_in_a_usage_error_even_where_argparse_echoes_the_url(url, database, store):
+    secret_url = _password_user(url, database, "op_cli", "S3cretPw!x")
+    runs = [("sessions", "--uri=" + secret_url), (secret_url, "sessions"), ("-url", secret_url, "sessions")]
+    for argv in runs:
+        done = subprocess.run([sys.executable, "-m", "mysql_state", *argv], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert "S3cretPw" not in done.stderr + done.stdout and "***" in done.stderr, done.stderr
+
+
+def test_a_one_letter_password_is_masked_where_it_stands_alone_not_in_every_word(url, database, store):
+    short_url = _password_user(url, database, "op_short", "e")
+    done = subprocess.run([sys.executable, "-m", "mysql_state", "--url", short_url, "get", "carol", "nope"],
+                          capture_output=True, text=True, timeout=60)
+    one_line_error(done, 1, "no session 'nope' of user 'carol'")  # words whole: 'session', 'user', 'nope'
+
+
+def test_stats_with_an_anonymous_session_as_large_as_a_named_one(store, url, database):
+    store.save_list(None, "b3", "m", [{"i": i} for i in range(3)])
+    store.save_list("alice", "b3", "m", [{"i": i} for i in range(3)])  # the same rows and bytes: a tie
+    done = cli(url, database, "stats", "--json")
+    assert done.returncode == 0, done.stderr
+    largest = orjson.loads(done.stdout)["largest"]
+    assert sorted((x["user_id"] or "-", x["session_id"]) for x in largest) == [("-", "b3"), ("alice", "b3")]
+    assert cli(url, database, "stats").returncode == 0
+
+
+def test_an_empty_url_database_or_table_is_refused_before_anything_is_done(store, raw, url, database):
+    """`--url "$TARGET" truncate --yes` with TARGET unset must not truncate what MYSQL_URL names."""
+    import os
+
+    store.save("alice", "chat-1", "k", 1)
+    before = raw.all_rows()
+    env = dict(os.environ, MYSQL_URL=f"{url.rstrip('/')}/{database}")
+    for argv in (("--url", "", "truncate", "--yes"), ("truncate", "--yes", "--url"),
+                 ("--database", "", "truncate", "--yes"), ("--table", " ", "truncate", "--yes")):
+        done = subprocess.run([sys.executable, "-m", "mysql_state", *argv], capture_output=True, text=True,
+                              timeout=60, env=env)
+        one_line_error(done, 2, "is empty")
+    assert raw.all_rows() == before
+
+
+def test_a_blank_user_is_refused_and_the_anonymous_user_is_named_as_such(store, raw, url, database):
+    store.save(None, "anon-1", "k", 1)
+    store.save("alice", "chat-1", "k", 1)
+    before = raw.all_rows()
+    for argv in (("forget-user", "", "--yes"), ("forget-user", " ", "--yes"), ("sessions", "--user", ""),
+                 ("prune", "--older-than", "1s", "--user", "", "--yes"), ("get", "", "anon-1", "k")):
+        one_line_error(cli(url, database, *argv), 2, "is blank", "'-' for the anonymous user")
+    assert raw.all_rows() == before
+    refused = cli(url, database, "forget-user", "-")
+    one_line_error(refused, 2, "the anonymous user", "--yes")
+    assert cli(url, database, "forget-user", "-", "--yes").returncode == 0
+    assert not store.exists(None, "anon-1") and store.exists("alice", "chat-1")
+
+
+def test_history_pages_and_not_found_from_the_shell(url, database, raw):
+    from mysql_state import MysqlAgentStateStore
+
+    with MysqlAgentStateStore.from_url(url, database_name=database, keep_history=True) as h:
+        h.save_list("alice", "chat-1", "memory", [{"i": i} for i in range(6)])
+        h.save_list("alice", "chat-1", "memory", [])  # the 6 items archived
+    lines = lambda done: [orjson.loads(x.split("  ", 1)[1])["i"] for x in done.stdout.splitlines()]  # noqa: E731
+    assert lines(cli(url, database, "get", "alice", "chat-1", "memory", "--history")) == [0, 1, 2, 3, 4, 5]
+    assert lines(cli(url, database, "get", "alice", "chat-1", "memory", "--history", "--offset", "2", "--limit", "3")) == [2, 3, 4]
+    assert lines(cli(url, database, "get", "alice", "chat-1", "memory", "--history", "--tail", "2")) == [4, 5]
+    one_line_error(cli(url, database, "get", "alice", "nope", "memory", "--history"), 1, "no session 'nope'")
+    one_line_error(cli(url, database, "list-length", "alice", "chat-1", "nope"), 1, "has no key 'nope'")
+    assert cli(url, database, "list-length", "alice", "chat-1", "memory").stdout.strip() == "0"  # there, empty
+
+
+def test_sessions_of_one_user_as_json_and_the_other_form_s_options_refused(store, url, database):
+    store.save("alice", "chat-2", "k", 1)
+    store.save("alice", "chat-1", "k", 1)
+    assert orjson.loads(cli(url, database, "sessions", "alice", "--json").stdout) == ["chat-1", "chat-2"]
+    one_line_error(cli(url, database, "sessions", "alice", "--limit", "1"), 2, "--limit")
+
+
+def test_no_progress_bar_without_a_terminal(store, raw, url, database):
+    store.save_list("alice", "chat-1", "memory", [1, 2, 3])
+    exported = cli(url, database, "export")
+    assert exported.returncode == 0 and exported.stderr == "" and exported.stdout.count("\n") == len(raw.all_rows())
+    pruned = cli(url, database, "prune", "--older-than", "30d", "--dry-run", "--json")
+    assert pruned.returncode == 0 and pruned.stderr == "" and orjson.loads(pruned.stdout)["dry_run"] is True
+
+
+def test_the_throwaway_server_goes_away_on_a_plain_kill():
+    """`python -m mysql_state.server`, then SIGTERM (not Ctrl-C): its mariadbd stops and its
+    temporary data is removed (no orphan server)."""
+    import os
+    import signal
+    import time
+
+    from mysql_state.server import find_binary
+
+    if find_binary("mariadbd", "mysqld") is None:
+        import pytest
+
+        pytest.skip("needs a mariadbd/mysqld binary (make test installs one)")
+    env = {k: v for k, v in os.environ.items() if k != "MYSQL_URL"}
+    proc = subprocess.Popen([sys.executable, "-m", "mysql_state.server"], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        url = proc.stdout.readline().strip()
+        port = int(url.rsplit(":", 1)[1].strip("/"))
+        con = connect(url)
+        with con.cursor() as cur:
+            cur.execute("SELECT @@datadir, @@pid_file")
+            datadir, _ = cur.fetchone()
+        con.close()
+        assert os.path.isdir(datadir)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0
+        deadline = time.monotonic() + 30
+        while os.path.exists(datadir) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not os.path.exists(datadir)
+        import socket
+
+        with socket.socket() as s:  # nothing listens on its port any more
+            assert s.connect_ex(("127.0.0.1", port)) != 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()

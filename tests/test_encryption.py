@@ -193,7 +193,7 @@ def test_rotation_loses_nothing_beside_writers_on_the_old_ring(open_store, raw):
 
 
 def test_keyring_rules_and_no_key_in_any_message(monkeypatch):
-    with pytest.raises(ValueError, match="'k1' must be 32 bytes"):
+    with pytest.raises(ValueError, match=r"\(id 'k1'\) must be 32 bytes"):
         Keyring({"k1": b"short"}, current="k1")
     with pytest.raises(ValueError, match="current key id 'k9'"):
         Keyring({"k1": K1}, current="k9")
@@ -205,6 +205,20 @@ def test_keyring_rules_and_no_key_in_any_message(monkeypatch):
     with pytest.raises(ValueError) as err:
         Keyring.from_env()
     assert "16" in str(err.value) and base64.b64encode(b"x" * 16).decode() not in str(err.value)
+
+
+@pytest.mark.parametrize("spec", ["{k}", "k1:{k}", "{k_bare}", "k1={k},{k_bare}", "k1={k},k2:{k}"])
+def test_a_malformed_keys_variable_never_shows_a_key(monkeypatch, spec):
+    """MYSQL_STATE_KEYS with the id forgotten (the key alone, with or without its padding), a
+    ':' for the '=', or a key where an id goes: refused, and no part of any key in the message."""
+    for key in (K1, K2, bytes(range(32)), b"\xfb" * 32):  # the last two: base64 with and without '+' and '/'
+        k = base64.b64encode(key).decode()
+        monkeypatch.setenv("MYSQL_STATE_KEYS", spec.format(k=k, k_bare=k.rstrip("=")))
+        with pytest.raises(ValueError) as err:
+            Keyring.from_env()
+        message = str(err.value)
+        assert "MYSQL_STATE_KEYS" in message and "<key id>=<base64 key>" in message
+        assert not any(k[i:i + 8] in message for i in range(len(k) - 8)), message
 
 
 def test_forget_user_removes_every_row_of_that_user_only(url, database, store, raw):
