@@ -563,7 +563,7 @@ def _prune(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
         bar.end()
     verb = "would delete" if args.dry_run else "deleted"
     _out(args, {"sessions": report.sessions, "rows": report.rows, "dry_run": args.dry_run},
-         f"{verb} {report.sessions} sessions ({report.rows} rows, history included, and their catalog rows)")
+         f"{verb} {report.sessions} sessions ({report.rows} rows) and their catalog rows")
     return 0
 
 

@@ -154,18 +154,25 @@ def session_batches(ctx: Ctx, size: int = 500) -> Iterator[list[str]]:
             yield packed
 
 
-_STEPS: list[tuple[str, str, Callable[[Ctx], bool], Callable[[Ctx], None]]] = [
-    ("0001_exact_key_collation", sql.MAKE_KEYS_EXACT, _need_exact, _do_exact),
-    ("0002_version_column", sql.ADD_VERSION_COLUMN + "; " + sql.BACKFILL_VERSION, _need_version, _do_version),
-    ("0003_activity_index", sql.ADD_ACTIVITY_INDEX, _need_index, _do_index),
-    ("0004_session_catalog", sql.REBUILD_CATALOG, _need_catalog, _do_catalog),
+def _version_sql(ctx: Ctx) -> str:
+    """What :func:`_do_version` runs on this table: the column only where it is missing."""
+    return (sql.BACKFILL_VERSION if "version" in _columns(ctx)
+            else sql.ADD_VERSION_COLUMN + "; " + sql.BACKFILL_VERSION)
+
+
+_STEPS: list[tuple[str, Callable[[Ctx], str], Callable[[Ctx], bool], Callable[[Ctx], None]]] = [
+    ("0001_exact_key_collation", lambda ctx: sql.MAKE_KEYS_EXACT, _need_exact, _do_exact),
+    ("0002_version_column", _version_sql, _need_version, _do_version),
+    ("0003_activity_index", lambda ctx: sql.ADD_ACTIVITY_INDEX, _need_index, _do_index),
+    ("0004_session_catalog", lambda ctx: sql.REBUILD_CATALOG, _need_catalog, _do_catalog),
 ]
 STEPS = [name for name, *_ in _STEPS]
 
 
 def pending(ctx: Ctx) -> list[MigrationStep]:
-    """The steps the table still needs, in order, with their SQL rendered for it."""
-    return [MigrationStep(name, ctx.q(text)) for name, text, need, _ in _STEPS if need(ctx)]
+    """The steps the table still needs, in order, with the SQL each would run on it (a step
+    that is half done shows only what is left: a version column already there is not added)."""
+    return [MigrationStep(name, ctx.q(text(ctx))) for name, text, need, _ in _STEPS if need(ctx)]
 
 
 def migrate(ctx: Ctx, dry_run: bool) -> list[MigrationStep]:

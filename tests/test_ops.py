@@ -332,6 +332,21 @@ def test_java_table_migrates_and_the_doctor_passes(url, database):
         store.close()
 
 
+def test_a_migrate_dry_run_shows_only_what_it_would_run(store, raw):
+    """The Java store writing rows (version 0) into a table that has the version column: the
+    dry run names the backfill only (not an ALTER the table does not need, which would fail if
+    run by hand), and migrate runs just that."""
+    store.save("alice", "s", "k", 1)
+    raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+                " VALUES ('alice:j', 'summary', 0, '\"s\"', 0)")
+    plan = {p.name: p.sql for p in store.migrate(dry_run=True)}  # and the new session's catalog row
+    assert set(plan) == {"0002_version_column", "0004_session_catalog"}
+    assert "ALTER" not in plan["0002_version_column"].upper() and "UPDATE" in plan["0002_version_column"].upper()
+    assert {p.name for p in store.migrate()} == set(plan)
+    assert raw.query("SELECT version FROM {t} WHERE session_id = 'alice:j'") == [(1,)]
+    assert store.migrate(dry_run=True) == []
+
+
 def test_doctor_finds_and_fixes(store, raw):
     store.save_list("u", "s", "m", [1, 2, 3])
     store.save_list("u", "s", "n", [1, 2])
@@ -380,6 +395,32 @@ def test_prometheus_names(store):
 # ---- the command line ------------------------------------------------------------------------
 
 
+def with_terminal_stderr(argv: list) -> subprocess.CompletedProcess:
+    """Run ``argv`` with stderr on a pseudo-terminal (where a progress bar is drawn), stdout piped."""
+    import os
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, text=True, timeout=120)
+        os.close(slave)
+        slave = -1
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the terminal's other end is closed and drained
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        if slave >= 0:
+            os.close(slave)
+        os.close(master)
+    return subprocess.CompletedProcess(argv, proc.returncode, proc.stdout, b"".join(chunks).decode(errors="replace"))
+
+
 def cli(url: str, database: str, *args: str, stdin: str | None = None, env: dict | None = None
         ) -> subprocess.CompletedProcess:
     """The command as a subprocess; the global options after the command (they may go either side)."""
@@ -423,8 +464,9 @@ def test_cli_prune_export_import_doctor_migrate_stats(store, raw, url, database)
     dry = cli(url, database, "prune", "--older-than", "30d", "--dry-run")
     assert dry.returncode == 0 and "would delete 2 sessions (6 rows)" in dry.stdout and len(raw.rows()) == 12
     assert cli(url, database, "prune", "--older-than", "30d").returncode == 2  # needs --yes
-    done = cli(url, database, "prune", "--older-than", "30d", "--yes")
-    assert done.returncode == 0 and "deleted 2 sessions" in done.stdout and "2/2" in done.stderr
+    done = with_terminal_stderr([sys.executable, "-m", "mysql_state", "prune", "--older-than", "30d", "--yes",
+                                 "--url", url, "--database", database])
+    assert done.returncode == 0 and "deleted 2 sessions" in done.stdout and "2/2" in done.stderr  # progress drawn
     assert store.list_session_ids("u") == {"s2", "s3"}
     exported = cli(url, database, "export")
     assert exported.returncode == 0 and len(exported.stdout.splitlines()) == len(raw.all_rows())
