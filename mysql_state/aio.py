@@ -39,7 +39,7 @@ from .pool import DEFAULT_POOL_SIZE, Stats
 from .locks import SessionLock
 from .store import MysqlAgentStateStore
 
-__all__ = ["AsyncMysqlAgentStateStore", "AsyncSessionLock", "OPERATIONS", "mirror"]
+__all__ = ["AsyncMysqlAgentStateStore", "AsyncSessionLock", "ATTRIBUTES", "OPERATIONS", "mirror", "mirror_attribute"]
 
 T = TypeVar("T")
 
@@ -79,6 +79,9 @@ OPERATIONS = (
     "doctor",
     "metrics",
 )
+#: The sync store's attributes (docs/api.md), each read through here from the wrapped store.
+ATTRIBUTES = ("database_name", "table_name", "exact_keys", "max_allowed_packet", "keep_history", "encryption",
+              "pool_size", "supports_versioning")
 #: Lines of an export fetched per worker-thread hop (the sync export reads 1000 rows a chunk).
 EXPORT_LINES_PER_HOP = 1000
 
@@ -103,6 +106,13 @@ def mirror(method: Callable[..., T]) -> Callable[..., Any]:
                          f"The sync method's documentation (its examples call the sync store):\n\n"
                          f"{inspect.getdoc(method) or ''}")
     return coroutine
+
+
+def mirror_attribute(name: str) -> property:
+    """A read-only property giving the wrapped sync store's attribute ``name`` (a plain read,
+    no thread hop: the attributes are set when the store opens)."""
+    return property(lambda self: getattr(self.sync, name),
+                    doc=f"The sync store's ``{name}`` (:class:`MysqlAgentStateStore`).")
 
 
 class AsyncMysqlAgentStateStore:
@@ -217,6 +227,17 @@ class AsyncMysqlAgentStateStore:
     migrate = mirror(MysqlAgentStateStore.migrate)
     doctor = mirror(MysqlAgentStateStore.doctor)
     metrics = mirror(MysqlAgentStateStore.metrics)
+
+    # ---- the attributes: read from the sync store (see mirror_attribute) ----------------------
+
+    database_name = mirror_attribute("database_name")
+    table_name = mirror_attribute("table_name")
+    exact_keys = mirror_attribute("exact_keys")
+    max_allowed_packet = mirror_attribute("max_allowed_packet")
+    keep_history = mirror_attribute("keep_history")
+    encryption = mirror_attribute("encryption")
+    pool_size = mirror_attribute("pool_size")
+    supports_versioning = mirror_attribute("supports_versioning")
 
     async def export(self, user_id: Any = ALL_USERS, sessions: Optional[Sequence[str]] = None) -> AsyncIterator[str]:
         """``async for line in store.export(...)``: the lines of

@@ -118,15 +118,17 @@ def append_lists(t: Table, user_id: Optional[str], session_id: str, appends: Any
     for name, m in (("appends", appends), ("at", at), ("values", values)):
         if (m is not None or name == "appends") and not isinstance(m, Mapping):
             raise TypeError(f"{name} must be a mapping of key to {name}, got {type(m).__name__}")
-    prepared = [prepare_append(t, user_id, session_id, k, items) for k, items in appends.items()]
+    prepared = [prepare_append(t, user_id, session_id, k, items, f"appends[{k!r}]") for k, items in appends.items()]
     value_rows = [encode_value(t, user_id, session_id, k, v) for k, v in (values or {}).items()]
     both = {k for _, k, _ in prepared} & {k for _, k, _ in value_rows}
     if both:
         raise ValueError(f"keys {sorted(both)} are given both as a list to append to and as a value")
     want = dict(at or {})
     for k, v in want.items():
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        if isinstance(v, bool) or not isinstance(v, int):
             raise TypeError(f"at[{k!r}] must be a list's length (an int >= 0), got {v!r}")
+        if v < 0:
+            raise ValueError(f"at[{k!r}] must be a list's length (an int >= 0), got {v!r}")
     unknown = set(want) - {k for _, k, _ in prepared}
     if unknown:
         raise ValueError(f"at names keys {sorted(unknown)} that are not appended to")
@@ -202,18 +204,20 @@ def encode_value(t: Table, user_id: Optional[str], session_id: str, key: str, va
 
 
 def prepare_list(t: Table, user_id: Optional[str], session_id: str, key: str,
-                 values: Any) -> tuple[str, str, Sequence[Any], bytes]:
-    """A list save checked and encoded: (packed session id, key, the items, the list's JSON)."""
+                 values: Any, parameter: str = "values") -> tuple[str, str, Sequence[Any], bytes]:
+    """A list save checked and encoded: (packed session id, key, the items, the list's JSON);
+    ``parameter`` names the items in an error (``lists['memory']`` for ``save_many``)."""
     sid, k = key_ids(t, user_id, session_id, key, is_list=True)
-    values = serde.check_sequence(values, "values")
+    values = serde.check_sequence(values, parameter)
     return sid, k, values, serde.encode_list(values, k)
 
 
 def prepare_append(t: Table, user_id: Optional[str], session_id: str, key: str,
-                   items: Any) -> tuple[str, str, list[bytes]]:
-    """An append checked and encoded: (packed session id, key, the new items' JSON)."""
+                   items: Any, parameter: str = "items") -> tuple[str, str, list[bytes]]:
+    """An append checked and encoded: (packed session id, key, the new items' JSON);
+    ``parameter`` names the items in an error (``appends['memory']`` for ``append_lists``)."""
     sid, k = key_ids(t, user_id, session_id, key, is_list=True)
-    datas = serde.encode_items(serde.check_sequence(items, "items"), k)
+    datas = serde.encode_items(serde.check_sequence(items, parameter), k)
     for i, d in enumerate(datas):
         check_size(t, d, f"new item {i} of list {k!r}")
     return sid, k, datas

@@ -156,9 +156,12 @@ def encode_items(values: Iterable[Any], key: str, start: int = 0, *, check: bool
 
 def check_sequence(values: Any, parameter: str) -> Sequence[Any]:
     """A list's items as a sequence; a mapping, str or bytes is refused (it would store its
-    keys or characters), naming the parameter."""
+    keys or characters), and a set (its order is not the caller's), naming the parameter."""
     if type(values) is list or type(values) is tuple:  # the usual case, without the ABC checks
         return values
+    if isinstance(values, (set, frozenset)):
+        raise TypeError(f"{parameter} must be a list (or another sequence) of items, got {type(values).__name__}, "
+                        "which has no order: give sorted(...) or a list")
     if isinstance(values, (Mapping, str, bytes, bytearray, memoryview)) or not isinstance(values, Iterable):
         raise TypeError(
             f"{parameter} must be a list (or another sequence) of items, got "

@@ -46,17 +46,18 @@ def delete_keys(cur: Any, t: Table, sid: str, ks: Sequence[str], *, touch: bool 
     archived history) in the caller's transaction; returns the rows deleted (values, items
     and hash rows; history not counted).
 
-    Then the session's catalog row is touched (its activity moves), or, with ``touch`` false
-    (maintenance: a sweep, a prune), left as it is; with the session's last row it goes."""
+    Then the session's catalog row is touched (its activity moves) when a row went, or, with
+    ``touch`` false (maintenance: a sweep, a prune), left as it is; a delete of keys that are
+    not there writes nothing (it is no activity); with the session's last row it goes."""
     s = t.statements
-    removed = 0
+    removed = archived = 0
     for k in ks:
         hk = keys.hash_key(k)
         cur.execute(s["LOCK_HASH_ROW"], (sid, hk))  # waits for a list writer
         removed += cur.execute(s["DELETE_KEY"], (sid, k, hk))
-        history.drop(cur, t, sid, k)  # the key's archived items go with it
+        archived += history.drop(cur, t, sid, k)  # the key's archived items go with it
     if exists(cur, t, sid):
-        if touch:
+        if touch and (removed or archived):
             cur.execute(s["CATALOG_TOUCH"], (sid,))  # as touch() does
     else:  # the last key: the session goes whole (history of keys no longer there too)
         cur.execute(s["CATALOG_DELETE"], (sid,))

@@ -129,6 +129,8 @@ class MysqlAgentStateStore:
         self.database_name = keys.identifier(database_name, "database name", keys.DEFAULT_DATABASE)
         self.table_name = keys.identifier(table_name, "table name", keys.DEFAULT_TABLE)
         check_int("snapshot_bytes", snapshot_bytes, 0)
+        args.flag(create_if_not_exist, "create_if_not_exist")
+        args.flag(keep_history, "keep_history")
         if encryption is not None and not isinstance(encryption, Keyring):
             raise TypeError(f"encryption must be a mysql_state.Keyring, got {type(encryption).__name__}")
         sealer = sealer_for(encryption, self.table_name)
@@ -185,6 +187,9 @@ class MysqlAgentStateStore:
         False
         """
         check_int("snapshot_bytes", snapshot_bytes, 0)
+        keys.identifier(database_name, "database name", keys.DEFAULT_DATABASE)  # before any pool is made
+        args.flag(create_if_not_exist, "create_if_not_exist")
+        args.flag(keep_history, "keep_history")
         parts, url_database = wiring.from_url(
             url, replica_urls, pool_size=pool_size, pool_timeout=pool_timeout, connect_timeout=connect_timeout,
             read_timeout=read_timeout, write_timeout=write_timeout, retries=retries, session_wait=session_wait,
@@ -280,6 +285,7 @@ class MysqlAgentStateStore:
         """
         t = self.table
         sid, _ = args.ids(t, user_id, session_id)
+        args.flag(versioned, "versioned")
         if not isinstance(prefix, str):
             raise TypeError(f"prefix must be a str, got {type(prefix).__name__}: {prefix!r}")
         found = self._db.run(lambda cur: value_engine.prefix_values(cur, t, sid, prefix), "get_prefix", write=False,
@@ -344,9 +350,10 @@ class MysqlAgentStateStore:
         self._saved(w, plan)
         return w, plan
 
-    def _list_write(self, user_id, session_id, key, items, expected: Optional[int] = None) -> ListWrite:
+    def _list_write(self, user_id, session_id, key, items, expected: Optional[int] = None,
+                    parameter: str = "values") -> ListWrite:
         """A list save checked and encoded, with this process's snapshot of the list."""
-        sid, k, items, blob = args.prepare_list(self.table, user_id, session_id, key, items)
+        sid, k, items, blob = args.prepare_list(self.table, user_id, session_id, key, items, parameter)
         m, ck = self._memory, (sid, k)
         return ListWrite(sid, k, items, blob, m.snapshots.get(ck), expected=expected, damaged=ck in m.damaged,
                          hint=m.hints.get(ck), missed=m.missed.get(ck) is not None)
@@ -370,7 +377,8 @@ class MysqlAgentStateStore:
         (2, {'memory': 1, 'plan': 1})
         """
         value_map, list_map, expected = args.save_many(values, lists, expected_versions)
-        writes = [self._list_write(user_id, session_id, k, v, expected.get(k)) for k, v in sorted(list_map.items())]
+        writes = [self._list_write(user_id, session_id, k, v, expected.get(k), f"lists[{k!r}]")
+                  for k, v in sorted(list_map.items())]
         t, sid = self.table, keys.pack(user_id, session_id)
         prepared = [args.prepare_value(t, user_id, session_id, k, v) for k, v in sorted(value_map.items())]
         if not writes and not prepared:
@@ -530,6 +538,7 @@ class MysqlAgentStateStore:
         """
         t = self.table
         sid, value_keys, list_keys = args.many_keys(t, user_id, session_id, values, lists)
+        args.flag(versioned, "versioned")
         if not value_keys and not list_keys:
             return {}
         seen: dict[str, Any] = {}
@@ -845,6 +854,9 @@ class MysqlAgentStateStore:
         (2, {'step': 1})
         0
         """
+        if isinstance(lines, (str, bytes)):  # iterating it would give characters, not lines
+            raise TypeError(f"lines must be an iterable of export lines (a list, a file), got one "
+                            f"{type(lines).__name__}: give text.splitlines() or [line]")
         n = transfer.import_rows(self._db, self.table, lines, on_conflict, progress)
         self._forget()
         return n
@@ -864,7 +876,7 @@ class MysqlAgentStateStore:
         if user_id is not ALL_USERS:
             keys.user_prefix(user_id)
         when = retention.cutoff(self._db.run, older_than)
-        report = retention.prune(self._db, self.table, user_id, when, bool(dry_run), batch, progress)
+        report = retention.prune(self._db, self.table, user_id, when, args.flag(dry_run, "dry_run"), batch, progress)
         if not dry_run and report.sessions:
             self._forget()
         return report
@@ -876,7 +888,7 @@ class MysqlAgentStateStore:
         >>> store.migrate()  # a table made by this version needs nothing
         []
         """
-        steps = migrations.migrate(migrations.Ctx(self._db, self.table), bool(dry_run))
+        steps = migrations.migrate(migrations.Ctx(self._db, self.table), args.flag(dry_run, "dry_run"))
         if steps and not dry_run:
             self._refresh_schema("migrate")
         return steps
@@ -888,7 +900,7 @@ class MysqlAgentStateStore:
         >>> store.doctor()
         []
         """
-        problems = migrations.doctor(migrations.Ctx(self._db, self.table, self._forget), bool(fix))
+        problems = migrations.doctor(migrations.Ctx(self._db, self.table, self._forget), args.flag(fix, "fix"))
         if fix:
             self._forget()
             self._refresh_schema("doctor")

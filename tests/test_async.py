@@ -71,6 +71,21 @@ def test_every_sync_operation_has_a_coroutine_with_the_same_signature():
     assert from_url == inspect.signature(MysqlAgentStateStore.from_url).parameters
 
 
+def test_every_documented_store_attribute_reads_the_same_on_the_twin(astore, store):
+    """The store's attributes (docs/api.md) are there on the async store too, each the sync
+    store's; the list of them covers every public property and attribute of the sync store."""
+    from mysql_state.aio import ATTRIBUTES
+
+    properties = {n for n, v in vars(MysqlAgentStateStore).items() if isinstance(v, property) and not n.startswith("_")}
+    assert properties - {"stats"} <= set(ATTRIBUTES)  # stats: its own property on the twin
+    for name in ATTRIBUTES:
+        assert getattr(astore, name) == getattr(astore.sync, name), name
+        if name != "pool_size":  # the twin here was opened with pool_size=4, `store` with the default
+            assert getattr(astore, name) == getattr(store, name), name
+    assert astore.pool_size == 4 and (astore.database_name, astore.table_name) == (store.database_name, "agentscope_sessions")
+    assert astore.supports_versioning is True and astore.encryption is None
+
+
 def test_results_are_of_the_sync_methods_types(astore, store):
     """Each awaited result has the type the sync method returns (awaitable of the same type)."""
     async def go():

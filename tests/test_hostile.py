@@ -215,6 +215,59 @@ def test_bad_options_are_refused_naming_the_option(url, option, bad, error):
         MysqlAgentStateStore.from_url(url, **{option: bad})
 
 
+@pytest.mark.parametrize("option, bad", [
+    ("create_if_not_exist", "no"), ("create_if_not_exist", 1), ("keep_history", "false"), ("database_name", 123),
+])
+def test_on_off_options_must_be_bools_and_names_strs(url, option, bad):
+    """A review of 2026-12-06: "no" and "false" are truthy, so judged by truthiness they switched
+    the option on (create_if_not_exist="no" made the database); now refused, naming it."""
+    with pytest.raises(TypeError, match=option.replace("_name", " name")):
+        MysqlAgentStateStore.from_url(url, **{option: bad})
+
+
+def test_on_off_arguments_of_calls_must_be_bools_and_nothing_is_done(store, raw):
+    store.save_list("u", "s", "m", [1, 2])
+    raw.execute("UPDATE {t} SET state_data = '[9]' WHERE session_id = 'u:s' AND state_key = 'm' AND item_index = 1")
+    before = raw.all_rows()
+    calls = {"fix": lambda: store.doctor(fix="false"), "dry_run": lambda: store.migrate(dry_run=0),
+             "versioned": lambda: store.get_many("u", "s", values=["m"], versioned="no"),
+             "dry_run ": lambda: store.prune(__import__("datetime").timedelta(days=1), dry_run=None)}
+    for name, call in calls.items():
+        with pytest.raises(TypeError, match=name.strip()):
+            call()
+    assert raw.all_rows() == before  # the doctor repaired nothing
+
+
+def test_unordered_items_and_misnamed_containers_are_refused_naming_the_key(store, raw):
+    before = raw.all_rows()
+    with pytest.raises(TypeError, match="values .*set.*no order"):
+        store.save_list("u", "s", "m", {3, 1, 2})
+    with pytest.raises(TypeError, match=r"items .*frozenset"):
+        store.append_list("u", "s", "m", frozenset({1}))
+    with pytest.raises(TypeError, match=r"lists\['L'\]"):
+        store.save_many("u", "s", lists={"L": "abc"})
+    with pytest.raises(TypeError, match=r"appends\['L'\]"):
+        store.append_lists("u", "s", {"L": "abc"})
+    with pytest.raises(ValueError, match=r"at\['L'\] must be a list's length"):
+        store.append_lists("u", "s", {"L": [1]}, at={"L": -1})
+    with pytest.raises(TypeError, match="lines must be an iterable of export lines"):
+        store.import_rows('{"session_id": "u:s"}')
+    assert raw.all_rows() == before
+
+
+def test_deleting_a_key_that_is_not_there_is_no_activity(store, raw):
+    """A delete that removes nothing writes nothing: the session's catalog row (its version and
+    activity time, which prune reads) stays as it was."""
+    store.save("u", "s", "k", 1)
+    catalog = lambda: raw.query("SELECT version, updated_at FROM {t} WHERE session_id = '__catalog__' AND state_key = 'u:s'")  # noqa: E731
+    before, rows = catalog(), raw.all_rows()
+    store.delete("u", "s", "absent")
+    store.delete_keys("u", "s", ["absent", "also-absent"])
+    assert catalog() == before and raw.all_rows() == rows
+    store.delete("u", "s", "k")  # the session's last key: the session and its catalog row go
+    assert catalog() == [] and not store.exists("u", "s")
+
+
 def test_missing_keys_are_refused_before_any_connection(store, raw):
     before = store.stats.transactions
     calls = {
