@@ -20,6 +20,7 @@ from .crypto import is_sealed
 from .table import Table
 from .errors import (
     PACKET_TOO_LARGE,
+    CorruptStateError,
     ServerUnavailableError,
     SessionExistsError,
     SessionNotFoundError,
@@ -224,6 +225,10 @@ def import_rows(db: Any, t: Table, lines: Iterable[Any], on_conflict: str,
         raise ValueError(f"on_conflict must be 'skip' or 'replace', got {on_conflict!r}")
     q, max_bytes = t.q, t.max_allowed_packet // 2
     state = {"started": False}
+    # With a keyring, every sealed row must open where it lands: a row is bound to its table,
+    # session, key and index, so rows sealed for another table (a restore under another table
+    # name) or under a key not in the ring are refused before anything is written.
+    opens = t.sealer.open if t.sealer.encrypted else None
 
     def tx(cur: Any) -> int:
         if state["started"]:  # the transaction was lost with the connection: the lines are spent
@@ -232,7 +237,7 @@ def import_rows(db: Any, t: Table, lines: Iterable[Any], on_conflict: str,
         cur.execute(sql.MAX_ALLOWED_PACKET)
         packet = int(cur.fetchone()[0])
         state["started"] = True
-        return _import(cur, q, lines, on_conflict, min(max_bytes, packet // 2), packet, progress)
+        return _import(cur, q, lines, on_conflict, min(max_bytes, packet // 2), packet, progress, opens)
 
     return db.run(tx, "import_rows", write=True, lock_retry=False, session=None)  # many sessions
 
@@ -256,7 +261,8 @@ class _KeyRows:
 
 
 def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict: str, max_bytes: int,
-            packet: int, progress: Optional[Callable[[int], None]]) -> int:
+            packet: int, progress: Optional[Callable[[int], None]],
+            opens: Optional[Callable[[str, str, int, str], bytes]] = None) -> int:
     head = q(sql.IMPORT_INSERT_HEAD)
     fixed = len(head) + len(sql.IMPORT_ON_REPLACE) + 64
     written = seen = 0
@@ -289,6 +295,13 @@ def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict
         if not text.strip():
             continue
         row = parse(text, number)
+        if opens is not None and keys.is_packed(row[0]) and is_sealed(row[3]):
+            try:
+                opens(row[0], row[1], row[2], row[3])
+            except CorruptStateError as exc:
+                raise ValueError(f"import: line {number} is a sealed row that does not open in this table "
+                                 f"(`{q('{t}')}`): it was sealed for another table, place or key ({exc}); "
+                                 "nothing was imported") from exc
         cost = sum(sql.escaped_size(str(v).encode("utf-8")) for v in row) + sql.ROW_OVERHEAD
         if cost + fixed > packet:
             raise ValueTooLargeError(f"import: line {number}: the row ({row[0][:40]!r}, {row[1][:40]!r}, {row[2]}) "

@@ -314,3 +314,25 @@ def test_a_long_list_under_two_keys_reads_back_and_a_bad_row_is_named(open_store
                 s.get_list("alice", "c1", "m", **window)
             assert (err.value.session_id, err.value.key, err.value.index, err.value.key_id) == ("alice:c1", "m", 170, "k2")
             assert SECRET not in str(err.value)
+
+
+def test_an_encrypted_backup_restored_under_another_table_name_is_refused_whole(url, database, open_store, raw):
+    """Rows are sealed for their table, session, key and index: imported into a table of another
+    name they would not open. With the keyring the import checks each sealed row where it lands
+    and refuses the whole import (nothing written); into a table of the same name it restores."""
+    s = open_store(ring("k1"))
+    s.save_list("alice", "c1", "m", [{"text": SECRET}] * 3)
+    s.save("alice", "c1", "v", {"text": SECRET})
+    backup = list(s.export("alice"))
+    other = MysqlAgentStateStore.from_url(url, database_name=database, table_name="elsewhere",
+                                          create_if_not_exist=True, encryption=ring("k1"))
+    try:
+        with pytest.raises(ValueError, match="sealed row that does not open in this table") as err:
+            other.import_rows(backup)
+        assert SECRET not in str(err.value)
+        assert raw.query(f"SELECT COUNT(*) FROM `{database}`.`elsewhere`") == [(0,)]
+    finally:
+        other.close()
+    s.truncate_all_sessions()
+    assert s.import_rows(backup) == len(backup)
+    assert s.get_list("alice", "c1", "m") == [{"text": SECRET}] * 3 and s.get("alice", "c1", "v") == {"text": SECRET}
