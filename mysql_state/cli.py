@@ -23,7 +23,8 @@ does. A destructive command (deleting a whole session, ``prune``, ``truncate``,
 ``forget-user``, ``import --on-conflict replace``) asks on a terminal and needs ``--yes``
 otherwise (exit 2, nothing deleted); deleting one key is an ordinary write and does not ask.
 
-``--url``, ``--database``, ``--table`` and ``--json`` go before or after the command; ``-`` as
+``--url``, ``--database``, ``--table``, ``--json``, ``--create`` and ``--keep-history`` go
+before or after the command; ``-`` as
 a user means anonymous sessions. ``python -m mysql_state`` is the same command. Errors are one
 line on stderr and a non-zero exit (1: not found, 2: refused or failed), never a traceback.
 """
@@ -46,7 +47,7 @@ from .store import MysqlAgentStateStore
 from .url import scrub
 
 GLOBAL_VALUED = ("--url", "--database", "--table")
-GLOBAL_FLAGS = ("--json", "--create")
+GLOBAL_FLAGS = ("--json", "--create", "--keep-history")
 KEYS_ENV = "MYSQL_STATE_KEYS"
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -180,6 +181,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--create", action="store_true",
                    help="create the database and table when missing (create_if_not_exist=True): a new server, "
                         "a restore into a fresh database")
+    p.add_argument("--keep-history", action="store_true",
+                   help="archive what a shrinking save-list drops (keep_history=True), as the application's "
+                        "store does when it keeps history; `get --history` reads it")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sv = _command(sub, "server", None)
     sv.add_argument("action", choices=["start", "stop", "status"])
@@ -298,7 +302,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # Encrypted sessions read with the ring of MYSQL_STATE_KEYS (reencrypt needs it).
         args.ring = Keyring.from_env() if os.environ.get(KEYS_ENV) or args.canonical == "reencrypt" else None
         with MysqlAgentStateStore.from_url(url, args.database, args.table, embedded or args.create, pool_size=1,
-                                           encryption=args.ring) as store:
+                                           encryption=args.ring, keep_history=args.keep_history) as store:
             return args.run(store, args)
     except SchemaNotFoundError as exc:
         _err(_one_line(f"the {exc.missing} {exc.name} does not exist; nothing was done. Give --create to make it "

@@ -115,7 +115,7 @@ def test_bad_input_names_the_rule_and_writes_nothing(store, raw):
     table = raw.query("SELECT * FROM {t} ORDER BY session_id, state_key, item_index")
     with pytest.raises(ValueError, match=r"keys \['a'\] are given both"):
         store.append_lists("u", "s", {"a": [2]}, values={"a": 1})
-    with pytest.raises(TypeError, match=r"at\['a'\] must be a list's length .* got -1"):
+    with pytest.raises(ValueError, match=r"at\['a'\] must be a list's length .* got -1"):
         store.append_lists("u", "s", {"a": [2]}, at={"a": -1})
     with pytest.raises(ValueError, match=r"at names keys \['b'\]"):
         store.append_lists("u", "s", {"a": [2]}, at={"b": 0})

@@ -434,3 +434,16 @@ def test_the_throwaway_server_goes_away_on_a_plain_kill():
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_an_operator_s_save_list_archives_what_it_drops_with_keep_history(store, url, database):
+    """The application keeps history (keep_history=True): an operator's shrinking save-list
+    archives the items it drops when given --keep-history (before or after the command), and
+    without it archives nothing, as a store opened without keep_history."""
+    store.save_list("carol", "chat-2", "memory", [{"i": i} for i in range(6)])
+    assert cli(url, database, "save-list", "carol", "chat-2", "memory", '[{"i": 0}, {"i": 1}]').returncode == 0
+    assert store.get_history("carol", "chat-2", "memory") == []
+    done = cli(url, database, "save-list", "carol", "chat-2", "memory", '[{"i": 0}]', "--keep-history")
+    assert done.returncode == 0, done.stderr
+    assert [h.value for h in store.get_history("carol", "chat-2", "memory")] == [{"i": 1}]
+    assert store.get_list("carol", "chat-2", "memory") == [{"i": 0}]
