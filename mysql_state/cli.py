@@ -158,7 +158,10 @@ COMMAND_HELP = {
 def _command(sub: Any, name: str, run: Any, spec: Optional[tuple] = None, usage: Optional[str] = None) -> argparse.ArgumentParser:
     aliases, what = COMMAND_HELP[name]
     text = what + (f" (aliases: {', '.join(aliases)})" if aliases else "")
-    c = sub.add_parser(name, aliases=list(aliases), help=text, description=text[0].upper() + text[1:] + ".",
+    c = sub.add_parser(name, aliases=list(aliases), help=what,  # the list shows the aliases beside the name
+                       description=text[0].upper() + text[1:] + ".",
+                       epilog="Every command also takes the global options (mysql-state --help): --url, --database, "
+                              "--table, --json, --create, --keep-history.",
                        usage=None if usage is None else f"mysql-state {name} {usage}")
     c.set_defaults(run=run, canonical=name, spec=spec, cmd=c)
     if spec is not None:  # USER SESSION ..., or --user U SESSION ...
@@ -171,9 +174,19 @@ def _yes(c: argparse.ArgumentParser) -> None:
     c.add_argument("--yes", action="store_true", help="do it without asking (needed when there is no terminal to ask on)")
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mysql-state")
+    except PackageNotFoundError:  # run from a checkout that is not installed
+        return "(not installed)"
+
+
 def _parser() -> argparse.ArgumentParser:
     p = Parser(prog="mysql-state", description="Inspect and maintain agent state stored by mysql-state: one "
                "command per API call of MysqlAgentStateStore.")
+    p.add_argument("--version", action="version", version=f"mysql-state {_version()}")
     p.add_argument("--url", help="mysql://user:pw@host:port/database (default: $MYSQL_URL, else the default server)")
     p.add_argument("--database", help="database name (wins over the URL's path)")
     p.add_argument("--table", help="table name (default agentscope_sessions)")

@@ -175,8 +175,9 @@ def test_one_command_per_operation_old_names_are_listed_aliases(store, url, data
 
     store.save_list("alice", "chat-1", "memory", [{"i": i} for i in range(3)])
     top = " ".join(cli(url, database, "--help").stdout.split())
-    for alias_text in ("aliases: show, get-list", "aliases: length", "aliases: rm"):
+    for alias_text in ("get (show, get-list)", "list-length (length)", "delete (rm)"):  # once, beside the name
         assert alias_text in top
+    assert "aliases:" not in top
     for name, (aliases, what) in COMMAND_HELP.items():
         for spelled in (name, *aliases):
             helped = cli(url, database, spelled, "--help")
@@ -387,6 +388,11 @@ def test_sessions_of_one_user_as_json_and_the_other_form_s_options_refused(store
     store.save("alice", "chat-1", "k", 1)
     assert orjson.loads(cli(url, database, "sessions", "alice", "--json").stdout) == ["chat-1", "chat-2"]
     one_line_error(cli(url, database, "sessions", "alice", "--limit", "1"), 2, "--limit")
+
+
+def test_version():
+    done = subprocess.run([sys.executable, "-m", "mysql_state", "--version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("mysql-state ")
 
 
 def test_no_progress_bar_without_a_terminal(store, raw, url, database):
