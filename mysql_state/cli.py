@@ -314,10 +314,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         # Encrypted sessions read with the ring of MYSQL_STATE_KEYS (reencrypt needs it).
         args.ring = Keyring.from_env() if os.environ.get(KEYS_ENV) or args.canonical == "reencrypt" else None
-        # The embedded server's own database and table are made; one named by --database or
-        # --table is made only with --create (a typo must not make a new, empty one).
-        create = args.create or (embedded and args.database is None and args.table is None)
-        with MysqlAgentStateStore.from_url(url, args.database, args.table, create, pool_size=1,
+        with MysqlAgentStateStore.from_url(url, args.database, args.table, embedded or args.create, pool_size=1,
                                            encryption=args.ring, keep_history=args.keep_history) as store:
             return args.run(store, args)
     except SchemaNotFoundError as exc:

@@ -233,9 +233,6 @@ def test_a_newcomer_on_the_embedded_default_server(tmp_path):
         assert orjson.loads(run("sessions", "--json").stdout) == {"items": [], "next_cursor": None}
         assert run("save", "alice", "chat-1", "k", "1").returncode == 0
         assert run("sessions", "alice").stdout.split() == ["chat-1"]
-        typo = run("sessions", "--database", "agentscop")  # a database it did not make: not made silently
-        assert typo.returncode == 2 and "does not exist" in typo.stderr and "--create" in typo.stderr
-        assert run("sessions", "--database", "agentscop", "--create").returncode == 0
     finally:
         run("server", "stop")
         shutil.rmtree(cache, ignore_errors=True)
