@@ -77,6 +77,17 @@ def _user(value: Optional[str]) -> Optional[str]:
     return value
 
 
+def _span(span: dt.timedelta) -> str:
+    """A duration as a person reads it: ``30 days``, ``12:00:00``.
+
+    >>> _span(dt.timedelta(days=30)), _span(dt.timedelta(days=1)), _span(dt.timedelta(hours=12))
+    ('30 days', '1 day', '12:00:00')
+    """
+    if span.seconds == 0 and span.microseconds == 0 and span.days:
+        return f"{span.days} day{'' if span.days == 1 else 's'}"
+    return str(span)
+
+
 def _who(value: Optional[str]) -> str:
     """A USER argument as a confirmation names it."""
     return "the anonymous user" if value == "-" else f"user {value!r}"
@@ -251,8 +262,9 @@ def _parser() -> argparse.ArgumentParser:
 def _bind(args: argparse.Namespace) -> None:
     """Name the positionals of ``USER SESSION ...`` (or ``--user U SESSION ...``) by the command's spec."""
     pos = list(args.target)
-    what = " ".join(n.rstrip("?*").upper() for n in args.spec)
-    if args.user is None:
+    what = " ".join(n.rstrip("?*").upper() if not n.endswith("?") else f"[{n[:-1].upper()}]" for n in args.spec)
+    by_option = args.user is not None
+    if not by_option:
         if not pos:
             args.cmd.error(f"give USER {what} (or --user U {what})")
         args.user = pos.pop(0)
@@ -266,7 +278,7 @@ def _bind(args: argparse.Namespace) -> None:
         elif pos:
             setattr(args, base, pos.pop(0))
         else:
-            args.cmd.error(f"missing {base.upper()}: give {'--user U ' if args.user else 'USER '}{what}")
+            args.cmd.error(f"missing {base.upper()}: give {'--user U ' if by_option else 'USER '}{what}")
     if pos:
         args.cmd.error(f"unexpected {' '.join(map(repr, pos))}")
 
@@ -499,7 +511,7 @@ def _save_list(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     if not isinstance(values, list):
         raise ValueError(f"save-list takes a JSON array, got {args.value!r}")
     store.save_list(_user(args.user), args.session, args.key, values)
-    _out(args, {"saved": len(values)}, f"saved {len(values)} items at {args.key!r}")
+    _out(args, {"saved": len(values)}, f"saved {len(values)} item{'' if len(values) == 1 else 's'} at {args.key!r}")
     return 0
 
 
@@ -572,7 +584,7 @@ def _prune(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     user = ALL_USERS if args.user is None else _user(args.user)
     if not args.dry_run:
         whose = "" if args.user is None else f" of {_who(args.user)}"
-        confirm(args, f"delete every session{whose} with no write for {args.older_than}")
+        confirm(args, f"delete every session{whose} with no write for {_span(args.older_than)}")
     bar = Bar("would prune" if args.dry_run else "pruning", args.json)
     try:
         report = store.prune(args.older_than, user_id=user, dry_run=args.dry_run, batch=args.batch, progress=bar)
