@@ -195,6 +195,9 @@ class MysqlStateWarning(UserWarning):
 CONNECTION_ERRNOS = frozenset({0, 1053, 1927, 2002, 2003, 2006, 2013, 2055, 4031})
 #: Error numbers that mean "could not connect at all" (nothing was sent).
 CONNECT_ERRNOS = frozenset({2002, 2003})
+#: Error numbers of a connection that could not be opened (refused, unreachable, lost or timed
+#: out during the handshake): nothing of a call was sent on it, so the next host may be tried.
+OPEN_ERRNOS = CONNECT_ERRNOS | {2006, 2013}
 #: The server answers but cannot serve: 1047 (ER_UNKNOWN_COM_ERROR) is what a Galera node
 #: without quorum answers ("WSREP has not yet prepared node for application use"). The
 #: node is unavailable (not a query bug): the store moves on to the next host.

@@ -30,6 +30,7 @@ from . import sql
 from .errors import (
     CONNECT_ERRNOS,
     CONNECTION_ERRNOS,
+    OPEN_ERRNOS,
     RETRYABLE_LOCK_ERRNOS,
     UNAVAILABLE_ERRNOS,
     DUPLICATE_KEY,
@@ -332,10 +333,14 @@ class Connector:
                             errno,
                         ) from exc
                     timed_out = isinstance(exc.__context__, TimeoutError)
-                    if unready or (lost and not timed_out and errno in CONNECT_ERRNOS):
+                    # A host that stopped answering (frozen: no reply within read_timeout) with
+                    # nothing committed: the next host of the list, without another round
+                    # (each try on a frozen host costs read_timeout); alone, the error.
+                    frozen = lost and timed_out and way.has_next
+                    if unready or frozen or (lost and not timed_out and errno in CONNECT_ERRNOS):
                         # This host does not answer: the next one of the list (the same one,
                         # after a back-off, when it is the only one).
-                        if way.failed():
+                        if way.failed(reround=not frozen):
                             self.stats.reconnects += 1
                             if way.host is not host:
                                 self._checkin(pool, con, True)
@@ -361,8 +366,9 @@ class Connector:
     def _open(self, way: "_Failover", write: bool, what: str) -> tuple[Host, Any, Any]:
         """A pooled connection to the first host of ``way`` that answers (host, pool, conn).
 
-        A host whose connection cannot be made is marked down and the next one tried; when
-        none is left, the last host's ServerUnavailableError is raised.
+        A host whose connection cannot be made (refused, or lost or timed out during the
+        handshake: a host that accepts but does not answer) is marked down and the next one
+        tried; when none is left, the last host's ServerUnavailableError is raised.
         """
         while True:
             host = way.host
@@ -372,7 +378,7 @@ class Connector:
             try:
                 return host, pool, self._checkout(pool, what)
             except ServerUnavailableError as exc:
-                if exc.errno not in CONNECT_ERRNOS or not way.failed(reround=False):
+                if exc.errno not in OPEN_ERRNOS or not way.failed(reround=False):
                     raise
 
     @contextlib.contextmanager
@@ -446,6 +452,11 @@ class _Failover:
     @property
     def host(self) -> Optional[Host]:
         return self.order[self.at] if self.at < len(self.order) else None
+
+    @property
+    def has_next(self) -> bool:
+        """Whether a host of this round is left after the current one."""
+        return self.at + 1 < len(self.order)
 
     def failed(self, reround: bool = True) -> bool:
         """The current host did not answer: mark it down and move to the next one; after a

@@ -400,6 +400,14 @@ class Connection(pymysql.connections.Connection):
 
     def connect(self, sock: Any = None) -> None:
         failure: Optional[ssl.SSLError] = None
+        # The handshake is part of connecting: pymysql waits for the server's greeting (and
+        # for authentication) with the read timeout, so a host that accepts connections but
+        # does not answer (frozen, paused) held a new connection for read_timeout, not
+        # connect_timeout. Both timeouts are the connect one until connected.
+        timeouts = (self._read_timeout, self._write_timeout)
+        bound = min(t for t in (self.connect_timeout, *timeouts) if t) if self.connect_timeout else None
+        if bound:
+            self._read_timeout = self._write_timeout = bound
         try:
             super().connect(sock)
         except pymysql.err.OperationalError as exc:
@@ -407,6 +415,8 @@ class Connection(pymysql.connections.Connection):
             failure = found if isinstance(found, ssl.SSLError) else None
             if failure is None:
                 raise
+        finally:
+            self._read_timeout, self._write_timeout = timeouts  # pymysql sets the socket's on the next read
         if failure is not None:  # re-raised outside the except: chained to the TLS error only
             exc2 = pymysql.err.OperationalError(
                 CR_SSL_CONNECTION_ERROR,

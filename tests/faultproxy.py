@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from typing import Optional
 
 
@@ -22,6 +23,9 @@ class FaultProxy:
         self.listener.listen(64)
         self.port = self.listener.getsockname()[1]
         self.cut_on_commit: Optional[str] = None  # None | "before" | "after"
+        #: While set, nothing is forwarded either way: a host that froze (SIGSTOP, a VM paused)
+        #: with its connections open, and that accepts new ones but never greets them.
+        self.frozen = False
         self.commits_cut = 0
         self.cuts = 0
         self._pairs: list[tuple[socket.socket, socket.socket]] = []
@@ -57,6 +61,7 @@ class FaultProxy:
                 data = client.recv(65536)
                 if not data:
                     break
+                self._hold()
                 buf += data
                 out = b""
                 while len(buf) >= 4:
@@ -86,6 +91,7 @@ class FaultProxy:
                 data = server.recv(65536)
                 if not data:
                     break
+                self._hold()
                 if state["swallow_reply"]:
                     self._close(pair)
                     return
@@ -93,6 +99,11 @@ class FaultProxy:
         except OSError:
             pass
         self._close(pair)
+
+    def _hold(self) -> None:
+        """Wait while the proxy is frozen (what arrived meanwhile is forwarded after)."""
+        while self.frozen and not self._closed:
+            time.sleep(0.01)
 
     def _close(self, pair) -> None:
         for s in pair:

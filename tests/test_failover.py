@@ -35,3 +35,55 @@ def test_a_read_only_setup_whose_commit_is_cut_opens_the_store(proxy, store, dat
             opened.save("u", "s", "k", 2)
     assert raw.query("SELECT state_data FROM {t} WHERE session_id = 'u:s' AND state_key = 'k'") == \
         [("1" if when == "before" else "2",)]
+
+
+# ---- a host that stops answering (frozen: SIGSTOP, a paused VM), first in the host list ------------
+
+
+def _listed(proxy, url: str) -> str:
+    """A host list URL: the proxy first, the real server second (the same data behind both)."""
+    kwargs, _ = parse_url(url)
+    user = kwargs["user"] + (f":{kwargs['password']}" if kwargs["password"] else "")
+    return f"mysql://{user}@127.0.0.1:{proxy.port},{kwargs.get('host', '127.0.0.1')}:{kwargs.get('port', 3306)}/"
+
+
+def test_a_new_store_skips_a_first_host_that_accepts_but_never_answers(proxy, url, store, database, raw):
+    """The handshake is bounded by connect_timeout (pymysql waited for the greeting with
+    read_timeout), and a host whose handshake times out is left for the next one."""
+    import time
+
+    proxy.frozen = True
+    started = time.monotonic()
+    with MysqlAgentStateStore.from_url(_listed(proxy, url), database_name=database, connect_timeout=1,
+                                       read_timeout=20) as listed:
+        listed.save("u", "s", "k", 1)
+        assert listed.get("u", "s", "k") == 1
+    assert time.monotonic() - started < 10  # not read_timeout (20 s) per connection
+    assert raw.query("SELECT state_data FROM {t} WHERE session_id = 'u:s' AND state_key = 'k'") == [("1",)]
+
+
+def test_a_host_that_freezes_under_a_running_store_is_left_for_the_next_with_nothing_lost_or_doubled(
+        proxy, url, store, database, raw):
+    """Connected through the first host, which then stops answering: the next call waits
+    read_timeout, then goes on on the second host (nothing was committed on the first); later
+    calls go there at once. A one-packet write (an append and its COMMIT) caught in the freeze
+    raises CommitUnknownError as documented; a read or a locked write goes on."""
+    import time
+
+    with MysqlAgentStateStore.from_url(_listed(proxy, url), database_name=database, connect_timeout=1,
+                                       read_timeout=2, pool_size=2) as listed:
+        listed.save_list("u", "s", "log", [0, 1])
+        assert listed.get_list("u", "s", "log") == [0, 1]
+        proxy.frozen = True
+        started = time.monotonic()
+        assert listed.get_list("u", "s", "log") == [0, 1]  # a read: the next host, after read_timeout
+        assert time.monotonic() - started < 6
+        started = time.monotonic()
+        listed.save("u", "s", "v", {"n": 1})  # the host is marked down: straight to the next
+        listed.append_list("u", "s", "log", [2])
+        assert time.monotonic() - started < 2
+        assert listed.get_list("u", "s", "log") == [0, 1, 2] and listed.get("u", "s", "v") == {"n": 1}
+        assert listed.stats.reconnects >= 1
+    proxy.frozen = False
+    rows = raw.query("SELECT item_index, state_data FROM {t} WHERE session_id = 'u:s' AND state_key = 'log' ORDER BY item_index")
+    assert rows == [(0, "0"), (1, "1"), (2, "2")]  # each item once
