@@ -127,6 +127,9 @@ class Keyring:
             if not _KEY_ID.fullmatch(kid) or not b64.strip("="):
                 why = _bad_id(n, kid) if not _KEY_ID.fullmatch(kid) else f"entry {n} has no key after its id {_shown(kid)}"
                 raise ValueError(f"{name}: {why} (each entry is <key id>=<base64 key>, e.g. k1=<base64>)")
+            if kid in keys:  # a dict would keep the last: the ring's current key could change silently
+                raise ValueError(f"{name}: key id {_shown(kid)} is given twice (entries {order.index(kid) + 1} "
+                                 f"and {n}); each id names one key")
             try:
                 keys[kid] = base64.b64decode(b64 + "=" * (-len(b64) % 4), validate=True)
             except (binascii.Error, ValueError):

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 import select
 import ssl
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Optional
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -28,7 +29,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import pymysql
 from pymysql.constants import CLIENT
 
-from .errors import SSL_CONNECTION_ERROR as CR_SSL_CONNECTION_ERROR, tls_failure
+from .errors import SSL_CONNECTION_ERROR as CR_SSL_CONNECTION_ERROR, MysqlStateWarning, tls_failure
 
 __all__ = [
     "SSL_MODES",
@@ -163,6 +164,9 @@ def ssl_context(tls: TlsOptions) -> Optional[ssl.SSLContext]:
 
     PREFERRED and REQUIRED verify nothing (as the MySQL client); VERIFY_* verify the chain
     against ``ssl-ca`` or, without one, the system trust store; VERIFY_IDENTITY also the host.
+    An ``ssl-ca`` given with PREFERRED or REQUIRED is still read (a file that cannot be read
+    is the same ValueError) and, as the MySQL client does, a warning says that nothing is
+    verified with it.
     """
     if tls.mode == DISABLED:
         return None
@@ -183,6 +187,15 @@ def ssl_context(tls: TlsOptions) -> Optional[ssl.SSLContext]:
     else:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
+        if tls.ca:
+            try:
+                ctx.load_verify_locations(cafile=tls.ca)  # read, so a bad path is found now; not used
+            except (OSError, ValueError) as exc:
+                problem = f"ssl-ca {tls.ca!r} could not be loaded ({type(exc).__name__}: {exc.args[-1] if exc.args else ''})"
+            else:
+                warnings.warn(f"ssl-ca is given with ssl-mode={tls.mode}: no verification of the server's "
+                              "certificate is done (as the MySQL client warns); use ssl-mode=VERIFY_CA or "
+                              "VERIFY_IDENTITY to verify it", MysqlStateWarning, stacklevel=4)
     if problem is None and tls.cert:
         try:
             ctx.load_cert_chain(tls.cert, tls.key)

@@ -207,6 +207,14 @@ def test_keyring_rules_and_no_key_in_any_message(monkeypatch):
     assert "16" in str(err.value) and base64.b64encode(b"x" * 16).decode() not in str(err.value)
 
 
+def test_a_key_id_given_twice_is_refused(monkeypatch):
+    a, b = base64.b64encode(K1).decode(), base64.b64encode(K2).decode()
+    monkeypatch.setenv("MYSQL_STATE_KEYS", f"k1={a},k1={b}")
+    with pytest.raises(ValueError, match="key id 'k1' is given twice") as err:
+        Keyring.from_env()
+    assert a not in str(err.value) and b not in str(err.value)
+
+
 @pytest.mark.parametrize("spec", ["{k}", "k1:{k}", "{k_bare}", "k1={k},{k_bare}", "k1={k},k2:{k}"])
 def test_a_malformed_keys_variable_never_shows_a_key(monkeypatch, spec):
     """MYSQL_STATE_KEYS with the id forgotten (the key alone, with or without its padding), a

@@ -18,6 +18,7 @@ from mysql_state import (
     AsyncMysqlAgentStateStore,
     MysqlAgentStateStore,
     MysqlStateError,
+    MysqlStateWarning,
     ServerUnavailableError,
     TlsError,
     TlsVerificationError,
@@ -93,6 +94,18 @@ def test_required_encrypts_without_verifying(tls, query):
     with open_store(tls.url(query=query)) as store:
         roundtrip(store)
         assert cipher(store)
+
+
+@pytest.mark.parametrize("mode", ["REQUIRED", "PREFERRED"])
+def test_a_ca_with_a_mode_that_does_not_verify_is_read_and_warned_about(tls, mode):
+    """As the MySQL client: ssl-ca with REQUIRED or PREFERRED verifies nothing, and says so; a
+    CA file that cannot be read is a ValueError in every mode, before any connection."""
+    with pytest.warns(MysqlStateWarning, match="no verification of the server's certificate"):
+        with open_store(tls.url(query=f"ssl-mode={mode}&ssl-ca={tls.certs.other_ca}")) as store:
+            roundtrip(store)
+            assert cipher(store)
+    with pytest.raises(ValueError, match="ssl-ca .*could not be loaded"):
+        open_store(tls.url(query=f"ssl-mode={mode}&ssl-ca=/nonexistent/ca.pem"))
 
 
 def test_no_option_is_preferred_and_encrypts_when_offered(tls):
