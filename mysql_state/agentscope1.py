@@ -9,7 +9,11 @@ environment with 2.x: both are imported as ``agentscope``).
   list, one row per message, so a save writes only the messages that changed.
 * :class:`MysqlMemory` is AgentScope's ``InMemoryMemory`` (same semantics, it *is* one) that
   writes every change through to the store: ``add`` appends rows, a mark update rewrites only
-  the messages it touched, and a new process picks the memory up where it was.
+  the messages it touched, and a new process picks the memory up where it was. Every call
+  reads the stored memory first (only the rows added since this object's last read travel),
+  and a change is written as a compare-and-set on the list's version, done again on what is
+  stored now when another writer came first: two objects or processes on one memory lose
+  nothing of each other's, as with AgentScope's SQL memory.
 
 A turn of a real agent (``model`` is any AgentScope 1.x chat model; the test gives an offline
 one that answers "hello"); its memory is written through, one row per message:
@@ -29,7 +33,7 @@ one that answers "hello"); its memory is written through, one row per message:
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Awaitable, Callable, Optional, TypeVar
 
 try:
     from agentscope.memory import InMemoryMemory
@@ -42,7 +46,12 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from .aio import AsyncMysqlAgentStateStore
+from .errors import StaleStateError
 from .store import MysqlAgentStateStore
+
+T = TypeVar("T")
+#: Times a change is applied again on the stored memory when another writer came first.
+CHANGE_ATTEMPTS = 8
 
 __all__ = ["MysqlSession", "MysqlMemory", "SESSION_KEY"]
 
@@ -70,7 +79,8 @@ def _is_memory(d: Any) -> bool:
 class MysqlSession(SessionBase):
     """AgentScope 1.x session state in MySQL, with ``JSONSession``'s behaviour.
 
-    ``save_session_state`` replaces what was saved for the session by the modules passed now;
+    ``save_session_state`` replaces what was saved for the session by the modules passed now,
+    in one transaction (a state that cannot be stored leaves the saved one as it was);
     ``load_session_state`` loads the saved modules that are passed (strict, as JSONSession),
     and raises ``ValueError`` for a missing session when ``allow_not_exist`` is False.
 
@@ -89,7 +99,11 @@ class MysqlSession(SessionBase):
         self.key = key
 
     def _list_key(self, path: tuple[str, ...]) -> str:
-        return ".".join((self.key, *path))
+        """The list key of the memory at ``path`` (module name, then state dict keys): the parts
+        joined by ``.``, each with ``%`` and ``.`` percent-encoded, so that a module named
+        ``"a.b"`` and the memory ``b`` inside module ``a`` get two keys (names without either
+        character keep the keys they always had)."""
+        return ".".join((self.key, *(p.replace("%", "%25").replace(".", "%2E") for p in path)))
 
     async def save_session_state(self, session_id: str, user_id: str = "", **state_modules_mapping: StateModule) -> None:
         """Save the modules' ``state_dict()``; memories go to lists, written incrementally.
@@ -113,12 +127,16 @@ class MysqlSession(SessionBase):
             return obj
 
         states = {name: lift(module.state_dict(), (name,)) for name, module in state_modules_mapping.items()}
-        previous = await self.store.get(uid, session_id, self.key)
-        for key, items in lists.items():
-            await self.store.save_list(uid, session_id, key, items)
-        await self.store.save(uid, session_id, self.key, {"states": states, "lists": sorted(lists)})
-        for gone in set((previous or {}).get("lists", ())) - set(lists):
-            await self.store.delete(uid, session_id, gone)
+
+        def save(tx: Any) -> None:  # one transaction: the whole state, or (an error) nothing of it
+            previous = tx.get(uid, session_id, self.key)
+            for key, items in lists.items():
+                tx.save_list(uid, session_id, key, items)
+            tx.save(uid, session_id, self.key, {"states": states, "lists": sorted(lists)})
+            for gone in set((previous or {}).get("lists", ())) - set(lists):
+                tx.delete(uid, session_id, gone)
+
+        await self.store.transaction(save)
 
     async def load_session_state(
         self,
@@ -163,7 +181,13 @@ class MysqlMemory(InMemoryMemory):
 
     The list at ``key`` holds ``[msg.to_dict(), marks]`` per message (the layout of
     ``InMemoryMemory.state_dict()``); the compressed summary is the value ``key + ".summary"``.
-    The stored memory is read on first use, so a new process continues the conversation.
+    Every call reads the stored memory (one statement; only the rows added since this
+    object's last read travel), so a new process, or another object on the same session,
+    continues the conversation as it is stored. A change is applied to what is stored and
+    written as a compare-and-set on the list's version; when another writer came first it is
+    applied again to what that writer left (at most ``CHANGE_ATTEMPTS`` times, then
+    :class:`~mysql_state.StaleStateError`). A change that fails (a message that cannot be
+    stored) leaves the memory as it was: nothing of it stays behind to block the next one.
 
     >>> memory = MysqlMemory(store, user_id="alice", session_id="memory-1")
     >>> asyncio.run(memory.add(Msg("alice", "hi", "user")))
@@ -186,6 +210,8 @@ class MysqlMemory(InMemoryMemory):
         self.session_id = session_id
         self.key = key
         self._loaded = False
+        self._version = 0  # the stored list's version when last read or written (0: none)
+        self._pending_content = False  # content set by load_state_dict, not written yet
         self._pending_summary = False
         self.last_plan = None  # what the last write did (kind, rows written), for callers and tests
 
@@ -196,16 +222,53 @@ class MysqlMemory(InMemoryMemory):
     # ---- store I/O ---------------------------------------------------------------------------
 
     async def _load(self) -> None:
-        if self._loaded:
+        """The stored memory and summary, with the list's version (0: none stored), in one
+        statement; not while this object holds content not written yet (``load_state_dict``):
+        that content is what the next write stores."""
+        if self._pending_content:
             return
-        rows = await self.store.get_list(self.user_id, self.session_id, self.key)
-        summary = await self.store.get(self.user_id, self.session_id, self.summary_key, default="")
-        InMemoryMemory.load_state_dict(self, {"content": rows, "_compressed_summary": summary}, strict=False)
+        found = await self.store.get_many(self.user_id, self.session_id, values=[self.summary_key],
+                                          lists=[self.key], versioned=True)
+        stored, summary = found.get(self.key), found.get(self.summary_key)
+        self._version = stored.version if stored is not None else 0
+        InMemoryMemory.load_state_dict(self, {"content": stored.value if stored is not None else [],
+                                              "_compressed_summary": summary.value if summary is not None else ""},
+                                       strict=False)
         self._loaded = True
 
-    async def _flush(self) -> None:
+    def _snapshot(self) -> tuple:
+        return [(msg, list(marks)) for msg, marks in self.content], self._compressed_summary
+
+    def _restore(self, taken: tuple) -> None:
+        self.content, self._compressed_summary = [(msg, list(marks)) for msg, marks in taken[0]], taken[1]
+
+    async def _change(self, apply: Callable[[], Awaitable[T]], wrote: Callable[[T], bool] = lambda _: True) -> T:
+        """``apply`` (an ``InMemoryMemory`` method on the content) to the stored memory, written
+        when ``wrote(result)``: a compare-and-set on the list's version, applied again to what
+        another writer left; on any error the content is as it was before the call."""
+        stale: Optional[StaleStateError] = None
+        for _ in range(CHANGE_ATTEMPTS):
+            await self._load()
+            taken = self._snapshot()
+            try:
+                result = await apply()
+                if wrote(result):
+                    await self._flush(expected=None if self._pending_content else self._version)
+                return result
+            except StaleStateError as exc:
+                self._restore(taken)  # another writer came first: read what it left, apply again
+                stale = exc
+            except BaseException:
+                self._restore(taken)
+                raise
+        assert stale is not None
+        raise stale
+
+    async def _flush(self, expected: Optional[int] = None) -> None:
         rows = [[msg.to_dict(), list(marks)] for msg, marks in self.content]
-        self.last_plan = await self.store.save_list_report(self.user_id, self.session_id, self.key, rows)
+        report = await self.store.save_list_report(self.user_id, self.session_id, self.key, rows,
+                                                   expected_version=expected)
+        self.last_plan, self._version, self._pending_content = report, report.version, False
         if self._pending_summary:
             await self.store.save(self.user_id, self.session_id, self.summary_key, self._compressed_summary)
             self._pending_summary = False
@@ -223,7 +286,7 @@ class MysqlMemory(InMemoryMemory):
         >>> asyncio.run(memory.size())
         2
         """
-        self._loaded = False
+        self._pending_content = self._pending_summary = False  # the stored memory wins
         await self._load()
 
     # ---- MemoryBase --------------------------------------------------------------------------
@@ -239,9 +302,7 @@ class MysqlMemory(InMemoryMemory):
         >>> memory.last_plan.kind, memory.last_plan.rows_written
         ('append', 1)
         """
-        await self._load()
-        await super().add(memories, marks, **kwargs)
-        await self._flush()
+        await self._change(lambda: super(MysqlMemory, self).add(memories, marks, **kwargs))
 
     async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:
         """Delete messages by id; returns how many.
@@ -253,11 +314,7 @@ class MysqlMemory(InMemoryMemory):
         >>> store.list_length("alice", "delete-1", memory.key)
         1
         """
-        await self._load()
-        n = await super().delete(msg_ids, **kwargs)
-        if n:
-            await self._flush()
-        return n
+        return await self._change(lambda: super(MysqlMemory, self).delete(msg_ids, **kwargs), bool)
 
     async def delete_by_mark(self, mark: str | list[str], *args: Any, **kwargs: Any) -> int:
         """Delete the messages carrying any of the marks; returns how many.
@@ -268,11 +325,7 @@ class MysqlMemory(InMemoryMemory):
         >>> asyncio.run(memory.delete_by_mark("hint"))
         1
         """
-        await self._load()
-        n = await super().delete_by_mark(mark, *args, **kwargs)
-        if n:
-            await self._flush()
-        return n
+        return await self._change(lambda: super(MysqlMemory, self).delete_by_mark(mark, *args, **kwargs), bool)
 
     async def update_messages_mark(
         self, new_mark: str | None, old_mark: str | None = None, msg_ids: list[str] | None = None
@@ -286,10 +339,7 @@ class MysqlMemory(InMemoryMemory):
         >>> memory.last_plan.rows_written  # the one message whose mark changed
         1
         """
-        await self._load()
-        n = await super().update_messages_mark(new_mark, old_mark, msg_ids)
-        await self._flush()
-        return n
+        return await self._change(lambda: super(MysqlMemory, self).update_messages_mark(new_mark, old_mark, msg_ids))
 
     async def size(self) -> int:
         """Number of messages.
@@ -311,9 +361,7 @@ class MysqlMemory(InMemoryMemory):
         >>> store.list_length("alice", "clear-1", memory.key)
         0
         """
-        await self._load()
-        await super().clear()
-        await self._flush()
+        await self._change(lambda: super(MysqlMemory, self).clear())
 
     async def get_memory(
         self, mark: str | None = None, exclude_mark: str | None = None, prepend_summary: bool = True, **kwargs: Any
@@ -357,7 +405,7 @@ class MysqlMemory(InMemoryMemory):
         """
         super().load_state_dict(state_dict, strict)
         self._loaded = True
-        self._pending_summary = True
+        self._pending_content = self._pending_summary = True
 
     async def flush(self) -> None:
         """Write the current content and summary to the store now.
@@ -369,4 +417,4 @@ class MysqlMemory(InMemoryMemory):
         """
         await self._load()
         self._pending_summary = True
-        await self._flush()
+        await self._flush(expected=None if self._pending_content else self._version)

@@ -307,16 +307,20 @@ class MysqlAgentStateStore:
         """
         self._save_list(user_id, session_id, key, values)
 
-    def save_list_report(self, user_id: Optional[str], session_id: str, key: str, values: Sequence[Any]) -> SaveReport:
+    def save_list_report(self, user_id: Optional[str], session_id: str, key: str, values: Sequence[Any], *,
+                         expected_version: Optional[int] = None) -> SaveReport:
         """:meth:`save_list`, returning what it wrote: a :class:`SaveReport` (``kind``,
-        ``rows_written``, the new ``version``).
+        ``rows_written``, the new ``version``). ``expected_version`` makes it a compare-and-set
+        (as :meth:`save_list_if_version`; ``0``: the list is absent): another version raises
+        :class:`StaleStateError`, nothing written.
 
         >>> store.save_list_report("alice", "report-1", "memory", messages)
         SaveReport(kind='rewrite', rows_written=2, version=1, indexes=(0, 1), delete_from=None)
-        >>> store.save_list_report("alice", "report-1", "memory", messages + ["bye"])
+        >>> store.save_list_report("alice", "report-1", "memory", messages + ["bye"], expected_version=1)
         SaveReport(kind='append', rows_written=1, version=2, indexes=(2,), delete_from=None)
         """
-        w, plan = self._save_list(user_id, session_id, key, values)
+        want = None if expected_version is None else args.version(expected_version, "expected_version")
+        w, plan = self._save_list(user_id, session_id, key, values, want)
         return list_write.report(plan, w.version)
 
     def save_list_if_version(self, user_id: Optional[str], session_id: str, key: str, values: Sequence[Any],

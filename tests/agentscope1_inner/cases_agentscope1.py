@@ -188,6 +188,124 @@ def test_same_results_as_inmemorymemory(astore, raw):
     run(go())
 
 
+def test_two_memories_on_one_session_lose_nothing_of_each_other(url, database, astore, raw):
+    """A review of 2026-12-06: each object rewrote the whole stored list from its own copy, so
+    the second writer deleted the first one's message. Now each change is applied to what is
+    stored (read first) and written as a compare-and-set: two objects on two stores, taking
+    turns without reload(), both see and keep every message, as AgentScope's SQL memory."""
+
+    async def go():
+        other_store = AsyncMysqlAgentStateStore.from_url(url, database_name=database, pool_size=2)
+        try:
+            w1, w2 = MysqlMemory(astore, session_id="w", user_id="u"), MysqlMemory(other_store, session_id="w", user_id="u")
+            await w1.add(Msg("u", "m1", "user"))
+            assert await w2.size() == 1
+            await w1.add(Msg("u", "from-w1", "user"))
+            await w2.add(Msg("u", "from-w2", "user"))  # w2 never reloaded: it reads what is stored first
+            await w1.update_messages_mark("seen", msg_ids=[(await w1.get_memory(prepend_summary=False))[0].id])
+            await w2.delete_by_mark("nothing-has-it")
+            for m in (w1, w2, MysqlMemory(astore, session_id="w", user_id="u")):
+                assert [x.get_text_content() for x in await m.get_memory(prepend_summary=False)] == ["m1", "from-w1", "from-w2"]
+            content, _ = memory_rows(raw, "u:w")
+            assert [c[0]["content"] for c in content] == ["m1", "from-w1", "from-w2"] and content[0][1] == ["seen"]
+        finally:
+            await other_store.aclose()
+
+    run(go())
+
+
+def _add_many(url: str, database: str, who: str, n: int) -> None:
+    """A process of its own adding ``n`` messages, one call each, to the shared memory."""
+    async def go():
+        s = AsyncMysqlAgentStateStore.from_url(url, database_name=database, pool_size=2)
+        try:
+            memory = MysqlMemory(s, session_id="procs", user_id="u")
+            for i in range(n):
+                await memory.add(Msg(who, f"{who}-{i}", "user"))
+        finally:
+            await s.aclose()
+
+    run(go())
+
+
+def test_two_processes_adding_to_one_memory_keep_every_message(url, database, astore, raw):
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_add_many, args=(url, database, who, 15)) for who in ("a", "b")]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    content, _ = memory_rows(raw, "u:procs")
+    texts = [c[0]["content"] for c in content]
+    assert sorted(texts) == sorted([f"a-{i}" for i in range(15)] + [f"b-{i}" for i in range(15)])
+    assert [t for t in texts if t.startswith("a-")] == [f"a-{i}" for i in range(15)]  # each writer's in order
+
+
+def test_a_failed_add_leaves_nothing_behind(astore, raw):
+    """A message that cannot be stored: the add raises, the memory is as it was (locally and in
+    the table), and the next add works (it used to fail on the left-over message forever)."""
+
+    async def go():
+        m = MysqlMemory(astore, session_id="bad", user_id="u")
+        await m.add(Msg("u", "ok", "user"))
+        with pytest.raises(TypeError):
+            await m.add(Msg("u", "bad", "user", metadata={"o": object()}))
+        assert await m.size() == 1
+        await m.add(Msg("u", "next", "user"))
+        assert [x.get_text_content() for x in await m.get_memory(prepend_summary=False)] == ["ok", "next"]
+        content, _ = memory_rows(raw, "u:bad")
+        assert [c[0]["content"] for c in content] == ["ok", "next"]
+
+    run(go())
+
+
+def test_a_session_save_is_all_or_nothing_and_names_with_dots_keep_apart(astore, raw):
+    """A review of 2026-12-06: a save whose module state cannot be stored (NaN) wrote the new
+    memory and kept the old state (a mixed load). Now one transaction: nothing of it. And a
+    module named "a.b" and the memory "b" inside module "a" got one list key."""
+    from agentscope.module import StateModule
+
+    class Counter(StateModule):
+        def __init__(self, n):
+            super().__init__()
+            self.cnt = n
+            self.register_state("cnt")
+
+    class Holder(StateModule):
+        def __init__(self, memory):
+            super().__init__()
+            self.b = memory
+
+    async def go():
+        session = MysqlSession(astore)
+        mem, counter = InMemoryMemory(), Counter(1)
+        await mem.add([Msg("u", "x", "user"), Msg("u", "y", "user")])
+        await session.save_session_state("torn", user_id="u", memory=mem, counter=counter)
+        before = raw.rows("u:torn")
+        await mem.add(Msg("u", "z", "user"))
+        counter.cnt = float("nan")
+        with pytest.raises(ValueError, match="nan"):
+            await session.save_session_state("torn", user_id="u", memory=mem, counter=counter)
+        assert raw.rows("u:torn") == before  # nothing of the failed save
+        mem2, counter2 = InMemoryMemory(), Counter(0)
+        await session.load_session_state("torn", user_id="u", memory=mem2, counter=counter2)
+        assert [m.get_text_content() for m in await mem2.get_memory()] == ["x", "y"] and counter2.cnt == 1
+
+        top, inner = InMemoryMemory(), InMemoryMemory()
+        await top.add(Msg("u", "top-level a.b", "user"))
+        await inner.add(Msg("u", "inside holder", "user"))
+        await session.save_session_state("dots", user_id="u", **{"a.b": top, "a": Holder(inner)})
+        top2, inner2 = InMemoryMemory(), InMemoryMemory()
+        await session.load_session_state("dots", user_id="u", **{"a.b": top2, "a": Holder(inner2)})
+        assert [m.get_text_content() for m in await top2.get_memory()] == ["top-level a.b"]
+        assert [m.get_text_content() for m in await inner2.get_memory()] == ["inside holder"]
+
+    run(go())
+
+
 def test_session_behaves_like_jsonsession(astore, raw):
     async def go():
         with tempfile.TemporaryDirectory() as d:
