@@ -27,6 +27,7 @@ append: 2 of 4 message rows + 1 state row
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -279,7 +280,10 @@ def _app_storage_class() -> type:
 
         async def upsert_session(self, user_id: str, agent_id: str, config: Any, state: Any = None,
                                  session_id: Optional[str] = None, **kwargs: Any) -> "SessionRecord":
-            """Upsert the row with a stub state; the real state goes to the store."""
+            """Upsert the row with a stub state; the real state goes to the store. The ids are
+            checked against the store's rules first: an id the store refuses (a user id with
+            ':') writes nothing, not a row whose state could never be stored."""
+            keys.pack(user_id, session_id if session_id is not None else "-")
             rec = await super().upsert_session(user_id, agent_id, config, None, session_id, **kwargs)
             if state is not None:
                 await self.repo.save(rec.user_id, rec.id, state)
@@ -292,23 +296,31 @@ def _app_storage_class() -> type:
 
         async def update_session_state(self, user_id: str, agent_id: str, session_id: str,
                                        state: AgentState) -> None:
-            """The hot path after each chat turn: an incremental save, no payload rewrite."""
+            """The hot path after each chat turn: an incremental save of the state; the row
+            keeps its stub state and its ``updated_at`` moves, as in AgentScope's storage."""
             owner = await self._owner(session_id)
             if owner is None:
                 raise KeyError(f"Session {session_id!r} not found.")
             await self.repo.save(owner, session_id, state)
+            from agentscope.state import AgentState
+
+            await super().update_session_state(user_id, agent_id, session_id, AgentState(session_id=session_id))
 
         async def get_session(self, user_id: str, agent_id: str, session_id: str) -> Optional["SessionRecord"]:
             return await self._hydrate(await super().get_session(user_id, agent_id, session_id))
 
+        async def _hydrate_all(self, recs: list) -> list["SessionRecord"]:
+            """Every record's state, loaded side by side (the store's threads bound how many)."""
+            return list(await asyncio.gather(*(self._hydrate(r) for r in recs)))
+
         async def list_sessions(self, user_id: str, agent_id: str) -> list["SessionRecord"]:
-            return [await self._hydrate(r) for r in await super().list_sessions(user_id, agent_id)]
+            return await self._hydrate_all(await super().list_sessions(user_id, agent_id))
 
         async def list_sessions_by_schedule(self, user_id: str, schedule_id: str) -> list["SessionRecord"]:
-            return [await self._hydrate(r) for r in await super().list_sessions_by_schedule(user_id, schedule_id)]
+            return await self._hydrate_all(await super().list_sessions_by_schedule(user_id, schedule_id))
 
         async def list_sessions_by_channel(self, user_id: str, channel_id: str) -> list["SessionRecord"]:
-            return [await self._hydrate(r) for r in await super().list_sessions_by_channel(user_id, channel_id)]
+            return await self._hydrate_all(await super().list_sessions_by_channel(user_id, channel_id))
 
         async def _delete_session_impl(self, sess: Any, user_id: str, agent_id: str, session_id: str) -> bool:
             # Every cascade (agent, team, schedule, SOP run) deletes sessions through here.

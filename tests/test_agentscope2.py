@@ -417,6 +417,19 @@ def test_app_storage_keeps_session_state_in_the_store(astore, raw, app_db):
             assert [r.id for r in listed] == [rec.id] and dump(listed[0].state) == dump(agent.state)
             assert listed[0].config.name == "renamed"
 
+            # A turn moves the record's updated_at, as AgentScope's own storage does.
+            stamped = (await storage.get_session("alice", "agent-1", rec.id)).updated_at
+            await asyncio.sleep(1.1)
+            await storage.update_session_state("alice", "agent-1", rec.id, agent.state)
+            assert (await storage.get_session("alice", "agent-1", rec.id)).updated_at > stamped
+            assert payload_state(rec.id)["context"] == [], "still a stub"
+
+            # An id the store refuses writes nothing, not a row whose state can never be stored.
+            rows_before = raw.query(f"SELECT COUNT(*) FROM `{app_name}`.`sessions`")
+            with pytest.raises(ValueError, match="contains ':'"):
+                await storage.upsert_session("org:alice", "agent-1", SessionConfig(workspace_id="w1"))
+            assert raw.query(f"SELECT COUNT(*) FROM `{app_name}`.`sessions`") == rows_before
+
             # Owner scoping is the parent's; a missing session is a KeyError, as in the parent.
             assert await storage.get_session("mallory", "agent-1", rec.id) is None
             with pytest.raises(KeyError):
