@@ -412,7 +412,28 @@ def _fixed(ctx: Ctx, fix: bool, p: DoctorFinding) -> DoctorFinding:
     return p
 
 
+def _recheck(ctx: Ctx, sids: list[str]) -> tuple[dict, dict]:
+    """The catalog times and last writes of ``sids`` now, each batch in one statement (one
+    snapshot): the doctor's scan reads the catalog rows first and the sessions' rows up to
+    seconds later, so a session written, made or deleted meanwhile looks wrong in it."""
+    have: dict[str, Any] = {}
+    last: dict[str, Any] = {}
+    for part in catalog.chunks(sids, 500):
+        statement = ctx.q(sql.DOCTOR_CATALOG_RECHECK).replace("{marks}", ", ".join(["%s"] * len(part)))
+        rows = ctx.run(lambda cur: (cur.execute(statement, (*part, *part)), cur.fetchall())[1], "doctor", write=False)
+        for kind, sid, when in rows:
+            (have if kind == "c" else last)[sid] = when
+    return have, last
+
+
 def _catalog_problems(ctx: Ctx, catalog_rows: dict, last_write: dict, fix: bool) -> list[DoctorFinding]:
+    doubtful = [sid for sid, last in last_write.items() if catalog_rows.get(sid) is None
+                or (last is not None and catalog_rows[sid] < last - catalog.ACTIVITY_LAG)]
+    doubtful += [sid for sid in catalog_rows if sid not in last_write]
+    if not doubtful:
+        return []
+    # A second look at those alone, in one snapshot: only what is still wrong is a problem.
+    catalog_rows, last_write = _recheck(ctx, doubtful)
     out = []
     stale = []
     for sid, last in last_write.items():

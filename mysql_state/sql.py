@@ -775,6 +775,14 @@ DOCTOR_SCAN = (
     " ORDER BY session_id, state_key, item_index LIMIT %s"
 )
 DOCTOR_SESSION_ROWS = "SELECT COUNT(*) FROM {t} WHERE session_id = %s FOR UPDATE"
+# The doctor's second look at the sessions its scan found in doubt, in ONE statement (one
+# snapshot: the scan is not one): ('c', id, catalog time) per catalog row, ('r', id, last
+# write) per session with rows. ``{marks}``: one %s per session id; the ids given twice.
+DOCTOR_CATALOG_RECHECK = (
+    f"SELECT 'c', state_key, updated_at FROM {{t}} WHERE session_id = '{CATALOG_SESSION}'"
+    " AND state_key IN ({marks}) AND item_index = 0"
+    " UNION ALL SELECT 'r', session_id, MAX(updated_at) FROM {t} WHERE session_id IN ({marks}) GROUP BY session_id"
+)
 DOCTOR_NOW = "SELECT NOW()"
 # Orphaned history rows, archived before the doctor started (a session reborn since keeps its own).
 DOCTOR_DELETE_HISTORY = (
