@@ -198,6 +198,7 @@ class Connector:
                         delay = min(delay * 2, 0.05)
                         continue
                     if _is_driver_error(exc):
+                        _drop_idle_cache_context(exc)
                         raise translate(exc, what) from exc
                     raise
         except BaseException:
@@ -594,6 +595,18 @@ class _Cursor:
     @property
     def rowcount(self) -> int:
         return self._cur.rowcount
+
+
+def _drop_idle_cache_context(exc: BaseException) -> None:
+    """DBUtils opens a connection while it handles its empty idle cache's IndexError, so every
+    connect error's chain ends in an ``IndexError('pop from empty list')`` that is no part of
+    it: hidden from the chain a traceback shows (the error itself is unchanged)."""
+    seen = 0
+    while exc is not None and seen < 16:
+        if isinstance(exc.__context__, IndexError) and exc.__cause__ is None:
+            exc.__suppress_context__ = True
+            return
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
 
 
 def _drop(raw: Any, restore_autocommit: bool) -> None:

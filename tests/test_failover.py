@@ -87,3 +87,20 @@ def test_a_host_that_freezes_under_a_running_store_is_left_for_the_next_with_not
     proxy.frozen = False
     rows = raw.query("SELECT item_index, state_data FROM {t} WHERE session_id = 'u:s' AND state_key = 'log' ORDER BY item_index")
     assert rows == [(0, "0"), (1, "1"), (2, "2")]  # each item once
+
+
+def test_a_connect_error_s_chain_shows_no_stray_index_error():
+    """DBUtils opens a connection while handling its empty idle cache's IndexError; that
+    IndexError is no part of the error and is not shown in the traceback's chain."""
+    import socket
+    import traceback
+
+    from mysql_state import ServerUnavailableError
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens once closed
+    with pytest.raises(ServerUnavailableError) as info:
+        MysqlAgentStateStore.from_url(f"mysql://root@127.0.0.1:{port}/x", connect_timeout=1)
+    shown = "".join(traceback.format_exception(info.value))
+    assert "Connection refused" in shown and "IndexError" not in shown
