@@ -67,7 +67,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("mysql_state.adk needs Google ADK: pip install 'mysql-state[adk]'") from exc
 
-from . import keys
+from . import keys, serde
 from ._adapt import AnyStore, as_async, open_store
 
 __all__ = ["MysqlSessionService", "encode_id", "decode_id"]
@@ -102,6 +102,18 @@ def encode_id(value: str) -> str:
 def decode_id(value: str) -> str:
     """The inverse of :func:`encode_id`."""
     return _UNESCAPE.sub(lambda m: _UNESCAPED[m.group(1)], value)
+
+
+def _check_finite(state: dict, what: str) -> None:
+    """Refuse a NaN or infinity in a state (delta) naming its state key, before anything is
+    written (the store would refuse it too, naming only its own row)."""
+    for key, value in state.items():
+        if str(key).startswith(State.TEMP_PREFIX):
+            continue  # never stored
+        bad = serde.non_finite(value)
+        if bad is not None:
+            raise ValueError(f"{what}: state key {key!r} holds the float {bad!r}, which JSON cannot represent "
+                             "(it would be stored as null); nothing was written")
 
 
 class _Ids:
@@ -212,6 +224,7 @@ class MysqlSessionService(BaseSessionService):
         """
         session_id = _strip(session_id) or platform_uuid.new_uuid()
         ids = _Ids(app_name, user_id, session_id)
+        _check_finite(state or {}, "create_session")
         deltas = _session_util.extract_json_safe_state_delta(state or {})
         meta = {"state": deltas["session"], "update_time": platform_time.get_time(), "marker": uuid.uuid4().hex}
 
@@ -329,6 +342,7 @@ class MysqlSessionService(BaseSessionService):
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
         ids = _Ids(session.app_name, session.user_id, session.id)
+        _check_finite(event.actions.state_delta or {}, "append_event")
         deltas = _session_util.extract_json_safe_state_delta(event.actions.state_delta or {})
         data = event.model_dump(exclude_none=True, mode="json")
         marker, seen_time = session._storage_update_marker, session.last_update_time

@@ -37,8 +37,11 @@ def _fail(key: str, value: Any, exc: Exception, item: Optional[int] = None) -> T
 _ATOMS = frozenset({str, int, bool, type(None), bytes})  # exact types that hold no float
 
 
-def _non_finite(obj: Any, depth: int = 0) -> Optional[float]:
-    """A NaN or infinity anywhere in ``obj`` (orjson would silently write it as null).
+def non_finite(obj: Any, depth: int = 0) -> Optional[float]:
+    """A NaN or infinity anywhere in ``obj`` (orjson would silently write it as null), or None.
+
+    >>> non_finite({"a": [1.5, {"b": float("inf")}]}), non_finite({"a": None})
+    (inf, None)
 
     Exact builtin types first (the leaves are looked at in the loop, not by a call each);
     subclasses, dataclasses and pydantic models after."""
@@ -71,7 +74,7 @@ def _non_finite(obj: Any, depth: int = 0) -> Optional[float]:
             if not math.isfinite(v):
                 return v
             continue
-        bad = _non_finite(v, depth + 1)
+        bad = non_finite(v, depth + 1)
         if bad is not None:
             return bad
     return None
@@ -83,7 +86,7 @@ def check_finite(value: Any, data: bytes, key: str, item: Optional[int] = None) 
     Only JSON holding ``null`` can hide one, so the walk runs on those values alone.
     """
     if b"null" in data:
-        bad = _non_finite(value)
+        bad = non_finite(value)
         if bad is not None:
             where = f"item {item} of list {key!r}" if item is not None else f"key {key!r}"
             raise ValueError(

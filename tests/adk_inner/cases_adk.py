@@ -500,3 +500,21 @@ def test_the_modules_docstring_examples_run(url: str, database: str, monkeypatch
     result = run_examples("mysql_state.adk", url, database, monkeypatch, lambda _url: _hello_model())
     assert result.attempted > 0, "mysql_state.adk lost its examples"
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed (see above)"
+
+
+def test_a_non_finite_float_in_state_is_refused_naming_the_state_key(svc, raw) -> None:
+    """JSON has no NaN: refused before anything is written, naming the ADK state key (the
+    store's own error named its internal row, 's:user:...')."""
+    async def go():
+        before = raw.all_rows()
+        with pytest.raises(ValueError, match="create_session: state key 'score' holds the float nan"):
+            await svc.create_session(app_name=APP, user_id=USER, session_id="nan-1", state={"ok": 1, "score": float("nan")})
+        assert raw.all_rows() == before
+        s = await svc.create_session(app_name=APP, user_id=USER, session_id="nan-1", state={"temp:x": float("inf")})
+        before = raw.all_rows()
+        with pytest.raises(ValueError, match="append_event: state key 'user:bad' holds the float inf"):
+            await svc.append_event(s, delta_event({"user:bad": {"v": [float("inf")]}}))
+        assert raw.all_rows() == before
+        assert (await svc.get_session(app_name=APP, user_id=USER, session_id="nan-1")).events == []
+
+    run(go())
