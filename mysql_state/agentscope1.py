@@ -209,7 +209,6 @@ class MysqlMemory(InMemoryMemory):
         self.user_id = user_id or None
         self.session_id = session_id
         self.key = key
-        self._loaded = False
         self._version = 0  # the stored list's version when last read or written (0: none)
         self._pending_content = False  # content set by load_state_dict, not written yet
         self._pending_summary = False
@@ -234,7 +233,6 @@ class MysqlMemory(InMemoryMemory):
         InMemoryMemory.load_state_dict(self, {"content": stored.value if stored is not None else [],
                                               "_compressed_summary": summary.value if summary is not None else ""},
                                        strict=False)
-        self._loaded = True
 
     def _snapshot(self) -> tuple:
         return [(msg, list(marks)) for msg, marks in self.content], self._compressed_summary
@@ -404,7 +402,6 @@ class MysqlMemory(InMemoryMemory):
         1
         """
         super().load_state_dict(state_dict, strict)
-        self._loaded = True
         self._pending_content = self._pending_summary = True
 
     async def flush(self) -> None:
