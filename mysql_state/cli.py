@@ -185,19 +185,29 @@ def _yes(c: argparse.ArgumentParser) -> None:
     c.add_argument("--yes", action="store_true", help="do it without asking (needed when there is no terminal to ask on)")
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+class _Version(argparse.Action):
+    """``--version``: the installed distribution's version, looked up only when asked (reading
+    the package metadata costs ~30 ms, which every other command would pay at start-up)."""
 
-    try:
-        return version("mysql-state")
-    except PackageNotFoundError:  # run from a checkout that is not installed
-        return "(not installed)"
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print the version of mysql-state and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option_string: Any = None) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("mysql-state")
+        except PackageNotFoundError:  # run from a checkout that is not installed
+            found = "(not installed)"
+        print(f"mysql-state {found}")
+        parser.exit()
 
 
 def _parser() -> argparse.ArgumentParser:
     p = Parser(prog="mysql-state", description="Inspect and maintain agent state stored by mysql-state: one "
                "command per API call of MysqlAgentStateStore.")
-    p.add_argument("--version", action="version", version=f"mysql-state {_version()}")
+    p.add_argument("--version", action=_Version)
     p.add_argument("--url", help="mysql://user:pw@host:port/database (default: $MYSQL_URL, else the default server)")
     p.add_argument("--database", help="database name (wins over the URL's path)")
     p.add_argument("--table", help="table name (default agentscope_sessions)")
