@@ -126,13 +126,8 @@ class MysqlAgentStateStore:
               create_if_not_exist: bool, snapshot_bytes: int, encryption: Optional[Keyring],
               keep_history: bool) -> None:
         """What both constructors do: check the options, connect the parts, set up the table."""
-        self.database_name = keys.identifier(database_name, "database name", keys.DEFAULT_DATABASE)
-        self.table_name = keys.identifier(table_name, "table name", keys.DEFAULT_TABLE)
-        check_int("snapshot_bytes", snapshot_bytes, 0)
-        args.flag(create_if_not_exist, "create_if_not_exist")
-        args.flag(keep_history, "keep_history")
-        if encryption is not None and not isinstance(encryption, Keyring):
-            raise TypeError(f"encryption must be a mysql_state.Keyring, got {type(encryption).__name__}")
+        self.database_name, self.table_name = self._options(database_name, table_name, snapshot_bytes,
+                                                            create_if_not_exist, encryption, keep_history)
         sealer = sealer_for(encryption, self.table_name)
         wired = parts.connect(f"the store of `{self.database_name}`.`{self.table_name}`")
         self._db, self._metrics = wired.db, wired.metrics
@@ -150,6 +145,21 @@ class MysqlAgentStateStore:
             raise
         #: The table context every engine is given: statements, the sealer, the options.
         self.table = Table(db, tn, *found, sealer, keep_history=bool(keep_history), isolate_each=not self._db.owned)
+
+    @staticmethod
+    def _options(database_name: Optional[str], table_name: Optional[str], snapshot_bytes: int,
+                 create_if_not_exist: Any, encryption: Any, keep_history: Any) -> tuple[str, str]:
+        """The options both constructors take, checked (each error names its option); the
+        database and table names, defaults filled in. ``from_url`` checks them before it makes
+        any pool, and again with the URL's database when it opens."""
+        names = (keys.identifier(database_name, "database name", keys.DEFAULT_DATABASE),
+                 keys.identifier(table_name, "table name", keys.DEFAULT_TABLE))
+        check_int("snapshot_bytes", snapshot_bytes, 0)
+        args.flag(create_if_not_exist, "create_if_not_exist")
+        args.flag(keep_history, "keep_history")
+        if encryption is not None and not isinstance(encryption, Keyring):
+            raise TypeError(f"encryption must be a mysql_state.Keyring, got {type(encryption).__name__}")
+        return names
 
     @classmethod
     def from_url(
@@ -186,10 +196,7 @@ class MysqlAgentStateStore:
         ...     s.exists("alice", "from-url-1")
         False
         """
-        check_int("snapshot_bytes", snapshot_bytes, 0)
-        keys.identifier(database_name, "database name", keys.DEFAULT_DATABASE)  # before any pool is made
-        args.flag(create_if_not_exist, "create_if_not_exist")
-        args.flag(keep_history, "keep_history")
+        cls._options(database_name, table_name, snapshot_bytes, create_if_not_exist, encryption, keep_history)
         parts, url_database = wiring.from_url(
             url, replica_urls, pool_size=pool_size, pool_timeout=pool_timeout, connect_timeout=connect_timeout,
             read_timeout=read_timeout, write_timeout=write_timeout, retries=retries, session_wait=session_wait,
