@@ -426,27 +426,30 @@ def _recheck(ctx: Ctx, sids: list[str]) -> tuple[dict, dict]:
     return have, last
 
 
+def _catalog_wrong(catalog_rows: dict, last_write: dict) -> tuple[list, list, list]:
+    """Sessions with rows but no catalog row, sessions whose catalog row is behind their last
+    write by more than ``catalog.ACTIVITY_LAG``, catalog rows that name no session with rows."""
+    missing = [sid for sid in last_write if catalog_rows.get(sid) is None]
+    behind = [sid for sid, last in last_write.items()
+              if last is not None and catalog_rows.get(sid) is not None and catalog_rows[sid] < last - catalog.ACTIVITY_LAG]
+    orphans = [sid for sid in catalog_rows if sid not in last_write]
+    return missing, behind, orphans
+
+
 def _catalog_problems(ctx: Ctx, catalog_rows: dict, last_write: dict, fix: bool) -> list[DoctorFinding]:
-    doubtful = [sid for sid, last in last_write.items() if catalog_rows.get(sid) is None
-                or (last is not None and catalog_rows[sid] < last - catalog.ACTIVITY_LAG)]
-    doubtful += [sid for sid in catalog_rows if sid not in last_write]
+    doubtful = [sid for found in _catalog_wrong(catalog_rows, last_write) for sid in found]
     if not doubtful:
         return []
     # A second look at those alone, in one snapshot: only what is still wrong is a problem.
     catalog_rows, last_write = _recheck(ctx, doubtful)
-    out = []
-    stale = []
-    for sid, last in last_write.items():
-        have = catalog_rows.get(sid)
-        if have is None:
-            out.append(DoctorFinding("catalog", f"session {sid!r} has no catalog row (written behind the catalog's back)", sid))
-            stale.append(sid)
-        elif last is not None and have is not None and have < last - catalog.ACTIVITY_LAG:
-            out.append(DoctorFinding("catalog", f"the catalog row of {sid!r} says {have}, its rows were written at {last}", sid))
-            stale.append(sid)
-    orphans = [sid for sid in catalog_rows if sid not in last_write]
-    for sid in orphans:
-        out.append(DoctorFinding("catalog", f"catalog row {sid!r} names a session with no rows", sid))
+    missing, behind, orphans = _catalog_wrong(catalog_rows, last_write)
+    wrong = set(missing) | set(behind)
+    stale = [sid for sid in last_write if sid in wrong]  # in the order the table holds them
+    out = [DoctorFinding("catalog", f"session {sid!r} has no catalog row (written behind the catalog's back)", sid)
+           if catalog_rows.get(sid) is None else
+           DoctorFinding("catalog", f"the catalog row of {sid!r} says {catalog_rows[sid]}, its rows were written at "
+                                    f"{last_write[sid]}", sid) for sid in stale]
+    out += [DoctorFinding("catalog", f"catalog row {sid!r} names a session with no rows", sid) for sid in orphans]
     if fix:
         transfer.rebuild_catalog(ctx.db, ctx.t, stale)
 
