@@ -232,6 +232,7 @@ def _app_storage_class() -> type:
     try:
         from agentscope.app.storage import AsyncSQLAlchemyStorage
         from agentscope.app.storage._sql._tables import SessionRow
+        from agentscope.state import AgentState as RowState  # the row's stub state
     except ImportError as exc:
         raise ImportError(
             "MysqlStateAppStorage needs agentscope.app's SQL storage: "
@@ -302,9 +303,7 @@ def _app_storage_class() -> type:
             if owner is None:
                 raise KeyError(f"Session {session_id!r} not found.")
             await self.repo.save(owner, session_id, state)
-            from agentscope.state import AgentState
-
-            await super().update_session_state(user_id, agent_id, session_id, AgentState(session_id=session_id))
+            await super().update_session_state(user_id, agent_id, session_id, RowState(session_id=session_id))
 
         async def get_session(self, user_id: str, agent_id: str, session_id: str) -> Optional["SessionRecord"]:
             return await self._hydrate(await super().get_session(user_id, agent_id, session_id))

@@ -124,9 +124,11 @@ class Keyring:
             if not sep or not kid:
                 raise ValueError(f"{name}: entry {n} has no key id and '=' (each entry must be <key id>=<base64 key>, "
                                  "e.g. k1=<base64>; the entry is not shown: it may hold a key)")
-            if not _KEY_ID.fullmatch(kid) or not b64.strip("="):
-                why = _bad_id(n, kid) if not _KEY_ID.fullmatch(kid) else f"entry {n} has no key after its id {_shown(kid)}"
-                raise ValueError(f"{name}: {why} (each entry is <key id>=<base64 key>, e.g. k1=<base64>)")
+            rule = "(each entry is <key id>=<base64 key>, e.g. k1=<base64>)"
+            if not _KEY_ID.fullmatch(kid):
+                raise ValueError(f"{name}: {_bad_id(n, kid)} {rule}")
+            if not b64.strip("="):
+                raise ValueError(f"{name}: entry {n} has no key after its id {_shown(kid)} {rule}")
             if kid in keys:  # a dict would keep the last: the ring's current key could change silently
                 raise ValueError(f"{name}: key id {_shown(kid)} is given twice (entries {order.index(kid) + 1} "
                                  f"and {n}); each id names one key")
