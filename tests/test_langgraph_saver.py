@@ -754,3 +754,53 @@ def test_a_corrupt_message_row_is_a_typed_error_naming_its_log(saver, raw):
     with pytest.raises(CorruptStateError, match="log/") as caught:
         MysqlSaver(saver.store).get_tuple({"configurable": {"thread_id": "corrupt"}})
     assert key in str(caught.value) and sid in str(caught.value)
+
+
+# ---- copy_thread and prune(strategy="delete"), by name ------------------------------------------
+
+
+def test_copy_thread_copies_every_checkpoint_and_the_copy_lives_on_its_own(saver, raw):
+    g = chat_graph(saver)
+    for i in range(3):
+        turn(g, "cp-src", i)
+    src = history(g, "cp-src")
+    saver.copy_thread("cp-src", "cp-dst")
+    assert history(g, "cp-dst") == src  # every checkpoint, as the source's
+    rows = lambda t: raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = %s", (keys.pack(None, t),))[0][0]  # noqa: E731
+    assert rows("cp-dst") == rows("cp-src") > 0
+    turn(g, "cp-dst", 9)  # the copy goes on; the source does not move
+    assert history(g, "cp-src") == src and len(history(g, "cp-dst")) > len(src)
+    saver.delete_thread("cp-src")
+    assert rows("cp-src") == 0 and saver.get_tuple({"configurable": {"thread_id": "cp-src"}}) is None
+    last = g.get_state({"configurable": {"thread_id": "cp-dst"}}).values["messages"]
+    assert [m.content for m in last][-2:] == ["hello 9", last[-1].content] and len(last) == 8
+
+
+def test_copy_thread_onto_an_existing_thread_writes_nothing_and_of_nothing_copies_nothing(saver, raw):
+    from mysql_state import SessionExistsError
+
+    g = chat_graph(saver)
+    turn(g, "cx-a", 0)
+    turn(g, "cx-b", 0)
+    before = raw.query("SELECT state_key, item_index, state_data FROM {t} WHERE session_id = %s ORDER BY 1, 2",
+                       (keys.pack(None, "cx-b"),))
+    with pytest.raises(SessionExistsError):
+        saver.copy_thread("cx-a", "cx-b")
+    assert raw.query("SELECT state_key, item_index, state_data FROM {t} WHERE session_id = %s ORDER BY 1, 2",
+                     (keys.pack(None, "cx-b"),)) == before
+    saver.copy_thread("cx-none", "cx-new")
+    assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = %s", (keys.pack(None, "cx-new"),))[0][0] == 0
+
+
+def test_prune_delete_removes_the_threads_whole_and_leaves_the_others(saver, raw):
+    g = chat_graph(saver)
+    for t in ("pr-1", "pr-2", "pr-keep"):
+        turn(g, t, 0)
+        turn(g, t, 1)
+    keep = history(g, "pr-keep")
+    saver.prune(["pr-1", "pr-2"], strategy="delete")
+    for t in ("pr-1", "pr-2"):
+        assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = %s", (keys.pack(None, t),))[0][0] == 0
+        assert saver.get_tuple({"configurable": {"thread_id": t}}) is None
+    assert history(g, "pr-keep") == keep
+    assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = %s", (keys.pack(None, "pr-keep"),))[0][0] > 0

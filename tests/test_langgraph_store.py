@@ -585,3 +585,10 @@ def test_two_processes_share_one_namespace(url, database, memory, raw):
     marker = json.loads(raw.query("SELECT state_data FROM {t} WHERE session_id = %s AND state_key = 'ishared..'",
                                   (SESSION,))[0][0])
     assert marker["items"] == 30
+
+
+def test_supports_ttl_is_true_with_and_without_a_ttl_config(store):
+    from mysql_state.langgraph import MysqlStore
+
+    assert MysqlStore(store).supports_ttl is True
+    assert MysqlStore(store, ttl={"default_ttl": 5}).supports_ttl is True
