@@ -76,8 +76,8 @@ class Sealer:
             if model is None:
                 loads = orjson.loads
                 return [loads(r[col]) for r in rows]
-            decode = serde.decode
-            return [decode(r[col], model) for r in rows]
+            decode = serde.decode_row
+            return [decode(r[col], model, sid, k, i) for i, r in enumerate(rows, first)]
         except ValueError:
             self.name_bad_row(sid, k, rows, col, first)
             raise
@@ -139,9 +139,11 @@ class KeyringSealer(Sealer):
         return self.cipher.open(sid, k, index, text)
 
     def decode_items(self, sid: str, k: str, rows: Sequence[Any], col: int, first: int, model: Any) -> list:
-        loads: Callable[[bytes], Any] = orjson.loads if model is None else lambda b: serde.decode(b, model)
         try:
-            return self.cipher.open_rows(sid, k, rows, col, first, loads)
+            items = self.cipher.open_rows(sid, k, rows, col, first, orjson.loads)
+            if model is None:
+                return items
+            return [serde.convert_row(x, model, sid, k, i) for i, x in enumerate(items, first)]
         except ValueError:
             self.name_bad_row(sid, k, rows, col, first)
             raise

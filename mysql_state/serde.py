@@ -197,13 +197,48 @@ def decode_row(data: str | bytes, type: Optional[type], session_id: str, key: st
             f"({exc}); it was changed outside this store or cut short",
             session_id, key, index,
         ) from exc
-    return obj if type is None else convert(obj, type)
+    return obj if type is None else convert_row(obj, type, session_id, key, index)
+
+
+def convert_row(obj: Any, type: Any, session_id: str, key: str, index: int) -> Any:
+    """:func:`convert` of a row's decoded value; a value not of the type asked for is a
+    :class:`TypeError` that names the row."""
+    try:
+        return convert(obj, type)
+    except TypeError as exc:
+        raise TypeError(f"the row of session {session_id!r}, key {key!r}, item_index {index}: {exc}") from exc
 
 
 def decode(data: str | bytes, type: Optional[type] = None) -> Any:
     """Decode stored JSON; with ``type`` build an instance (pydantic model or dataclass)."""
     obj = _LOADS(data)
     return obj if type is None else convert(obj, type)
+
+
+#: ``type=`` given a JSON kind: the stored value must be of it (a float may be stored as an int).
+_JSON_KINDS = {int: "a JSON integer", float: "a JSON number", str: "a JSON string", bool: "true or false",
+               list: "a JSON array", dict: "a JSON object"}
+
+
+def _as_kind(obj: Any, tp: type) -> Any:
+    """``obj`` when it is of the JSON kind ``tp`` names (a float from a JSON integer), else a
+    :class:`TypeError` naming the value and the rule: never another kind handed back as if it
+    were the one asked for.
+
+    >>> _as_kind(2, float), _as_kind([1], list)
+    (2.0, [1])
+    >>> _as_kind("7", int)
+    Traceback (most recent call last):
+    TypeError: type=int reads a JSON integer; the stored value is '7' (str)
+    """
+    kind = type(obj)
+    if kind is tp:
+        return obj
+    if tp is float and kind is int:
+        return float(obj)
+    shown = repr(obj)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    raise TypeError(f"type={tp.__name__} reads {_JSON_KINDS[tp]}; the stored value is {shown} ({kind.__name__})")
 
 
 def convert(obj: Any, tp: Any) -> Any:
@@ -238,6 +273,8 @@ def convert(obj: Any, tp: Any) -> Any:
             except (TypeError, ValueError):
                 continue
         return obj
+    if tp in _JSON_KINDS:
+        return _as_kind(obj, tp)
     if isinstance(tp, type) and isinstance(obj, str):
         if tp is _dt.datetime:
             return _dt.datetime.fromisoformat(obj.replace("Z", "+00:00"))

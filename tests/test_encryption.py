@@ -344,3 +344,15 @@ def test_an_encrypted_backup_restored_under_another_table_name_is_refused_whole(
     s.truncate_all_sessions()
     assert s.import_rows(backup) == len(backup)
     assert s.get_list("alice", "c1", "m") == [{"text": SECRET}] * 3 and s.get("alice", "c1", "v") == {"text": SECRET}
+
+
+def test_a_type_the_sealed_items_are_not_of_is_a_type_error_naming_the_row(open_store):
+    s = open_store(ring("k1"))
+    s.save_list("alice", "kinds", "memory", ["a", {"role": "user"}])
+    s.save("alice", "kinds", "count", "3")
+    with pytest.raises(TypeError, match=r"key 'memory', item_index 1: type=str reads a JSON string; "
+                                        r"the stored value is \{'role': 'user'\} \(dict\)"):
+        s.get_list("alice", "kinds", "memory", type=str)
+    with pytest.raises(TypeError, match=r"key 'count', item_index 0: type=int reads a JSON integer"):
+        s.get("alice", "kinds", "count", type=int)
+    assert s.get_list("alice", "kinds", "memory", offset=0, limit=1, type=str) == ["a"]

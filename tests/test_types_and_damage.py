@@ -327,3 +327,28 @@ def test_an_item_that_starts_like_a_mark_is_a_typed_error_in_every_read(url, dat
                     read()
                 assert caught.value.key == "m", (who, name, hash_row)
     fresh.close()
+
+
+def test_a_builtin_type_checks_the_stored_kind_and_never_hands_back_another(store, raw):
+    store.save("u", "kinds", "n", "7")
+    store.save("u", "kinds", "f", 2)
+    store.save("u", "kinds", "b", True)
+    store.save_list("u", "kinds", "mixed", ["a", 1])
+    rows = lambda: raw.query("SELECT state_key, item_index, state_data, version FROM {t}"  # noqa: E731
+                             " WHERE session_id = 'u:kinds' AND state_key NOT LIKE 'texts%%' ORDER BY 1, 2")
+    before = rows()
+    with pytest.raises(TypeError, match=r"type=int reads a JSON integer; the stored value is '7' \(str\)"):
+        store.get("u", "kinds", "n", type=int)
+    with pytest.raises(TypeError, match=r"type=int reads a JSON integer; the stored value is True \(bool\)"):
+        store.get("u", "kinds", "b", type=int)
+    with pytest.raises(TypeError, match=r"key 'mixed', item_index 1: type=str reads a JSON string; the stored value is 1 \(int\)"):
+        store.get_list("u", "kinds", "mixed", type=str)
+    got = store.get("u", "kinds", "f", type=float)
+    assert got == 2.0 and type(got) is float
+    assert store.get("u", "kinds", "n", type=str) == "7" and store.get("u", "kinds", "b", type=bool) is True
+    store.save_list("u", "kinds", "texts", ["a", "b"])
+    assert store.get_list("u", "kinds", "texts", type=str) == ["a", "b"]  # type= is each item's
+    assert store.get("u", "kinds", "missing", type=int) is None  # no value is no mismatch
+    # the reads wrote nothing, and the lists read fine afterwards (a type mismatch is not damage)
+    assert rows() == before
+    assert store.get_list("u", "kinds", "mixed") == ["a", 1]
