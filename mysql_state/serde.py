@@ -220,6 +220,24 @@ _JSON_KINDS = {int: "a JSON integer", float: "a JSON number", str: "a JSON strin
                list: "a JSON array", dict: "a JSON object"}
 
 
+def _shown(obj: Any) -> str:
+    """A stored value as an error message shows it: its repr, cut at 60 characters, and its kind."""
+    shown = repr(obj)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return f"{shown} ({type(obj).__name__})"
+
+
+def _type_name(tp: Any) -> str:
+    """``int``, ``list[int]``, ``Optional[int]``: a ``type=`` as the user wrote it."""
+    if isinstance(tp, type) and not typing.get_args(tp):
+        return tp.__name__
+    return repr(tp).replace("typing.", "")
+
+
+def _mismatch(tp: Any, reads: str, obj: Any) -> TypeError:
+    return TypeError(f"type={_type_name(tp)} reads {reads}; the stored value is {_shown(obj)}")
+
+
 def _as_kind(obj: Any, tp: type) -> Any:
     """``obj`` when it is of the JSON kind ``tp`` names (a float from a JSON integer), else a
     :class:`TypeError` naming the value and the rule: never another kind handed back as if it
@@ -236,15 +254,94 @@ def _as_kind(obj: Any, tp: type) -> Any:
         return obj
     if tp is float and kind is int:
         return float(obj)
-    shown = repr(obj)
-    shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    raise TypeError(f"type={tp.__name__} reads {_JSON_KINDS[tp]}; the stored value is {shown} ({kind.__name__})")
+    raise _mismatch(tp, _JSON_KINDS[tp], obj)
+
+
+#: ``type=`` given one of these: the stored value is a string in the form it names, parsed.
+_PARSED = {_dt.datetime: "an ISO 8601 date and time", _dt.date: "an ISO 8601 date", uuid.UUID: "a UUID string"}
+
+
+def _parse(obj: Any, tp: type) -> Any:
+    """A datetime, date or UUID from the string orjson stored it as; any other stored value is a
+    :class:`TypeError` naming it (never handed back as it was).
+
+    >>> _parse("2026-12-06T10:00:00Z", _dt.datetime)
+    datetime.datetime(2026, 12, 6, 10, 0, tzinfo=datetime.timezone.utc)
+    >>> _parse(7, _dt.date)
+    Traceback (most recent call last):
+    TypeError: type=date reads an ISO 8601 date; the stored value is 7 (int)
+    """
+    if isinstance(obj, str):
+        try:
+            if tp is _dt.datetime:
+                return _dt.datetime.fromisoformat(obj.replace("Z", "+00:00"))
+            if tp is _dt.date:
+                return _dt.date.fromisoformat(obj)
+            return uuid.UUID(obj)
+        except ValueError as exc:
+            raise _mismatch(tp, _PARSED[tp], obj) from exc
+    raise _mismatch(tp, _PARSED[tp], obj)
 
 
 def convert(obj: Any, tp: Any) -> Any:
-    """Turn decoded JSON into ``tp``: pydantic models, dataclasses, and containers of them."""
+    """Turn decoded JSON into ``tp``: pydantic models, dataclasses, JSON kinds, datetimes, UUIDs
+    and containers and unions of them. A stored value of another shape than ``tp`` asks for is a
+    :class:`TypeError` naming the value and the type (a pydantic model raises its own
+    ``ValidationError``); a ``None`` is ``None`` whatever ``tp`` is; a ``tp`` of none of these
+    forms gets the decoded JSON as it is.
+
+    >>> convert([1, 2], list[float]), convert("7", Optional[int | str])
+    ([1.0, 2.0], '7')
+    >>> convert({"a": 1}, list[int])
+    Traceback (most recent call last):
+    TypeError: type=list[int] reads a JSON array; the stored value is {'a': 1} (dict)
+    >>> convert([1], int | str)
+    Traceback (most recent call last):
+    TypeError: type=int | str matches none of its members; the stored value is [1] (list)
+    """
     if tp is None or tp is Any or obj is None:
         return obj
+    validate = getattr(tp, "model_validate", None)
+    if validate is not None:
+        return validate(obj)
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        if not isinstance(obj, dict):
+            raise _mismatch(tp, "a JSON object", obj)
+        hints = typing.get_type_hints(tp)
+        kwargs = {}
+        for f in dataclasses.fields(tp):
+            if f.name in obj:
+                kwargs[f.name] = convert(obj[f.name], hints.get(f.name, Any))
+        return tp(**kwargs)
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (list, Sequence, tuple) and args:
+        if not isinstance(obj, list):
+            raise _mismatch(tp, "a JSON array", obj)
+        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+            if len(obj) != len(args):
+                raise _mismatch(tp, f"a JSON array of {len(args)} items", obj)
+            return tuple(convert(v, a) for v, a in zip(obj, args))
+        items = [convert(v, args[0]) for v in obj]
+        return tuple(items) if origin is tuple else items
+    if origin is dict and len(args) == 2:
+        if not isinstance(obj, dict):
+            raise _mismatch(tp, "a JSON object", obj)
+        return {k: convert(v, args[1]) for k, v in obj.items()}
+    if origin in (typing.Union, getattr(types, "UnionType", typing.Union)):
+        for a in args:
+            if a is type(None):
+                continue
+            try:
+                return convert(obj, a)
+            except (TypeError, ValueError):
+                continue
+        raise TypeError(f"type={_type_name(tp)} matches none of its members; the stored value is {_shown(obj)}")
+    if tp in _JSON_KINDS:
+        return _as_kind(obj, tp)
+    if tp in _PARSED:
+        return _parse(obj, tp)
+    return obj
     validate = getattr(tp, "model_validate", None)
     if validate is not None:
         return validate(obj)

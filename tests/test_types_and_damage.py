@@ -352,3 +352,48 @@ def test_a_builtin_type_checks_the_stored_kind_and_never_hands_back_another(stor
     # the reads wrote nothing, and the lists read fine afterwards (a type mismatch is not damage)
     assert rows() == before
     assert store.get_list("u", "kinds", "mixed") == ["a", 1]
+
+
+def test_a_typed_read_of_another_shape_is_a_type_error_never_the_value_as_it_was(store, raw):
+    """Containers, unions, datetimes and dataclasses asked of a value of another shape: a
+    TypeError naming the row, the type and the value; the reads write nothing."""
+    import dataclasses
+    import datetime
+    import uuid
+    from typing import Optional, Union
+
+    @dataclasses.dataclass
+    class Point:
+        x: int = 0
+
+    store.save("u", "shapes", "obj", {"a": 1})
+    store.save("u", "shapes", "arr", [1, "two"])
+    store.save("u", "shapes", "text", "not a date")
+    store.save("u", "shapes", "num", 7)
+    rows = lambda: raw.query("SELECT state_key, item_index, state_data, version FROM {t}"  # noqa: E731
+                             " WHERE session_id = 'u:shapes' ORDER BY 1, 2")
+    before = rows()
+    refused = [
+        ("obj", list[int], r"key 'obj', item_index 0: type=list\[int\] reads a JSON array; the stored value is \{'a': 1\} \(dict\)"),
+        ("arr", dict[str, int], r"key 'arr', item_index 0: type=dict\[str, int\] reads a JSON object; the stored value is \[1, 'two'\] \(list\)"),
+        ("arr", list[int], r"key 'arr', item_index 0: type=int reads a JSON integer; the stored value is 'two' \(str\)"),
+        ("arr", tuple[int, str, int], r"type=tuple\[int, str, int\] reads a JSON array of 3 items; the stored value is \[1, 'two'\]"),
+        ("obj", Union[int, str], r"type=Union\[int, str\] matches none of its members; the stored value is \{'a': 1\} \(dict\)"),
+        ("text", datetime.datetime, r"type=datetime reads an ISO 8601 date and time; the stored value is 'not a date' \(str\)"),
+        ("num", uuid.UUID, r"type=UUID reads a UUID string; the stored value is 7 \(int\)"),
+        ("arr", Point, r"type=Point reads a JSON object; the stored value is \[1, 'two'\] \(list\)"),
+    ]
+    for key, tp, message in refused:
+        with pytest.raises(TypeError, match=message):
+            store.get("u", "shapes", key, type=tp)
+    # the shapes that match are built, an Optional is its member or None, a union tries in order
+    assert store.get("u", "shapes", "arr", type=tuple[int, str]) == (1, "two")
+    assert store.get("u", "shapes", "arr", type=list[Union[int, str]]) == [1, "two"]
+    assert store.get("u", "shapes", "num", type=Optional[float]) == 7.0
+    assert store.get("u", "shapes", "num", type=Union[str, int]) == 7
+    assert store.get("u", "shapes", "missing", type=Optional[list[int]]) is None
+    store.save_list("u", "shapes", "points", [{"x": 1}, 2])
+    with pytest.raises(TypeError, match=r"key 'points', item_index 1: type=Point reads a JSON object; the stored value is 2 \(int\)"):
+        store.get_list("u", "shapes", "points", type=Point)
+    assert [r for r in rows() if not r[0].startswith("points")] == before  # the reads wrote nothing
+    assert store.get_list("u", "shapes", "points") == [{"x": 1}, 2]
