@@ -295,7 +295,7 @@ class Connector:
                     flight.on = True
                     if write:
                         flight.committing = True
-                        if not flight.committed:  # else it rode in the call's statement
+                        if not (flight.committed or flight.ended):  # else the call's statements ended it
                             raw.commit()
                         self.stats.transactions += 1
                         if self.router is not None:
@@ -489,13 +489,14 @@ class _Flight:
     """Whether a statement (or COMMIT) was sent and its reply not yet read, and whether this
     transaction sent any statement that may write."""
 
-    __slots__ = ("on", "committing", "wrote", "committed")
+    __slots__ = ("on", "committing", "wrote", "committed", "ended")
 
     def __init__(self) -> None:
         self.on = False
         self.committing = False
         self.wrote = False
         self.committed = False  # the call's statement carried the COMMIT (execute_commit)
+        self.ended = False  # the call rolled its transaction back, whole (execute_rollback)
 
 
 #: pymysql's server status bit of a session running with ``NO_BACKSLASH_ESCAPES``.
@@ -577,6 +578,12 @@ class _Cursor:
         flight.on = False
         flight.committed = True
         return got
+
+    def execute_rollback(self) -> None:
+        """ROLLBACK, and the call's transaction ends with it: the call changed nothing (a
+        one-packet write whose condition failed) and sends nothing more; no COMMIT follows."""
+        self.execute(sql.ROLLBACK)
+        self._flight.ended = True
 
     def fetchone(self) -> Any:
         return self._cur.fetchone()

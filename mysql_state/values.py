@@ -98,16 +98,18 @@ def create(cur: Any, t: Table, sid: str, k: str, text: str, commit: bool = False
     the session's catalog row touched: True; False when the key is there, nothing written
     (``sql.CREATE_VALUE``; a creator racing this one that committed first: rolled back, and a
     new transaction begun). ``commit=True`` (the call is the whole transaction): the statement
-    carries its COMMIT where the cursor can (``sql.CREATE_VALUE_ONE_TRIP``), one round trip;
-    True is then committed."""
+    carries its COMMIT where the cursor can (``sql.NO_LIST_AT`` then
+    ``sql.CREATE_VALUE_ONE_TRIP``), one round trip; True is then committed, and a key that is
+    there is an error the server stops the packet on, rolled back here, which ends the call's
+    transaction (a second round trip, only then)."""
     if commit and getattr(cur, "commits", False):
         try:
-            return cur.execute_commit(t.statements["CREATE_VALUE_ONE_TRIP"],
-                                      (sid, k, text, sid, sid, k, keys.hash_key(k)))[1] > 0
+            return cur.execute_commit(t.statements["CREATE_VALUE_ONE_TRIP"], (sid, k, text, sid),
+                                      before=(t.statements["NO_LIST_AT"], (sid, keys.hash_key(k))))[1] > 0
         except Exception as exc:
             if errno_of(exc) != sql.APPEND_FAILED:
                 raise
-        start_over(cur, t)  # a creator committed first: nothing of ours written
+        cur.execute_rollback()  # the key is there (or a creator committed first): nothing of ours written
         return False
     nonce = sql.nonce()
     n = cur.execute(t.statements["CREATE_VALUE"], (sid, k, text, sid, sid, k, keys.hash_key(k), nonce))

@@ -767,3 +767,56 @@ def test_a_one_packet_append_fails_safe_in_a_non_strict_sql_mode(url, database, 
     finally:
         s.close()
         o.close()
+
+
+# ---- rows of version 0 (the Java store's) meet a one-packet write's failure branch ---------------
+
+
+@pytest.mark.parametrize("sql_mode", ["strict", "lenient"])
+@pytest.mark.parametrize("what", ["append", "create", "values beside"])
+def test_a_one_packet_write_over_a_version_0_row_fails_and_goes_the_locked_way(url, database, raw, sql_mode, what):
+    """The Java store's rows have version 0 (its INSERTs leave the column's default, its
+    rewrites keep it). A one-packet write that meets one it must not write over fails before
+    its COMMIT by an unsigned overflow (error 1690) computed from the version: at version 0 it
+    must still overflow, or a strict server raises another error to the caller and a lenient
+    one (sql_mode '') clamps the version and COMMITs a write whose condition did not hold."""
+    mode = "" if sql_mode == "lenient" else None
+    was = raw.query("SELECT @@GLOBAL.sql_mode")[0][0]
+    if mode is not None:
+        raw.execute("SET GLOBAL sql_mode = %s", (mode,))
+    try:
+        s = MysqlAgentStateStore.from_url(url, database_name=database)
+        try:
+            items = [msg(i) for i in range(5)]
+            if what == "create":  # a value the Java store wrote: version 0
+                raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+                            " VALUES ('u:s', 'k', 0, '\"from java\"', 0)")
+                assert s.save_if_version("u", "s", "k", "ours", 0) == -1  # there: nothing written
+                assert raw.query("SELECT state_data, version FROM {t} WHERE session_id='u:s' AND state_key='k'") \
+                    == [('"from java"', 0)]
+                return
+            s.save_list("u", "s", "m", items)
+            if what == "values beside":  # a value row of the Java store where the put creates one
+                raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+                            " VALUES ('u:s', 'v', 0, '\"from java\"', 0)")
+                s.append_lists("u", "s", {"m": [msg(5)]}, values={"v": "ours"})
+                assert s.get("u", "s", "v") == "ours"  # written over, as save does
+                # one past GREATEST(0, 1), as every write counts a Java row; not a clamped maximum
+                assert raw.query("SELECT version FROM {t} WHERE session_id='u:s' AND state_key='v'")[0][0] == 2
+                assert check_list_rows(raw, "u:s", "m") == items + [msg(5)]
+                return
+            # the hash row as the Java store leaves it: version 0, then its text rewritten
+            raw.execute("UPDATE {t} SET version = 0 WHERE session_id='u:s' AND state_key='m:_hash'")
+            assert s.get_list("u", "s", "m") == items  # this process now knows that hash row
+            raw.execute("UPDATE {t} SET state_data = %s WHERE session_id='u:s' AND state_key='m:_hash'",
+                        ('{"java":"hash"}',))
+            raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+                        " VALUES ('u:s', 'm', 5, %s, 0)", (orjson.dumps(msg(50)).decode(),))
+            s.append_list("u", "s", "m", [msg(6)])
+            assert check_list_rows(raw, "u:s", "m") == items + [msg(50), msg(6)]
+            versions = raw.query("SELECT version FROM {t} WHERE session_id='u:s' AND state_key='m:_hash'")
+            assert len(versions) == 1 and versions[0][0] in (1, 2), versions  # a new version, not a clamped maximum
+        finally:
+            s.close()
+    finally:
+        raw.execute("SET GLOBAL sql_mode = %s", (was,))
