@@ -30,6 +30,7 @@ import inspect
 import contextvars
 import functools
 import itertools
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, AsyncIterator, Callable, Optional, Sequence, TypeVar
 
@@ -139,9 +140,14 @@ class AsyncMysqlAgentStateStore:
     ) -> None:
         if not isinstance(store, MysqlAgentStateStore):
             raise TypeError(f"store must be a MysqlAgentStateStore, got {type(store).__name__}")
+        if max_workers is not None and (not isinstance(max_workers, int) or isinstance(max_workers, bool)):
+            raise TypeError(f"max_workers must be a positive int or None, got {type(max_workers).__name__}: "
+                            f"{max_workers!r}")
+        if max_workers is not None and max_workers < 1:
+            raise ValueError(f"max_workers must be a positive int or None (the store's pool size), got {max_workers!r}")
+        if not isinstance(close_store, bool):
+            raise TypeError(f"close_store must be a bool, got {type(close_store).__name__}: {close_store!r}")
         size = max_workers or store.pool_size or DEFAULT_POOL_SIZE
-        if not isinstance(size, int) or size < 1:
-            raise ValueError(f"max_workers must be a positive int, got {max_workers!r}")
         self.sync = store
         self.max_workers = size
         self._close_store = close_store
@@ -253,14 +259,22 @@ class AsyncMysqlAgentStateStore:
         2
         """
         lines = await self._run(lambda: iter(self.sync.export(user_id, sessions)))
+        hop: Optional[asyncio.Future] = None
         try:
             while True:
-                chunk = await self._run(lambda: list(itertools.islice(lines, EXPORT_LINES_PER_HOP)))
+                # shielded: a cancelled consumer leaves the hop running in its thread, and the
+                # export is closed only once that hop is over (never while a thread reads it)
+                hop = asyncio.ensure_future(self._run(lambda: list(itertools.islice(lines, EXPORT_LINES_PER_HOP))))
+                chunk = await asyncio.shield(hop)
                 for line in chunk:
                     yield line
                 if len(chunk) < EXPORT_LINES_PER_HOP:
                     return
         finally:
+            if hop is not None and not hop.done():
+                await asyncio.wait([hop])
+                if not hop.cancelled():
+                    hop.exception()  # retrieved: the consumer's cancellation is what is raised
             close = getattr(lines, "close", None)
             if close is not None:  # a consumer that stopped early: end the sync export's read
                 await asyncio.get_running_loop().run_in_executor(None, close)
@@ -328,9 +342,34 @@ class AsyncSessionLock:
         self._store, self._lock = store, lock
 
     async def __aenter__(self) -> "AsyncSessionLock":
-        await self._store._run(self._lock.acquire)
+        abandoned = threading.Event()
+        lock = self._lock
+
+        def acquire() -> bool:
+            lock.acquire()
+            if abandoned.is_set():  # the task stopped waiting meanwhile: the lock goes back at once
+                lock.release(True)
+                return False
+            return True
+
+        # shielded: a cancelled task leaves the acquire waiting in its thread; whichever of the
+        # two sees the other last gives a lock taken for nobody back (never kept, never twice)
+        waiting = asyncio.ensure_future(self._store._run(acquire))
+        try:
+            await asyncio.shield(waiting)
+        except asyncio.CancelledError:
+            abandoned.set()
+            waiting.add_done_callback(self._give_back)
+            raise
         self._lock.watch()  # in this task's context, which each _run call copies
         return self
+
+    def _give_back(self, waiting: "asyncio.Future[bool]") -> None:
+        """The acquire of a cancelled ``async with`` ended: a lock it took before it could see
+        the cancellation is released (in a thread of its own: the store may be closing)."""
+        if not waiting.cancelled() and waiting.exception() is None and waiting.result():
+            threading.Thread(target=self._lock.release, args=(True,), name="mysql-state-lock-release",
+                             daemon=True).start()
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         self._lock.unwatch()

@@ -142,7 +142,7 @@ def state_key(key: str, *, is_list: bool = False, exact: bool = True) -> str:
     limit = MAX_ID_CHARS - len(HASH_SUFFIX) if is_list else MAX_ID_CHARS
     if len(key) > limit:
         what = f"a list key (its hash key adds {len(HASH_SUFFIX)})" if is_list else "a key"
-        raise ValueError(f"key of {len(key)} characters is too long: {what} may have at most {limit}")
+        raise ValueError(f"key {key[:40]!r}... of {len(key)} characters is too long: {what} may have at most {limit}")
     return key
 
 

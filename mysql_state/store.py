@@ -617,8 +617,9 @@ class MysqlAgentStateStore:
         >>> store.get_list("alice", "tx-chat", "memory"), store.exists("alice", "tx-inbox")
         ([{'text': 'hi'}], False)
         """
-        if not callable(fn):
-            raise TypeError(f"fn must be a callable taking the transaction, got {type(fn).__name__}")
+        if fn is None:
+            raise TypeError("fn must be a callable taking the transaction, got None")
+        args.callback(fn, "fn")
         touched: set = set()
         appended: set = set()
 
@@ -868,6 +869,7 @@ class MysqlAgentStateStore:
         if isinstance(lines, (str, bytes)):  # iterating it would give characters, not lines
             raise TypeError(f"lines must be an iterable of export lines (a list, a file), got one "
                             f"{type(lines).__name__}: give text.splitlines() or [line]")
+        args.callback(progress, "progress")
         n = transfer.import_rows(self._db, self.table, lines, on_conflict, progress)
         self._forget()
         return n
@@ -884,10 +886,12 @@ class MysqlAgentStateStore:
         PruneReport(sessions=0, rows=0)
         """
         catalog.check_count("batch", batch)
+        args.flag(dry_run, "dry_run")
+        args.callback(progress, "progress")
         if user_id is not ALL_USERS:
             keys.user_prefix(user_id)
         when = retention.cutoff(self._db.run, older_than)
-        report = retention.prune(self._db, self.table, user_id, when, args.flag(dry_run, "dry_run"), batch, progress)
+        report = retention.prune(self._db, self.table, user_id, when, dry_run, batch, progress)
         if not dry_run and report.sessions:
             self._forget()
         return report

@@ -5,6 +5,7 @@ usable pool, and a lifecycle that waits for running work."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import inspect
 import threading
 import time
@@ -409,3 +410,107 @@ def test_open_connects_without_blocking_the_loop(url, database):
         await s.aclose()
 
     run(go())
+
+
+# ---- cancellation of what aio.py runs itself, and its own arguments ----------------------------
+
+
+def test_a_cancelled_session_lock_acquire_gives_the_lock_back(astore, store, raw):
+    """Cancelled while another run holds the lock, the acquire goes on waiting in its thread;
+    once the holder lets go, the lock it takes is released at once, for nobody holds it: the
+    next run gets it (the lock was kept until garbage collection before)."""
+    holder = store.session_lock("alice", "async-cancel-lock", timeout=5)
+    holder.acquire()
+    name = holder.name
+
+    async def cancelled():
+        waiting = astore.session_lock("alice", "async-cancel-lock", timeout=10)
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(waiting.__aenter__(), 0.5)
+        return waiting  # kept referenced: the lock must not depend on garbage collection
+
+    async def main():
+        kept = await cancelled()
+        holder.release()  # the abandoned acquire takes it now, and must give it back
+        deadline = time.monotonic() + 5
+        while raw.query("SELECT IS_USED_LOCK(%s)", (name,))[0][0] is not None or \
+                time.monotonic() - deadline < -4.5:  # at least half a second for the acquire to run
+            assert time.monotonic() < deadline, "the abandoned acquire kept the lock"
+            await asyncio.sleep(0.05)
+        async with astore.session_lock("alice", "async-cancel-lock", timeout=2):  # free for the next run
+            await astore.save("alice", "async-cancel-lock", "turn", 1)
+        return kept
+
+    run(main())
+    assert store.get("alice", "async-cancel-lock", "turn") == 1
+    assert raw.query("SELECT IS_USED_LOCK(%s)", (name,))[0][0] is None
+
+
+def test_a_cancelled_export_raises_the_cancellation_and_closes_the_export(astore, store, monkeypatch):
+    """The consumer cancelled while a hop reads the export in a thread: the cancellation is
+    what it sees (not "generator already executing" from closing the export under that
+    thread), and the store goes on serving exports."""
+    import mysql_state.aio as aio
+
+    monkeypatch.setattr(aio, "EXPORT_LINES_PER_HOP", 50)
+    store.save_list("u", "big-export", "l", list(range(3000)))
+
+    seen = [0]
+
+    async def consume():
+        lines = []
+        async for line in astore.export("u", ["big-export"]):
+            lines.append(line)
+            seen[0] += 1
+        return lines
+
+    for after in (1, 120, 1000, 2900):  # the task waits only on hops: cancelled, it is in one
+        async def main():
+            seen[0] = 0
+            task = asyncio.ensure_future(consume())
+            while seen[0] < after:
+                await asyncio.sleep(0)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            return await consume()
+
+        assert len(run(main())) == len(list(store.export("u", ["big-export"]))), after
+
+
+def test_the_twins_own_arguments_are_checked(store):
+    for bad, error in ((0, ValueError), (-1, ValueError), (True, TypeError), (2.0, TypeError), ("3", TypeError)):
+        with pytest.raises(error, match=r"max_workers must be a positive int or None"):
+            AsyncMysqlAgentStateStore(store, max_workers=bad)
+    with pytest.raises(TypeError, match=r"close_store must be a bool, got str: 'no'"):
+        AsyncMysqlAgentStateStore(store, close_store="no")
+    twin = AsyncMysqlAgentStateStore(store, max_workers=2, close_store=False)
+    assert twin.max_workers == 2
+    run(twin.aclose())
+    assert store.exists("u", "nothing-here") is False  # close_store=False: the store is open
+
+
+def test_an_async_def_given_as_a_callback_is_refused_before_anything_runs(astore, store, raw):
+    """``transaction(fn)`` and ``progress=`` call a plain function (in a worker thread for the
+    async store): an ``async def`` would give a coroutine nothing awaits, its writes never made."""
+    async def move(tx):
+        tx.save("u", "async-fn", "k", 1)
+
+    async def progress(*done):
+        pass
+
+    before = raw.com_counts()
+    with pytest.raises(TypeError, match=r"fn must be a plain function taking its arguments; move is an async def"):
+        run(astore.transaction(move))
+    with pytest.raises(TypeError, match=r"fn must be a plain function"):
+        store.transaction(move)
+    with pytest.raises(TypeError, match=r"progress must be a plain function"):
+        run(astore.prune(datetime.timedelta(days=1), progress=progress))
+    with pytest.raises(TypeError, match=r"progress must be a plain function"):
+        store.import_rows([], progress=progress)
+    with pytest.raises(TypeError, match=r"progress must be a callable, got int: 5"):
+        store.prune(datetime.timedelta(days=1), progress=5)
+    with pytest.raises(TypeError, match=r"dry_run must be a bool, got str: 'no'"):
+        store.prune(datetime.timedelta(days=1), dry_run="no")
+    assert raw.com_counts() == before  # refused before any statement
+    assert not store.exists("u", "async-fn")
