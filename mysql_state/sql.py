@@ -116,6 +116,10 @@ CREATE_VALUE = (
     f" ON DUPLICATE KEY UPDATE version = IF(session_id = '{CATALOG_SESSION}', version + 1,"
     " version + 0 * LAST_INSERT_ID(%s))"
 )
+#: A row's next version: one past what every reader counts it as (``GREATEST(version, 1)``: the
+#: Java store's rows have version 0 and are read as version 1), so a compare-and-set against
+#: the version read before any write fails after it.
+NEXT_VERSION = "GREATEST(version, 1) + 1"
 #: The failure of a one-trip write: BIGINT UNSIGNED out of range (APPEND_FAILED), computed from a
 #: column so that it is raised only when its branch runs. At least 1 is added: a row of version
 #: 0 (the Java store's) would give the largest unsigned value, no overflow, and then a
@@ -318,7 +322,7 @@ UPSERT_ROW = "(%s, %s, %s, %s, 1)"
 APPEND_IF_HASH_TAIL = (
     " ON DUPLICATE KEY UPDATE"
     " version = IF(state_key = %s AND SHA2(state_data, 256) = %s,"
-    f" LAST_INSERT_ID(version + 1), IF(session_id = '{CATALOG_SESSION}', version + 1, version)),"
+    f" LAST_INSERT_ID({NEXT_VERSION}), IF(session_id = '{CATALOG_SESSION}', version + 1, version)),"
     " state_data = IF(state_key = %s, IF(SHA2(state_data, 256) = %s, VALUES(state_data), state_data),"
     " VALUES(state_data))"
 )
@@ -347,7 +351,7 @@ def _one_trip_tail(held: str, code: str) -> str:
     )
 
 
-APPEND_ONE_TRIP_TAIL = _one_trip_tail("SHA2(state_data, 256) = %s", "LAST_INSERT_ID(version + 1)")
+APPEND_ONE_TRIP_TAIL = _one_trip_tail("SHA2(state_data, 256) = %s", f"LAST_INSERT_ID({NEXT_VERSION})")
 #: The error a one-trip append raises when the hash row did not hold (BIGINT UNSIGNED out of range).
 APPEND_FAILED = 1690
 #: What follows a one-trip statement in its packet.
@@ -379,7 +383,7 @@ def append_if_one_of_tail(count: int) -> str:
     pick = _pick(count)
     return (
         " ON DUPLICATE KEY UPDATE"
-        f" version = IF(state_key = %s AND {pick} > 0, LAST_INSERT_ID((version + 1) * 64 + {pick}) DIV 64,"
+        f" version = IF(state_key = %s AND {pick} > 0, LAST_INSERT_ID(({NEXT_VERSION}) * 64 + {pick}) DIV 64,"
         f" IF(session_id = '{CATALOG_SESSION}', version + 1, version)),"
         f" state_data = IF(state_key = %s, IF({pick} > 0, VALUES(state_data), state_data), VALUES(state_data))"
     )
@@ -396,7 +400,7 @@ def append_if_one_of_one_trip_tail(count: int) -> str:
     7
     """
     pick = _pick(count)
-    return _one_trip_tail(f"{pick} > 0", f"LAST_INSERT_ID((version + 1) * 64 + {pick}) DIV 64")
+    return _one_trip_tail(f"{pick} > 0", f"LAST_INSERT_ID(({NEXT_VERSION}) * 64 + {pick}) DIV 64")
 
 
 def append_lists_one_trip_tail(lists: int, values: int) -> str:
@@ -424,7 +428,7 @@ def append_lists_one_trip_tail(lists: int, values: int) -> str:
     return (
         " ON DUPLICATE KEY UPDATE"
         f" version = IF(state_key NOT IN ({hks}), {other},"
-        f" IF(VALUES(state_data) = '', IF(SHA2(state_data, 256) = {pick}, version + 1, {_FAIL}),"
+        f" IF(VALUES(state_data) = '', IF(SHA2(state_data, 256) = {pick}, {NEXT_VERSION}, {_FAIL}),"
         f" IF(state_data = '', {_FAIL}, version))),"
         f" state_data = IF(state_key NOT IN ({hks}), VALUES(state_data),"
         f" IF(VALUES(state_data) = '', {pick}, state_data))"
@@ -547,7 +551,7 @@ CATALOG_RESTORE = (
     f"UPDATE {{t}} SET version = %s, updated_at = %s WHERE session_id = '{CATALOG_SESSION}' AND state_key = %s"
     " AND item_index = 0"
 )
-UPSERT_ROWS_TAIL = " ON DUPLICATE KEY UPDATE state_data = VALUES(state_data), version = version + 1"
+UPSERT_ROWS_TAIL = f" ON DUPLICATE KEY UPDATE state_data = VALUES(state_data), version = {NEXT_VERSION}"
 
 # ---- history (keep_history=True) -----------------------------------------------------------
 
@@ -603,6 +607,17 @@ FORGET_USER_BATCH_LIKE = (
 # A user's sessions, as the catalog and the data rows know them (their history ids follow).
 USER_SESSIONS_BY_CATALOG = "SELECT state_key FROM {t} WHERE session_id = %s AND state_key >= %s AND state_key < %s"
 USER_CATALOG_BATCH = "DELETE FROM {t} WHERE session_id = %s AND state_key >= %s AND state_key < %s LIMIT %s"
+# The same on a table whose key columns fold case and accents (the Java store's, before
+# migrate()): there ';' may sort before ':', so the range above would be empty; an escaped LIKE
+# and the exact prefix instead (as FORGET_USER_BATCH_LIKE).
+USER_SESSIONS_BY_CATALOG_LIKE = (
+    "SELECT state_key FROM {t} WHERE session_id = %s AND state_key LIKE %s ESCAPE '!'"
+    " AND CAST(LEFT(state_key, %s) AS BINARY) = CAST(%s AS BINARY)"
+)
+USER_CATALOG_BATCH_LIKE = (
+    "DELETE FROM {t} WHERE session_id = %s AND state_key LIKE %s ESCAPE '!'"
+    " AND CAST(LEFT(state_key, %s) AS BINARY) = CAST(%s AS BINARY) LIMIT %s"
+)
 DELETE_SESSION_BATCH = "DELETE FROM {t} WHERE session_id = %s LIMIT %s"
 # Keyset scan (primary-key order) for rows to re-encrypt: user rows only (a packed id has ':'),
 # value and item rows not sealed under the current key, or hash rows not keyed with it.

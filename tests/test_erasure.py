@@ -151,3 +151,36 @@ def test_prune_refuses_a_cutoff_in_the_future(store, raw) -> None:
     assert raw.all_rows() == before
     assert store.get(USER, "live", "k") == 1
     assert store.prune(older_than=server_now - dt.timedelta(days=1)).sessions == 0  # a past cutoff still works
+
+
+def test_forget_user_on_the_java_table_before_migrate_leaves_no_catalog_row(url, database):
+    """On the Java store's table (keys folding case and accents, before ``migrate()``) the
+    user's range ``['alice:', 'alice;')`` is empty (';' sorts before ':' there): the catalog
+    rows were left, and ``sessions()`` listed the erased user's sessions."""
+    import warnings
+
+    from tests.conftest import Raw, make_java_table
+
+    make_java_table(url, database)
+    raw = Raw(url, database)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the table's collation: the store warns, and works
+        s = MysqlAgentStateStore.from_url(url, database_name=database)
+    try:
+        assert raw.query("SELECT 'alice:' < 'alice;' COLLATE utf8mb4_unicode_ci")[0][0] == 0
+        for sid in ("secret-topic", "other"):
+            s.save("alice", sid, "plan", {"secret": sid})
+        s.save_list("alice", "secret-topic", "memory", ["a", "b"])
+        s.save("bob", "keep", "plan", 1)
+        s.save("alicia", "keep", "plan", 1)  # a user whose name starts the same way: kept
+        assert s.forget_user("alice") > 0
+        left = raw.query("SELECT session_id, state_key FROM {t} WHERE session_id LIKE 'alice:%%'"
+                         " OR state_key LIKE 'alice:%%' OR session_id LIKE '%%alice:%%'")
+        assert left == [], left
+        assert [i.session_id for i in s.sessions(user_id="alice").items] == []
+        assert sorted(r[0] for r in raw.query("SELECT DISTINCT session_id FROM {t} WHERE session_id <> '__catalog__'")) \
+            == ["alicia:keep", "bob:keep"]
+        assert s.get("alicia", "keep", "plan") == 1
+    finally:
+        s.close()
+        raw.close()

@@ -820,3 +820,41 @@ def test_a_one_packet_write_over_a_version_0_row_fails_and_goes_the_locked_way(u
             s.close()
     finally:
         raw.execute("SET GLOBAL sql_mode = %s", (was,))
+
+
+def _java_list(raw: Raw, sid: str, key: str, items: list) -> None:
+    """A list as the Java store writes it: item rows and its own hash string, version 0 (the
+    column's default: the Java store never sets it)."""
+    for i, item in enumerate(items):
+        raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data) VALUES (%s, %s, %s, %s)",
+                    (sid, key, i, orjson.dumps(item).decode()))
+    raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data) VALUES (%s, %s, 0, %s)",
+                (sid, key + ":_hash", "java-hash-%d" % len(items)))
+
+
+LIST_WRITES = {  # a write by the other worker, and the list it leaves
+    "append_list": (lambda s: s.append_list("u", "s", "m", ["theirs"]), ["j0", "j1", "theirs"]),
+    "save_list": (lambda s: s.save_list("u", "s", "m", ["j0", "theirs"]), ["j0", "theirs"]),
+    "pop_list": (lambda s: s.pop_list("u", "s", "m"), ["j0"]),
+    "append_lists": (lambda s: s.append_lists("u", "s", {"m": ["theirs"]}), ["j0", "j1", "theirs"]),
+    "save_many": (lambda s: s.save_many("u", "s", lists={"m": ["theirs"]}), ["theirs"]),
+    "transaction": (lambda s: s.transaction(lambda tx: tx.append_list("u", "s", "m", ["theirs"])),
+                    ["j0", "j1", "theirs"]),
+}
+
+
+@pytest.mark.parametrize("write", sorted(LIST_WRITES))
+def test_a_write_over_a_java_list_moves_its_version_past_what_was_read(store, other, raw, write):
+    """The Java store's list reads as version 1 (its hash row has 0): a write by this store
+    must leave a version above 1, or a compare-and-set made with the version read before it
+    succeeds and overwrites that write (a lost update). Every list write, each way."""
+    _java_list(raw, "u:s", "m", ["j0", "j1"])
+    items, version = store.get_list_versioned("u", "s", "m")
+    assert (items, version) == (["j0", "j1"], 1)
+    act, left = LIST_WRITES[write]
+    act(other)
+    assert check_list_rows(raw, "u:s", "m") == left
+    stored = raw.query("SELECT version FROM {t} WHERE session_id = 'u:s' AND state_key = 'm:_hash'")[0][0]
+    assert stored >= 2 and other.get_list_versioned("u", "s", "m").version == stored
+    assert store.save_list_if_version("u", "s", "m", items + ["mine"], version) == -1  # stale: refused
+    assert check_list_rows(raw, "u:s", "m") == left  # their write kept
