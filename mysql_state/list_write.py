@@ -112,14 +112,15 @@ def write_list(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int, byte
     write_rows(cur, t, sid, rows)
 
 
-def create_hash_row(cur: Any, t: Table, sid: str, k: str, new_hash: ListHash) -> None:
-    """INSERT a new list's hash row, its version one past a value it replaces.
+def create_hash_row(cur: Any, t: Table, sid: str, k: str, new_hash: ListHash) -> int:
+    """INSERT a new list's hash row, its version one past a value it replaces; that version.
 
     Of two writers racing to create one list, the second waits on the first's row and
     then fails with 1062 (duplicate key): its whole transaction is retried against the
     created list.
     """
     cur.execute(t.statements["INSERT_HASH_ROW"], (sid, keys.hash_key(k), new_hash.to_json().decode(), sid, k))
+    return int(cur.lastrowid or 0)
 
 
 def _lock_hash(cur: Any, t: Table, sid: str, k: str) -> tuple[Optional[tuple], Optional[ListHash], Digester]:
@@ -196,8 +197,8 @@ def save(cur: Any, t: Table, w: ListWrite, speculate: bool = True) -> Plan:
         cur.execute(t.statements["ITEMS_SHAPE"], (w.sid, w.key))
         if not rows_are_whole(*cur.fetchone(), stored):
             plan, w.new_snapshot = _plan_per_item(cur, t, w.sid, w.key, w.values, w.blob, None, t.sealer.digester)
-    apply(cur, t, w.sid, w.key, plan, w.values, hash_row_exists=row is not None)
-    w.version = before if plan.new_hash is None else before + 1
+    created = apply(cur, t, w.sid, w.key, plan, w.values, hash_row_exists=row is not None)
+    w.version = created or (before if plan.new_hash is None else before + 1)
     return plan
 
 
@@ -280,13 +281,14 @@ def _plan_per_item(cur: Any, t: Table, sid: str, k: str, items: Sequence[Any], b
     return plan, snap
 
 
-def apply(cur: Any, t: Table, sid: str, k: str, plan: Plan, items: Sequence[Any], *, hash_row_exists: bool) -> None:
-    """Write what ``plan`` says (history archived first when kept), the hash row last."""
+def apply(cur: Any, t: Table, sid: str, k: str, plan: Plan, items: Sequence[Any], *,
+          hash_row_exists: bool) -> Optional[int]:
+    """Write what ``plan`` says (history archived first when kept), the hash row last; the
+    version of a hash row it created (one past a value it replaces), else None."""
     if plan.new_hash is None:
-        return
+        return None
     args.check_upserts(t, k, plan, items)
-    if not hash_row_exists:
-        create_hash_row(cur, t, sid, k, plan.new_hash)
+    created = None if hash_row_exists else create_hash_row(cur, t, sid, k, plan.new_hash)
     if t.keep_history:
         history.archive(cur, t, sid, k, plan)
     if plan.delete_all:
@@ -294,6 +296,7 @@ def apply(cur: Any, t: Table, sid: str, k: str, plan: Plan, items: Sequence[Any]
     elif plan.delete_from is not None:
         cur.execute(t.statements["DELETE_ITEMS_FROM"], (sid, k, plan.delete_from))
     write_list(cur, t, sid, k, plan.upserts, plan.new_hash, hash_row_exists)
+    return created
 
 
 # ---- appends and pops ------------------------------------------------------------------------

@@ -208,10 +208,11 @@ ITEMS_SHAPE = (
     "SELECT COUNT(*), MIN(item_index), MAX(item_index) FROM {t} WHERE session_id = %s AND state_key = %s"
 )
 # A new list's hash row; its version is one past a value's that it replaces (versions of a
-# key never go back, so a compare-and-set cannot mistake a new list for an old value).
+# key never go back, so a compare-and-set cannot mistake a new list for an old value), handed
+# back by LAST_INSERT_ID(expr) in the OK packet (the version a save reports).
 INSERT_HASH_ROW = (
     "INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
-    " SELECT %s, %s, 0, %s, COALESCE(MAX(GREATEST(version, 1)), 0) + 1 FROM {t}"
+    " SELECT %s, %s, 0, %s, LAST_INSERT_ID(COALESCE(MAX(GREATEST(version, 1)), 0) + 1) FROM {t}"
     " WHERE session_id = %s AND state_key = %s AND item_index = 0"
 )
 SELECT_HASH_ROW = "SELECT state_data FROM {t} WHERE session_id = %s AND state_key = %s AND item_index = 0"

@@ -858,3 +858,25 @@ def test_a_write_over_a_java_list_moves_its_version_past_what_was_read(store, ot
     assert stored >= 2 and other.get_list_versioned("u", "s", "m").version == stored
     assert store.save_list_if_version("u", "s", "m", items + ["mine"], version) == -1  # stale: refused
     assert check_list_rows(raw, "u:s", "m") == left  # their write kept
+
+
+@pytest.mark.parametrize("under", ["own value", "java value"])
+def test_a_list_saved_over_a_value_reports_the_version_it_stored(store, raw, under):
+    """A list replacing a value takes a version one past the value's (versions of a key never
+    go back); the save reported one less than it stored, so a compare-and-set made with the
+    reported version was refused."""
+    if under == "own value":
+        store.save("u", "s", "m", {"v": 1})
+        store.save("u", "s", "m", {"v": 2})  # version 2
+    else:  # the Java store's: version 0, read as 1
+        raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data) VALUES ('u:s', 'm', 0, '1')")
+    stored_version = lambda: raw.query(  # noqa: E731
+        "SELECT version FROM {t} WHERE session_id = 'u:s' AND state_key = 'm:_hash'")[0][0]
+    report = store.save_list_report("u", "s", "m", ["a", "b"])
+    assert report.version == stored_version() == (3 if under == "own value" else 2)
+    assert store.save_list_if_version("u", "s", "m", ["a", "b", "c"], report.version) == report.version + 1
+    store.delete("u", "s", "m")
+    store.save("u", "s", "m", "again")
+    saved = store.save_many("u", "s", lists={"m": ["x"]})
+    assert saved.versions["m"] == stored_version() == store.get_list_versioned("u", "s", "m").version
+    assert check_list_rows(raw, "u:s", "m") == ["x"]
