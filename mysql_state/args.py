@@ -99,7 +99,7 @@ def save_many(values: Any, lists: Any, expected_versions: Any) -> tuple[dict, di
     """``save_many``'s mappings checked: (values, lists, expected versions) as dicts."""
     for name, m in (("values", values), ("lists", lists), ("expected_versions", expected_versions)):
         if m is not None and not isinstance(m, Mapping):
-            raise TypeError(f"{name} must be a mapping of key to {name[:-1]}, got {type(m).__name__}: {_shown(m)}")
+            raise TypeError(f"{name} must be a mapping of key to {name[:-1]}, got {type(m).__name__}: {serde.cut_repr(m)}")
     value_map, list_map, expected = dict(values or {}), dict(lists or {}), dict(expected_versions or {})
     both = set(value_map) & set(list_map)
     if both:
@@ -119,7 +119,7 @@ def append_lists(t: Table, user_id: Optional[str], session_id: str, appends: Any
     for name, m in (("appends", appends), ("at", at), ("values", values)):
         if (m is not None or name == "appends") and not isinstance(m, Mapping):
             what = {"appends": "the items to append", "at": "its expected length", "values": "its value"}[name]
-            raise TypeError(f"{name} must be a mapping of key to {what}, got {type(m).__name__}: {_shown(m)}")
+            raise TypeError(f"{name} must be a mapping of key to {what}, got {type(m).__name__}: {serde.cut_repr(m)}")
     prepared = [prepare_append(t, user_id, session_id, k, items, f"appends[{k!r}]") for k, items in appends.items()]
     value_rows = [encode_value(t, user_id, session_id, k, v) for k, v in (values or {}).items()]
     both = {k for _, k, _ in prepared} & {k for _, k, _ in value_rows}
@@ -149,12 +149,6 @@ def many_keys(t: Table, user_id: Optional[str], session_id: str, values: Any,
     return keys.pack(user_id, session_id), value_keys, list_keys
 
 
-def _shown(v: Any) -> str:
-    """A value as a message shows it: its repr, cut at 60 characters."""
-    r = repr(v)
-    return r if len(r) <= 60 else r[:57] + "..."
-
-
 def callback(fn: Any, name: str) -> Any:
     """A function the store calls (``fn`` of ``transaction``, ``progress=``): callable, and
     not an ``async def``, whose call gives a coroutine that nothing would await (the async
@@ -168,10 +162,10 @@ def callback(fn: Any, name: str) -> Any:
     if fn is None:
         return None
     if not callable(fn):
-        raise TypeError(f"{name} must be a callable, got {type(fn).__name__}: {_shown(fn)}")
+        raise TypeError(f"{name} must be a callable, got {type(fn).__name__}: {serde.cut_repr(fn)}")
     if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):
         raise TypeError(f"{name} must be a plain function taking its arguments; "
-                        f"{getattr(fn, '__name__', _shown(fn))} is an async def, whose coroutine nothing would await")
+                        f"{getattr(fn, '__name__', serde.cut_repr(fn))} is an async def, whose coroutine nothing would await")
     return fn
 
 
@@ -197,7 +191,7 @@ def session_page(user_id: Any, limit: Any, cursor: Any, updated_before: Any,
     if user_id is not catalog.ALL_USERS:
         keys.user_prefix(user_id)  # validates
     if cursor is not None and not isinstance(cursor, str):
-        raise TypeError(f"cursor must be a str from a SessionPage, got {type(cursor).__name__}: {_shown(cursor)}")
+        raise TypeError(f"cursor must be a str from a SessionPage, got {type(cursor).__name__}: {serde.cut_repr(cursor)}")
     return catalog.check_when("updated_before", updated_before), catalog.check_when("updated_after", updated_after)
 
 

@@ -220,11 +220,19 @@ _JSON_KINDS = {int: "a JSON integer", float: "a JSON number", str: "a JSON strin
                list: "a JSON array", dict: "a JSON object"}
 
 
-def _shown(obj: Any) -> str:
-    """A stored value as an error message shows it: its repr, cut at 60 characters, and its kind."""
+def cut_repr(obj: Any) -> str:
+    """A value as an error message shows it: its repr, cut at 60 characters.
+
+    >>> cut_repr("x" * 100)[-5:], cut_repr([1])
+    ('xx...', '[1]')
+    """
     shown = repr(obj)
-    shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    return f"{shown} ({type(obj).__name__})"
+    return shown if len(shown) <= 60 else shown[:57] + "..."
+
+
+def _shown(obj: Any) -> str:
+    """A stored value as a type error shows it: :func:`cut_repr` and its kind."""
+    return f"{cut_repr(obj)} ({type(obj).__name__})"
 
 
 def _type_name(tp: Any) -> str:

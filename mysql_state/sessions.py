@@ -97,12 +97,14 @@ def forget_user(db: Any, t: Table, prefix: str, batch: int, what: str) -> int:
     returns the rows removed. ``db`` is the connector: this runs many transactions."""
     s = t.statements
     end = prefix[:-1] + ";"
-    like = sql.sessions_of_user(prefix, exact=False)[1][0]
-    if t.exact_keys:  # a primary-key range
+    if t.exact_keys:  # primary-key ranges
         by_catalog = (s["USER_SESSIONS_BY_CATALOG"], (keys.CATALOG_SESSION, prefix, end))
+        data_batch = (s["FORGET_USER_BATCH"], (prefix, end, batch))
         catalog_batch = (s["USER_CATALOG_BATCH"], (keys.CATALOG_SESSION, prefix, end, batch))
-    else:  # keys that fold case: the range may be empty there (see sql.USER_CATALOG_BATCH_LIKE)
+    else:  # keys that fold case: a range may be empty there (see sql.USER_CATALOG_BATCH_LIKE)
+        like = sql.sessions_of_user(prefix, exact=False)[1][0]
         by_catalog = (s["USER_SESSIONS_BY_CATALOG_LIKE"], (keys.CATALOG_SESSION, like, len(prefix), prefix))
+        data_batch = (s["FORGET_USER_BATCH_LIKE"], (like, len(prefix), prefix, batch))
         catalog_batch = (s["USER_CATALOG_BATCH_LIKE"], (keys.CATALOG_SESSION, like, len(prefix), prefix, batch))
 
     def sessions_of(cur: Any) -> set[str]:  # from the catalog and from the data rows
@@ -110,12 +112,8 @@ def forget_user(db: Any, t: Table, prefix: str, batch: int, what: str) -> int:
         return {r[0] for r in cur.fetchall()} | read_session_ids(cur, t, prefix)
 
     sids = db.run(sessions_of, what, write=False)
-    if t.exact_keys:
-        batches = [(s["FORGET_USER_BATCH"], (prefix, end, batch))]
-    else:
-        batches = [(s["FORGET_USER_BATCH_LIKE"], (like, len(prefix), prefix, batch))]
-    batches += [(s["DELETE_SESSION_BATCH"], (keys.history_session(sid), batch)) for sid in sorted(sids)]
-    batches.append(catalog_batch)
+    batches = [data_batch, *((s["DELETE_SESSION_BATCH"], (keys.history_session(sid), batch)) for sid in sorted(sids)),
+               catalog_batch]
     removed = 0
     for statement, params in batches:
         while True:
