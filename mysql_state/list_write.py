@@ -177,7 +177,7 @@ def save(cur: Any, t: Table, w: ListWrite, speculate: bool = True) -> Plan:
                     return plan
                 w.missed = True
     row, stored, dig = _lock_hash(cur, t, w.sid, w.key)
-    before = int(row[1]) if row else (values.key_head(cur, t, w.sid, w.key)[0] if w.expected is not None else 0)
+    before = int(row[1]) if row else (_version_without_hash_row(cur, t, w) if w.expected is not None else 0)
     if w.expected is not None and w.expected != UNVERSIONED and w.expected != before:
         raise StaleStateError(w.key, w.expected, before)
     if w.damaged:
@@ -200,6 +200,15 @@ def save(cur: Any, t: Table, w: ListWrite, speculate: bool = True) -> Plan:
     created = apply(cur, t, w.sid, w.key, plan, w.values, hash_row_exists=row is not None)
     w.version = created or (before if plan.new_hash is None else before + 1)
     return plan
+
+
+def _version_without_hash_row(cur: Any, t: Table, w: ListWrite) -> int:
+    """The version a compare-and-set compares with, for a key with no hash row (its rows
+    locked): a single value's (a list save replaces it), and 0 for a list of several items left
+    without one, as :meth:`~mysql_state.MysqlAgentStateStore.get_list_versioned` reads it (a
+    read-modify-write with the version read then succeeds, once)."""
+    version, is_list, _ = values.key_head(cur, t, w.sid, w.key)
+    return 0 if is_list else version
 
 
 def _speculate(cur: Any, t: Table, w: ListWrite, planned: Optional[tuple[Plan, Snapshot]],

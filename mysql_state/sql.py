@@ -975,7 +975,7 @@ def select_many(
     marked ``ROW_MARK`` with its key, index and version.
 
     ``hash_keys`` are the hash keys of every key asked for, so a value key that holds a list
-    is recognised. ``since``: only the first list's items from that index on, its hash row
+    is recognised (and a value key's item 1, so is a list that has no hash row). ``since``: only the first list's items from that index on, its hash row
     marked as ``SELECT_ITEMS_SINCE`` marks it (``marked_since``).
 
     >>> statement, params = select_many("t", "u:s", ["a"], ["m"], ["a:_hash", "m:_hash"])
@@ -988,7 +988,8 @@ def select_many(
     parts, params = [], [session]
     if value_keys or hash_keys:
         keys0 = [*value_keys, *hash_keys]
-        parts.append(f"(state_key IN ({', '.join(['%s'] * len(keys0))}) AND item_index = 0)")
+        # item 1 too: a value key whose rows are a list left without a hash row is told from a value
+        parts.append(f"(state_key IN ({', '.join(['%s'] * len(keys0))}) AND item_index <= 1)")
         params += keys0
     if list_keys and since is not None:  # the first list from ``since`` on, the others whole
         if len(list_keys) > 1:

@@ -221,6 +221,49 @@ def test_a_missing_item_row_is_a_typed_error_and_a_full_save_repairs_it(url, dat
         fresh.close()
 
 
+def _hashless_list(raw, sid: str, key: str, items: list, version: int = 1) -> None:
+    """A list whose hash row is gone (deleted by hand, or a writer that left none): its item
+    rows only, numbered 0..n-1."""
+    for i, item in enumerate(items):
+        raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+                    " VALUES (%s, %s, %s, %s, %s)", (sid, key, i, orjson.dumps(item).decode(), version))
+
+
+@pytest.mark.parametrize("how", ["save_list_if_version", "save_many"])
+def test_a_compare_and_set_with_the_version_read_of_a_list_without_a_hash_row_succeeds(store, raw, how):
+    """get_list_versioned reads a list left without a hash row as version 0; a compare-and-set
+    with that version counted row 0's version instead and was refused every time (a
+    read-modify-write loop never ended). It now succeeds once, and only once."""
+    _hashless_list(raw, "u:s", "m", ["a", "b", "c"], version=4)
+    items, version = store.get_list_versioned("u", "s", "m")
+    assert (items, version) == (["a", "b", "c"], 0)
+    assert store.get_many("u", "s", lists=["m"], versioned=True)["m"] == (["a", "b", "c"], 0)
+    if how == "save_list_if_version":
+        new = store.save_list_if_version("u", "s", "m", items + ["d"], version)
+    else:
+        new = store.save_many("u", "s", lists={"m": items + ["d"]}, expected_versions={"m": version}).versions["m"]
+    assert new > 0
+    assert check_list_rows(raw, "u:s", "m") == ["a", "b", "c", "d"]
+    assert store.get_list_versioned("u", "s", "m") == (["a", "b", "c", "d"], new)
+    stored = raw.query("SELECT version FROM {t} WHERE session_id = 'u:s' AND state_key = 'm:_hash'")[0][0]
+    assert stored == new
+    before = raw.rows("u:s")
+    assert store.save_list_if_version("u", "s", "m", ["lost"], version) == -1  # the same read again: stale
+    assert raw.rows("u:s") == before
+
+
+def test_a_value_save_after_get_many_of_a_list_without_a_hash_row_replaces_the_whole_list(store, raw):
+    """get_many(values=[k]) of a list left without a hash row sees row 0 only; the save that
+    followed took it for a single value it had seen and updated row 0 in one statement, leaving
+    items 1.. behind (the key then read as a list whose first item was the value). The value
+    replaces the whole list, as save does over any list."""
+    _hashless_list(raw, "u:s", "m", ["a", "b", "c"])
+    store.get_many("u", "s", values=["m"])
+    store.save_many("u", "s", values={"m": {"v": 1}})
+    assert [r[1:4] for r in raw.rows("u:s")] == [("m", 0, '{"v":1}')]
+    assert store.get("u", "s", "m") == {"v": 1}
+
+
 def test_windows_still_read_when_the_damage_is_elsewhere(store, raw):
     store.save_list("u", "s", "m", list(range(10)))
     raw.execute("DELETE FROM {t} WHERE session_id='u:s' AND state_key='m' AND item_index=2")
