@@ -478,7 +478,8 @@ def _get(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
         return 0
     if not _has_key(store, args):
         raise NotFound(f"{_where(args)} has no key {args.key!r}")
-    if store.get_list_versioned(user, args.session, args.key).version > 0:  # a hash row: a list
+    whole = store.get_list_versioned(user, args.session, args.key)
+    if whole.version > 0 or len(whole.value) > 1:  # a hash row, or items without one: a list
         offset = -args.tail if args.tail else args.offset
         items = store.get_list(user, args.session, args.key, offset=offset, limit=args.limit)
         _out(args, items, "\n".join(_dumps(i) for i in items))

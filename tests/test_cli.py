@@ -207,6 +207,17 @@ def test_the_write_calls_from_the_shell(store, raw, url, database):
     assert raw.all_rows() == before
 
 
+def test_get_prints_every_item_of_a_list_left_without_a_hash_row(store, raw, url, database):
+    """A list whose hash row is gone is still a list: `get` printed its first item as a value."""
+    for i, item in enumerate(["a", "b", "c"]):
+        raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+                    " VALUES ('alice:chat-1', 'memory', %s, %s, 1)", (i, orjson.dumps(item).decode()))
+    done = cli(url, database, "get", "alice", "chat-1", "memory", "--json")
+    assert done.returncode == 0 and orjson.loads(done.stdout) == ["a", "b", "c"]
+    store.save("alice", "chat-1", "summary", {"t": "hi"})
+    assert orjson.loads(cli(url, database, "get", "alice", "chat-1", "summary", "--json").stdout) == {"t": "hi"}
+
+
 def test_a_newcomer_on_the_embedded_default_server(tmp_path):
     """`server start`, then `sessions`: the database and table are made, an empty table lists
     nothing (exit 0), and no DDL is shown as an error."""
