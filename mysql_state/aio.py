@@ -32,7 +32,7 @@ import functools
 import itertools
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, AsyncIterator, Callable, Optional, Sequence, TypeVar
+from typing import Any, AsyncIterator, Callable, Concatenate, Coroutine, Optional, ParamSpec, Sequence, TypeVar
 
 from .catalog import ALL_USERS
 from .errors import StoreClosedError
@@ -43,6 +43,7 @@ from .store import MysqlAgentStateStore
 __all__ = ["AsyncMysqlAgentStateStore", "AsyncSessionLock", "ATTRIBUTES", "OPERATIONS", "mirror", "mirror_attribute"]
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 #: The sync store's public operations, each mirrored here as a coroutine (checked by a test).
 OPERATIONS = (
@@ -87,12 +88,15 @@ ATTRIBUTES = ("database_name", "table_name", "exact_keys", "max_allowed_packet",
 EXPORT_LINES_PER_HOP = 1000
 
 
-def mirror(method: Callable[..., T]) -> Callable[..., Any]:
-    """The coroutine twin of the sync store method ``method``: same name, same signature, the
-    sync docstring; awaiting it runs ``method`` on the wrapped store in a worker thread."""
+def mirror(method: Callable[Concatenate[MysqlAgentStateStore, P], T]
+           ) -> Callable[Concatenate["AsyncMysqlAgentStateStore", P], Coroutine[Any, Any, T]]:
+    """The coroutine twin of the sync store method ``method``: same name, same signature and
+    annotations (for ``inspect``, ``typing.get_type_hints`` and static type checkers alike: the
+    parameters are ``method``'s, the result is awaited), the sync docstring; awaiting it runs
+    ``method`` on the wrapped store in a worker thread."""
     name = method.__name__
 
-    async def coroutine(self: "AsyncMysqlAgentStateStore", *args: Any, **kwargs: Any) -> Any:
+    async def coroutine(self: "AsyncMysqlAgentStateStore", *args: P.args, **kwargs: P.kwargs) -> T:
         return await self._run(getattr(self.sync, name), *args, **kwargs)
 
     coroutine.__name__ = name
@@ -100,6 +104,8 @@ def mirror(method: Callable[..., T]) -> Callable[..., Any]:
     coroutine.__module__ = __name__
     sig = inspect.signature(method)
     coroutine.__signature__ = sig  # type: ignore[attr-defined]
+    coroutine.__annotations__ = dict(method.__annotations__)
+    coroutine.__wrapped__ = method  # type: ignore[attr-defined]  # get_type_hints resolves names in store.py
     required = ", ".join(p.name for p in list(sig.parameters.values())[1:]
                          if p.default is p.empty and p.kind is p.POSITIONAL_OR_KEYWORD)
     coroutine.__doc__ = (f":meth:`MysqlAgentStateStore.{name}` as a coroutine, run in a worker thread: "

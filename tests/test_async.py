@@ -7,8 +7,11 @@ from __future__ import annotations
 import asyncio
 import datetime
 import inspect
+import subprocess
+import sys
 import threading
 import time
+import typing
 
 import orjson
 import pytest
@@ -67,9 +70,37 @@ def test_every_sync_operation_has_a_coroutine_with_the_same_signature():
         for p, q in zip(sig.parameters.values(), sync_sig.parameters.values()):
             assert (p.name, p.kind, p.default, p.annotation) == (q.name, q.kind, q.default, q.annotation), name
         assert sig.return_annotation == sync_sig.return_annotation, name
+        # the annotations themselves (typing.get_type_hints), not only the signature inspect shows
+        assert typing.get_type_hints(twin) == typing.get_type_hints(getattr(MysqlAgentStateStore, name)), name
         assert twin.__doc__ and ">>>" in twin.__doc__, f"{name} lacks a docstring example"
     from_url = inspect.signature(AsyncMysqlAgentStateStore.from_url).parameters
     assert from_url == inspect.signature(MysqlAgentStateStore.from_url).parameters
+
+
+def test_a_static_type_checker_sees_each_coroutine_s_parameters_and_result(tmp_path):
+    """mypy (a test dependency) reads the generated coroutines as the sync methods' parameters
+    with an awaitable of their result: a wrong argument type or keyword is an error, the result
+    has the sync method's type (they used to be ``(*args, **kwargs) -> Any``)."""
+    use = tmp_path / "use.py"
+    use.write_text(
+        "from mysql_state import AsyncMysqlAgentStateStore\n"
+        "async def main(a: AsyncMysqlAgentStateStore) -> None:\n"
+        "    reveal_type(await a.get_list_versioned('u', 's', 'k'))\n"
+        "    reveal_type(a.save)\n"
+        "    await a.get_list('u', 's', 3)\n"
+        "    await a.get_list('u', 's', 'k', ofset=1)\n"
+        "    await a.save_list('u', 's', 'k', [1, 2])\n"
+    )
+    done = subprocess.run([sys.executable, "-m", "mypy", "--follow-imports=silent", "--ignore-missing-imports",
+                           "--no-incremental", "--python-version", f"{sys.version_info[0]}.{sys.version_info[1]}",
+                           str(use)], capture_output=True, text=True, timeout=300)
+    out = done.stdout
+    assert 'Revealed type is "tuple[Any, int, fallback=mysql_state.results.VersionedState]"' in out, out
+    assert ('Revealed type is "def (user_id: str | None, session_id: str, key: str, value: Any)'
+            ' -> typing.Coroutine[Any, Any, None]"') in out, out
+    assert 'use.py:5: error: Argument 3 has incompatible type "int"; expected "str"' in out, out
+    assert 'use.py:6: error: Unexpected keyword argument "ofset"' in out, out
+    assert "Found 2 errors in 1 file" in out, out  # the correct calls type-check
 
 
 def test_every_documented_store_attribute_reads_the_same_on_the_twin(astore, store):
