@@ -86,13 +86,20 @@ def row(sid: str) -> tuple[tuple[str, str, int, bytes]]:
 
 def user_range(user_id: Any, exact: bool, column: str = "state_key") -> tuple[str, tuple]:
     """A WHERE fragment (`` AND ...``) keeping the packed ids of one user in ``column``; ``""``
-    for :data:`ALL_USERS`. A primary-key range on exact tables, an escaped LIKE otherwise."""
+    for :data:`ALL_USERS`. A primary-key range on exact tables; otherwise (the Java store's
+    table before ``migrate()``, whose keys fold case and accents) an escaped LIKE and the exact
+    prefix compared as bytes, so that ``"alice"`` never takes ``"Alice"``'s rows.
+
+    >>> user_range("a_b", False, "session_id")
+    (" AND session_id LIKE %s ESCAPE '!' AND CAST(LEFT(session_id, %s) AS BINARY) = CAST(%s AS BINARY)", ('a!_b:%', 4, 'a_b:'))
+    """
     if user_id is ALL_USERS:
         return "", ()
     prefix = keys.user_prefix(user_id)
     if exact:
         return f" AND {column} >= %s AND {column} < %s", (prefix, prefix[:-1] + ";")
-    return f" AND {column} LIKE %s ESCAPE '!'", (sql.like_prefix(prefix),)
+    return (f" AND {column} LIKE %s ESCAPE '!' AND CAST(LEFT({column}, %s) AS BINARY) = CAST(%s AS BINARY)",
+            (sql.like_prefix(prefix), len(prefix), prefix))
 
 
 def encode_cursor(updated_at: dt.datetime, sid: str) -> str:

@@ -184,3 +184,47 @@ def test_forget_user_on_the_java_table_before_migrate_leaves_no_catalog_row(url,
     finally:
         s.close()
         raw.close()
+
+
+def test_one_user_s_calls_on_the_java_table_before_migrate_never_take_another_user_s_rows(url, database):
+    """On the Java store's table (keys folding case) a user's LIKE also matched "Alice" for
+    "alice": ``export("alice")`` carried Alice's rows, ``prune(user_id="alice")`` deleted her
+    sessions, and ``sessions("alice", limit=1)`` gave an empty page without a cursor (her rows
+    filled the page, then were dropped)."""
+    import json
+    import warnings
+
+    from tests.conftest import Raw, make_java_table
+
+    make_java_table(url, database)
+    raw = Raw(url, database)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the table's collation: the store warns, and works
+        s = MysqlAgentStateStore.from_url(url, database_name=database)
+    try:
+        s.save("alice", "a1", "plan", {"owner": "alice"})
+        s.save("alice", "a2", "plan", {"owner": "alice"})
+        raw.execute("UPDATE {t} SET updated_at = updated_at - INTERVAL 1 HOUR")
+        s.save("Alice", "b1", "plan", {"owner": "Alice"})
+        s.save("Alice", "b2", "plan", {"owner": "Alice"})
+        ids = lambda lines: sorted({(r["session_id"], r["state_key"]) for r in map(json.loads, lines)})  # noqa: E731
+        assert ids(s.export("alice")) == [("__catalog__", "alice:a1"), ("__catalog__", "alice:a2"),
+                                          ("alice:a1", "plan"), ("alice:a2", "plan")]
+        pages, cursor = [], None
+        while True:
+            page = s.sessions("alice", limit=1, cursor=cursor)
+            pages.append([i.session_id for i in page.items])
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        assert sorted(sum(pages, [])) == ["a1", "a2"] and all(len(p) == 1 for p in pages[:2]), pages
+        before = raw.all_rows()
+        assert s.prune(dt.timedelta(0), user_id="alice", dry_run=True).sessions == 2
+        assert raw.all_rows() == before
+        assert s.prune(dt.timedelta(0), user_id="alice").sessions == 2
+        left = sorted({r[0] for r in raw.query("SELECT session_id FROM {t} WHERE session_id <> '__catalog__'")})
+        assert left == ["Alice:b1", "Alice:b2"]
+        assert s.get("Alice", "b1", "plan") == {"owner": "Alice"}
+    finally:
+        s.close()
+        raw.close()
