@@ -15,6 +15,7 @@ retention, migrations, reencrypt) the same way. The table context
 
 from __future__ import annotations
 
+import collections.abc
 import contextlib
 import functools
 import time
@@ -869,6 +870,9 @@ class MysqlAgentStateStore:
         if isinstance(lines, (str, bytes)):  # iterating it would give characters, not lines
             raise TypeError(f"lines must be an iterable of export lines (a list, a file), got one "
                             f"{type(lines).__name__}: give text.splitlines() or [line]")
+        if not isinstance(lines, collections.abc.Iterable):
+            raise TypeError(f"lines must be an iterable of export lines (a list, a file), got "
+                            f"{type(lines).__name__} {serde.cut_repr(lines)}")
         args.callback(progress, "progress")
         n = transfer.import_rows(self._db, self.table, lines, on_conflict, progress)
         self._forget()

@@ -15,8 +15,9 @@ from typing import Any, Callable, ContextManager, Iterable, Iterator, Optional, 
 
 import orjson
 
-from . import catalog, keys, sql
+from . import catalog, keys, serde, sql
 from .crypto import is_sealed
+from .listsync import ListHash
 from .table import Table
 from .errors import (
     PACKET_TOO_LARGE,
@@ -244,20 +245,42 @@ def import_rows(db: Any, t: Table, lines: Iterable[Any], on_conflict: str,
 
 class _KeyRows:
     """What an import holds of one caller's key: rows ``0..next-1`` of the key itself (and any
-    other indexes, kept only when rows came out of order), and whether its hash row."""
+    other indexes, kept only when rows came out of order), and its hash row's text (None: none)."""
 
-    __slots__ = ("next", "extra", "hash")
+    __slots__ = ("next", "extra", "head")
 
     def __init__(self) -> None:
-        self.next, self.extra, self.hash = 0, None, False
+        self.next, self.extra, self.head = 0, None, None
 
-    def add(self, state_key: str, index: int) -> None:
+    @property
+    def hash(self) -> bool:
+        return self.head is not None
+
+    def add(self, state_key: str, index: int, data: str) -> None:
         if state_key.endswith(keys.HASH_SUFFIX):
-            self.hash = True
+            self.head = data
         elif self.extra is None and index == self.next:
             self.next += 1
         elif index >= self.next:
             self.extra = (self.extra or set()) | {index}
+
+    def torn(self) -> Optional[str]:
+        """Why the key's rows are not a whole value or list (None: they are): a list must hold
+        items ``0..n-1`` where its hash row (this store's) says ``n``, items ``0..`` with no gap
+        under another writer's hash row, and a key without a hash row is one value (row 0),
+        as ``doctor`` has it. An export cut at a line, or a list damaged where it was exported."""
+        count = self.next + len(self.extra or ())
+        top = max(self.extra) if self.extra else self.next - 1
+        held = f"items {sorted({*range(self.next), *(self.extra or ())})[:5]}..." if self.extra else (
+            f"items 0..{top}" if count else "no item")
+        if self.head is None:
+            return None if top <= 0 else f"it holds {held} and no hash row"
+        stored = ListHash.parse(self.head)
+        if stored is not None and (count != stored.n or top != count - 1):
+            return f"its hash row says {stored.n} items, the import holds {held}"
+        if stored is None and top != count - 1:
+            return f"it holds {held}: a gap"
+        return None
 
 
 def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict: str, max_bytes: int,
@@ -268,7 +291,7 @@ def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict
     written = seen = 0
     sessions: set = set()  # packed ids with rows in the import
     reserved: dict[str, tuple[str, int]] = {}  # catalog/history id -> (its id, first line)
-    held: dict[tuple[str, str], _KeyRows] = {}  # "replace": what the import holds of each key
+    held: dict[tuple[str, str], _KeyRows] = {}  # what the import holds of each key: whole?
     decided: set = set()  # "skip": keys looked up
     kept: set = set()  # "skip": keys that exist, whose rows are not imported
     batch: list[tuple] = []
@@ -292,6 +315,9 @@ def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict
     for number, text in enumerate(lines, 1):
         if isinstance(text, bytes):
             text = text.decode("utf-8")
+        elif not isinstance(text, str):
+            raise TypeError(f"import: line {number} is a {type(text).__name__} ({serde.cut_repr(text)}), not a line "
+                            "of an export (a str or bytes); nothing was imported")
         if not text.strip():
             continue
         row = parse(text, number)
@@ -315,8 +341,7 @@ def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict
         sid = row[0]
         if keys.is_packed(sid):
             sessions.add(sid)
-            if on_conflict == "replace":
-                held.setdefault((sid, _base_key(row[1])), _KeyRows()).add(row[1], row[2])
+            held.setdefault((sid, _base_key(row[1])), _KeyRows()).add(row[1], row[2], row[3])
         elif sid == keys.CATALOG_SESSION:
             reserved.setdefault("c" + row[1], (row[1], number))
         else:
@@ -329,7 +354,14 @@ def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict
             what = "the catalog row of" if tag[0] == "c" else "an archived item of"
             raise ValueError(f"import: line {number} is {what} a session that has no rows in this import "
                              f"({ident[:60]!r}): the store's own rows come only with their session; nothing was imported")
-    written += _drop_the_rest(cur, q, held)
+    for (sid, k), got in held.items():
+        why = got.torn()
+        if why is not None:
+            raise ValueError(f"import: key {k!r} of session {sid!r} is not whole in this import: {why}; the file "
+                             "was cut, or the list was damaged where it was exported (doctor reports it there); "
+                             "nothing was imported")
+    if on_conflict == "replace":
+        written += _drop_the_rest(cur, q, held)
     _rebuild(cur, q, sorted(sessions))
     return written
 

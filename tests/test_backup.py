@@ -222,6 +222,73 @@ def test_foreign_hash_rows_and_sealed_rows_are_not_taken_for_hostile(store, targ
     assert raw.query("SELECT state_data FROM {t} WHERE state_key = 'jlist:_hash'") == [("3f2a9c",)]
 
 
+def test_an_export_cut_inside_a_list_is_refused_whole_and_writes_nothing(store, target) -> None:
+    """An export cut at any line boundary inside a list (items without the hash row after
+    them) imported a torn list that read back short with no error; with "replace" it also
+    replaced a healthy list. Every such cut is refused, naming the key, and nothing is written."""
+    store.save_list(USER, "s1", "memory", ["m0", "m1", "m2", "m3", "m4"])
+    lines = list(store.export(USER, ["s1"]))
+    rows = [orjson.loads(x) for x in lines]
+    assert [r["state_key"] for r in rows[:6]] == ["memory"] * 5 + ["memory:_hash"]
+    imported, raw = target
+    imported.save_list(USER, "s1", "memory", ["old0", "old1", "old2", "old3"])
+    before = raw.all_rows()
+    for cut in range(2, 6):  # items 0..cut-1, no hash row (a cut at 1 leaves one row: a value)
+        for mode in ("skip", "replace"):
+            with pytest.raises(ValueError, match="key 'memory' of session 'alice:s1' is not whole") as err:
+                imported.import_rows(lines[:cut], on_conflict=mode)
+            assert f"items 0..{cut - 1} and no hash row" in str(err.value)
+            assert raw.all_rows() == before
+    missing = lines[:2] + lines[3:]  # the hash row says 5, item 2 is gone
+    with pytest.raises(ValueError, match="its hash row says 5 items, the import holds items \\[0, 1, 3, 4\\]"):
+        imported.import_rows(missing, on_conflict="replace")
+    assert raw.all_rows() == before
+    assert imported.get_list(USER, "s1", "memory") == ["old0", "old1", "old2", "old3"]
+    assert imported.import_rows(lines, on_conflict="replace") > 0  # the whole file: the list whole
+    assert imported.get_list(USER, "s1", "memory") == ["m0", "m1", "m2", "m3", "m4"]
+
+
+def test_a_java_list_and_an_empty_list_import_whole(url, store, target) -> None:
+    """A list under another writer's hash row (the Java store's: no count in it) must have no gap;
+    an empty list is its hash row alone."""
+    lines = export_of(store, 3)
+    good = orjson.loads(next(x for x in lines if orjson.loads(x)["state_key"] == "v"))
+    java = [dict(good, state_key="jlist", item_index=i, state_data=f'"j{i}"') for i in range(3)]
+    java.append(dict(good, state_key="jlist:_hash", state_data="3f2a9c"))
+    store.save_list(USER, "s2", "empty", [])
+    empty = [x for x in store.export(USER, ["s2"]) if orjson.loads(x)["state_key"] == "empty:_hash"]
+    imported, raw = target
+    assert imported.import_rows(lines + [orjson.dumps(r).decode() for r in java] + empty) == len(lines) + 5
+    assert imported.get_list(USER, "s2", "jlist") == ["j0", "j1", "j2"]
+    assert imported.get_list(USER, "s2", "empty") == []
+    gap = [orjson.dumps(r).decode() for r in java if r["item_index"] != 1 or r["state_key"] != "jlist"]
+    other, oraw = fresh_store(url)
+    try:
+        with pytest.raises(ValueError, match="key 'jlist' of session 'alice:s2' is not whole.*a gap"):
+            other.import_rows(lines + gap)
+        assert oraw.all_rows() == []
+    finally:
+        other.close()
+        oraw.close()
+        con = connect(url)
+        with con.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{oraw.database}`")
+        con.close()
+
+
+@pytest.mark.parametrize("lines", [[5], [None], [{"session_id": "u:s"}], None, 7])
+def test_import_lines_that_are_not_text_are_a_type_error_naming_them(store, target, lines) -> None:
+    good = export_of(store, 2)
+    imported, raw = target
+    given = good + lines if isinstance(lines, list) else lines
+    with pytest.raises(TypeError) as err:
+        imported.import_rows(given)
+    said = str(err.value)
+    assert (f"line {len(good) + 1} is a {type(lines[0]).__name__}" in said if isinstance(lines, list)
+            else f"got {type(lines).__name__}" in said), said
+    assert raw.all_rows() == []
+
+
 # ---- 17: session ids need their user ---------------------------------------------------------
 
 def test_export_of_sessions_without_a_user_is_refused(store) -> None:
