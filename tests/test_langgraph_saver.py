@@ -253,6 +253,37 @@ def test_prune_compacts_logs_and_a_saver_that_cached_them_writes_safely(store, r
     a.close(), b.close()
 
 
+def test_a_step_that_keeps_the_list_after_another_process_pruned_refers_to_the_new_log(store):
+    """A put whose list channel did not change (a step that updates another channel) reused the
+    reference this process stored before without checking the log: after another process's
+    prune rebuilt the log under a new name, the checkpoint pointed at the deleted log and the
+    thread could no longer be read (CorruptStateError), by any process."""
+    from langgraph.checkpoint.base import empty_checkpoint
+    from langgraph.checkpoint.base.id import uuid6
+
+    a, b = MysqlSaver(store), MysqlSaver(store)  # two caches: as two processes
+    cfg = {"configurable": {"thread_id": "reuse", "checkpoint_ns": ""}}
+
+    def put(parent: dict, msgs: list, version: str, step: int, changed: dict) -> dict:
+        checkpoint = empty_checkpoint()
+        checkpoint["id"] = str(uuid6())
+        checkpoint["channel_values"] = {"messages": msgs, "counter": step}
+        checkpoint["channel_versions"] = {"messages": version, "counter": f"{step:032}.0"}
+        return a.put(parent, checkpoint, {"source": "loop", "step": step}, changed)
+
+    m = [HumanMessage(content=f"m{i}", id=f"m{i}") for i in range(4)]
+    v1 = a.get_next_version(None, None)
+    c1 = put(cfg, m, v1, 1, {"messages": v1, "counter": f"{1:032}.0"})
+    v2 = a.get_next_version(v1, None)
+    c2 = put(c1, m[2:], v2, 2, {"messages": v2, "counter": f"{2:032}.0"})  # a trim: the log keeps 4
+    b.prune(["reuse"], strategy="keep_latest")  # the log rebuilt compact, under another name
+    c3 = put(c2, m[2:], v2, 3, {"counter": f"{3:032}.0"})  # messages unchanged: the same version
+    for saver in (b, a, MysqlSaver(store)):
+        got = saver.get_tuple(c3).checkpoint["channel_values"]
+        assert [x.content for x in got["messages"]] == ["m2", "m3"] and got["counter"] == 3
+    a.close(), b.close()
+
+
 def test_ainvoke_several_threads_at_once_from_several_event_loops(store):
     astore = AsyncMysqlAgentStateStore(store, close_store=False)
     saver = MysqlSaver(astore)

@@ -408,9 +408,11 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             view = None if fresh else self._view(where)
             if view is not None and version is not None and version in view.refs:
                 ref = view.refs[version]
-                if ref.get("d", 0) == int(delta) and ref["n"] == len(items):
+                if ref.get("d", 0) == int(delta) and ref["n"] == len(items) and ref["g"] == view.gen:
+                    # the log is checked as long as this process knows it (floor): a prune by
+                    # another process may have rebuilt it under another name meanwhile
                     return _ListPlan(where, layout.log_key(ns, channel, ref["g"]), ref["g"], version, delta,
-                                     items, [], [], [], 0, ref=ref, reused=True)
+                                     items, [], [], [], view.length, ref=ref, reused=True)
             last = view.last if view is not None else None
         # Outside the lock: the pass over every item. A version that starts with the last one's
         # objects is proven unchanged over them by one fingerprint of the whole list (one
@@ -545,7 +547,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 if not p.reused and p.rows:
                     if lengths[p.key] - len(p.rows) < p.floor:
                         raise _LogReset(p.where)
-                elif not p.reused and p.floor and tx.list_length(u, thread, p.key) < p.floor:
+                elif p.floor and tx.list_length(u, thread, p.key) < p.floor:
                     raise _LogReset(p.where)
                 self._refer(p, record, lengths[p.key] - len(p.rows) if p.key in lengths else 0)
             for key, row in blobs.items():
@@ -565,9 +567,10 @@ class MysqlSaver(BaseCheckpointSaver[str]):
     def _exact(self, ns: str, record: dict, blobs: dict, plans: list, indexed: bool) -> tuple[dict, dict, dict]:
         """``append_lists``' ``(appends, at, values)`` for a put that takes each log to be as long
         as this process knows (the references, so the row, known before): the logs' new items
-        (a log with none only checked), the index entry when the id is known to be the newest,
+        (a log with none, or a version this process stored before, only checked), the index entry
+        when the id is known to be the newest,
         the blobs and the checkpoint row."""
-        appends = {p.key: p.rows for p in plans if not p.reused and (p.rows or p.floor)}
+        appends = {p.key: p.rows for p in plans if p.rows or p.floor}
         if indexed:
             appends[layout.index_key(ns)] = [[record["id"], record["parent"]]]
         for p in plans:
