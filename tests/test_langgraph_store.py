@@ -232,6 +232,60 @@ def test_bad_puts_are_refused_before_any_sql(memory, raw):
     assert keys == ["ins..", "ins.." + "k" * 249 + "."]
 
 
+def test_values_json_does_not_hold_are_refused_naming_the_field_and_nothing_is_written(memory, raw):
+    """orjson wrote a datetime, a UUID, an Enum or a dataclass as a string or a dict, so the
+    value came back as another thing (and a filter with the datetime found nothing, where
+    InMemoryStore finds the item); an integer past 64 bits gave orjson's message. As the docs
+    say, they are refused, naming the field, and nothing is written."""
+    import dataclasses
+    import datetime
+    import enum
+    import uuid
+
+    class Color(enum.Enum):
+        RED = "red"
+
+    @dataclasses.dataclass
+    class Point:
+        x: int
+
+    memory.put(("ok",), "k", {"v": 1})
+    before = raw.rows(SESSION)
+    for value, said in [({"when": datetime.datetime(2024, 1, 2)}, "field 'when' is a datetime"),
+                        ({"a": [1, {"id": uuid.uuid4()}]}, "field 'a.1.id' is a UUID"),
+                        ({"c": Color.RED}, "field 'c' is a Color"),
+                        ({"p": Point(1)}, "field 'p' is a Point"),
+                        ({"n": 2**70}, "field 'n' is an integer past 64 bits"),
+                        ({"s": {1, 2}}, "field 's' is a set")]:
+        with pytest.raises(TypeError, match=f"\\('ev',\\) 'e1' must be what JSON holds: {said}"):
+            memory.batch([PutOp(("ok",), "k2", {"v": 2}), PutOp(("ev",), "e1", value)])
+        assert raw.rows(SESSION) == before
+    memory.put(("ev",), "e1", {"n": 2**64 - 1, "m": -(2**63), "t": (1, "a"), "f": 1.5, "b": True, "z": None})
+    assert memory.get(("ev",), "e1").value == {"n": 2**64 - 1, "m": -(2**63), "t": [1, "a"], "f": 1.5, "b": True,
+                                                "z": None}
+
+
+def test_filters_read_dollar_names_as_inmemory_store_does(memory):
+    """Only a dict value with a ``$`` key is an operator dict: a field named ``$schema`` and an
+    operand that holds ``$`` keys were refused as unknown operators."""
+    oracle = InMemoryStore()
+    for s in (memory, oracle):
+        s.put(("d",), "a", {"$schema": "v1", "meta": {"$ref": "x"}, "n": 2})
+        s.put(("d",), "b", {"$schema": "v2", "meta": {"$ref": "y"}, "n": 5})
+    for f in [{"$schema": "v1"}, {"meta": {"$eq": {"$ref": "y"}}}, {"$schema": {"$ne": "v1"}, "n": {"$gt": 1}}]:
+        assert view(memory.search(("d",), filter=f)) == view(oracle.search(("d",), filter=f)), f
+    for f in [{"meta": {"$near": 1}}, {"meta": {"$ref": "x"}}]:  # a dict value with a $ key: operators
+        with pytest.raises(ValueError, match="Unsupported operator"):
+            oracle.search(("d",), filter=f)
+        with pytest.raises(ValueError, match="Unsupported operator"):
+            memory.search(("d",), filter=f)
+
+
+def test_a_get_of_a_key_that_is_not_a_str_is_none_as_inmemory_store(memory):
+    memory.put(("ns",), "5", {"v": 1})
+    assert memory.batch([GetOp(("ns",), 5), GetOp(("ns",), None), GetOp(("ns",), "5")])[:2] == [None, None]
+
+
 def test_a_table_that_ignores_case_is_refused(url, database):
     make_java_table(url, database)
     with warnings.catch_warnings():
@@ -361,6 +415,21 @@ def test_the_sweeper_thread_removes_rows_by_itself_and_stops(store, raw):
     assert memory.stop_ttl_sweeper(timeout=5) is True
     assert time.monotonic() - t0 < 2 and future.done()
     assert not any(t.name == "mysql-state-ttl-sweeper" and t.is_alive() for t in threading.enumerate())
+
+
+def test_a_second_start_of_the_sweeper_gives_the_running_one_s_future(store):
+    """A start while a sweeper runs returned a new future that never completed (waiting on it
+    hung); it is the running sweeper's future, done when it stops. A start after a stop runs a
+    new sweeper."""
+    memory = MysqlStore(store, user_id="alice")
+    first = memory.start_ttl_sweeper(0.5)
+    assert memory.start_ttl_sweeper(0.5) is first
+    assert memory.stop_ttl_sweeper(timeout=5) is True
+    assert first.result(timeout=5) is None
+    again = memory.start_ttl_sweeper(0.5)
+    assert again is not first and not again.done()
+    assert memory.stop_ttl_sweeper(timeout=5) is True and again.result(timeout=5) is None
+    memory.close()
 
 
 def test_the_async_sweeper_removes_rows_and_stops(store, raw):

@@ -18,7 +18,17 @@ OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 
 
 def check_filter(filter: Any) -> None:
-    """Refuse, before any SQL, a filter that is not a dict or names an unknown ``$`` operator."""
+    """Refuse, before any SQL, a filter that is not a dict or names an unknown ``$`` operator.
+    Read as :func:`compare_values` reads it: the filter's own keys are field names (``"$schema"``
+    too), a dict value with a ``$`` key is an operator dict, whose operands are values (never
+    operators), another dict value names nested fields.
+
+    >>> check_filter({"$schema": "v1", "meta": {"$eq": {"$ref": "x"}}})
+    >>> check_filter({"n": {"$near": 1}})
+    Traceback (most recent call last):
+    ...
+    ValueError: Unsupported operator: $near (filter {'n': {'$near': 1}}; supported: $eq, $ne, $gt, $gte, $lt, $lte)
+    """
     if filter is None:
         return
     if not isinstance(filter, dict):
@@ -26,15 +36,54 @@ def check_filter(filter: Any) -> None:
 
     def walk(f: Any) -> None:
         if isinstance(f, dict):
-            for k, v in f.items():
-                if isinstance(k, str) and k.startswith("$") and k not in OPERATORS:
-                    raise ValueError(f"Unsupported operator: {k} (filter {filter!r}; supported: {', '.join(OPERATORS)})")
+            if any(isinstance(k, str) and k.startswith("$") for k in f):
+                for k in f:
+                    if k not in OPERATORS:
+                        raise ValueError(f"Unsupported operator: {k} (filter {filter!r}; supported: "
+                                         f"{', '.join(OPERATORS)})")
+                return
+            for v in f.values():
                 walk(v)
         elif isinstance(f, (list, tuple)):
             for v in f:
                 walk(v)
 
-    walk(filter)
+    for v in filter.values():
+        walk(v)
+
+
+_JSON_LEAVES = (str, bool, int, float, type(None))
+_INT_RANGE = (-(2**63), 2**64 - 1)  # what orjson writes
+
+
+def not_json(value: Any, path: str = "") -> Optional[str]:
+    """What in ``value`` JSON does not hold, as its field path and type, or None: dicts with
+    string keys, lists and tuples, strings, booleans, integers within 64 bits and numbers
+    (non-finite ones are refused where the value is written).
+
+    >>> import datetime
+    >>> not_json({"a": [1, {"when": datetime.date(2024, 1, 2)}]}), not_json({"n": 2**70}), not_json({"k": [1.5]})
+    ("field 'a.1.when' is a date", "field 'n' is an integer past 64 bits", None)
+    """
+    if isinstance(value, _JSON_LEAVES):
+        if isinstance(value, int) and not isinstance(value, bool) and not _INT_RANGE[0] <= value <= _INT_RANGE[1]:
+            return f"field {path!r} is an integer past 64 bits"
+        return None
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                return f"field {path!r} has a key that is not a str: {type(k).__name__} {k!r}"[:200]
+            found = not_json(v, f"{path}.{k}" if path else k)
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            found = not_json(v, f"{path}.{i}" if path else str(i))
+            if found is not None:
+                return found
+        return None
+    return f"field {path!r} is a {type(value).__name__}"
 
 
 def matches(value: dict, filter: Optional[dict]) -> bool:

@@ -64,7 +64,7 @@ from ..aio import AsyncMysqlAgentStateStore
 from ..errors import CorruptStateError, StaleStateError
 from ..store import MysqlAgentStateStore
 from ._memory_layout import ITEMS, MAX_KEY_CHARS, SESSION, TTLS, VECTORS, check_fits, fits, item_key, marker_key, parse, prefix_of
-from ._memory_query import check_filter, literal_prefix, matches, rank
+from ._memory_query import check_filter, literal_prefix, matches, not_json, rank
 from ._memory_query import list_namespaces as listing
 
 __all__ = ["MysqlStore"]
@@ -212,6 +212,7 @@ class MysqlStore(BaseStore):
         self._owned = False
         self._stop = threading.Event()
         self._sweeper: Optional[threading.Thread] = None
+        self._sweeper_done: concurrent.futures.Future = concurrent.futures.Future()  # the running one's
         self._task: Optional[asyncio.Task] = None
 
     @classmethod
@@ -349,6 +350,10 @@ class MysqlStore(BaseStore):
             raise InvalidNamespaceError(f'Root label for namespace cannot be "langgraph". Got: {op.namespace}')
         if not isinstance(op.value, Mapping):
             raise TypeError(f"the value put at {op.namespace!r} {op.key!r} must be a mapping (a dict), got {type(op.value).__name__}")
+        bad = not_json(op.value)
+        if bad is not None:
+            raise TypeError(f"the value put at {op.namespace!r} {op.key!r} must be what JSON holds: {bad}"
+                            " (give it as a str, a number or a list or dict of them)")
         _check_minutes(f"ttl of {op.namespace!r} {op.key!r}", op.ttl)
         if op.index is not None and op.index is not False and (
                 not isinstance(op.index, (list, tuple)) or not all(isinstance(p, str) for p in op.index)):
@@ -393,7 +398,8 @@ class MysqlStore(BaseStore):
     def _gets(self, gets: list, now: datetime, results: list, refresh: dict) -> None:
         wanted = {}
         for i, op in gets:
-            if fits(op.namespace, op.key) and op.namespace:
+            # a key that is not a str names no item (a put refuses it): None, as InMemoryStore
+            if isinstance(op.key, str) and op.namespace and fits(op.namespace, op.key):
                 wanted[i] = (item_key(ITEMS, op.namespace, op.key),
                              item_key(TTLS, op.namespace, op.key))
         names = sorted({k for pair in wanted.values() for k in pair})
@@ -668,10 +674,14 @@ class MysqlStore(BaseStore):
         True
         """
         interval = self._interval(sweep_interval_minutes)
+        running = self._sweeper
+        if running is not None and running.is_alive():
+            if not self._stop.is_set():
+                return self._sweeper_done  # the one running: its future (one thread at a time)
+            running.join()  # stopping: it ends after its current batch, then a new one starts
         future: concurrent.futures.Future = concurrent.futures.Future()
         future.add_done_callback(lambda f: self._stop.set() if f.cancelled() else None)
-        if self._sweeper is not None and self._sweeper.is_alive():
-            return future
+        self._sweeper_done = future
         self._stop.clear()
 
         def loop() -> None:
