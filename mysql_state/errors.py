@@ -60,10 +60,12 @@ class SchemaNotFoundError(MysqlStateError):
     them, and a caller other than the API (the command line) says its own way out from them.
     """
 
-    def __init__(self, missing: str, name: str, statements: Sequence[str]) -> None:
+    def __init__(self, missing: str, name: str, statements: Sequence[str], errno: Optional[int] = None,
+                 message: Optional[str] = None) -> None:
         self.missing, self.name, self.statements = missing, name, tuple(statements)
-        super().__init__(f"{missing} {name} does not exist. Create it with "
-                         f"{'; and then '.join(self.statements)}; or pass create_if_not_exist=True")
+        super().__init__(message or (f"{missing} {name} does not exist. Create it with "
+                                     f"{'; and then '.join(self.statements)}; or pass create_if_not_exist=True"),
+                         errno)
 
 
 class ServerUnavailableError(MysqlStateError):
@@ -281,7 +283,11 @@ def translate(exc: BaseException, what: str) -> MysqlStateError:
         return ConflictError(f"{what}: conflict with concurrent writers persisted after retries "
                              f"(error {errno}: {detail})", errno)
     if errno in (UNKNOWN_DATABASE, NO_SUCH_TABLE):
-        return SchemaNotFoundError(f"{what}: {detail} (error {errno})", errno)
+        # gone under an open store (dropped by hand, a restore in progress): nothing to create it with here
+        missing = "database" if errno == UNKNOWN_DATABASE else "table"
+        return SchemaNotFoundError(missing, "", (), errno,
+                                   f"{what}: the {missing} no longer exists ({detail}, error {errno}); it was "
+                                   "dropped while the store was open: create it again (create_if_not_exist=True)")
     if errno == PACKET_TOO_LARGE:
         return ValueTooLargeError(f"{what}: the server rejected a packet larger than max_allowed_packet", errno)
     return QueryError(f"{what}: server error {errno}: {detail}", errno)

@@ -73,6 +73,27 @@ def test_missing_database_or_table_raises_schema_not_found_and_creates_nothing(u
     con.close()
 
 
+@pytest.mark.parametrize("dropped", ["table", "database"])
+def test_a_table_or_database_dropped_under_an_open_store_is_schema_not_found(url, database, dropped):
+    """Error 1146/1049 in an operation made translate itself fail (a TypeError from
+    SchemaNotFoundError's constructor) instead of giving the typed error."""
+    s = MysqlAgentStateStore.from_url(url, database_name=database, create_if_not_exist=True)
+    try:
+        s.save("u", "s", "k", 1)
+        con = connect(url)
+        with con.cursor() as cur:
+            cur.execute(f"DROP TABLE `{database}`.`agentscope_sessions`" if dropped == "table"
+                        else f"DROP DATABASE `{database}`")
+        con.close()
+        for call in (lambda: s.get("u", "s", "k"), lambda: s.save("u", "s", "k", 2)):
+            with pytest.raises(SchemaNotFoundError, match="no longer exists") as err:
+                call()  # a dropped database: its table is what the qualified statements miss (1146)
+            assert err.value.errno in (1146, 1049) and err.value.missing in ("table", "database")
+            assert isinstance(err.value.__cause__, pymysql.MySQLError)
+    finally:
+        s.close()
+
+
 def test_a_table_without_version_column_gets_it(url, database):
     con = connect(url)
     with con.cursor() as cur:
