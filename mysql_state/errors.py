@@ -227,10 +227,18 @@ def errno_of(exc: BaseException) -> Optional[int]:
     return None
 
 
+#: TLS errors that only say the other end closed the connection (an end of file, a close
+#: alert): on an established connection it was lost (an idle one cut by ``wait_timeout`` or a
+#: proxy), during the handshake the host dropped it. Neither is a TLS setup problem: the
+#: connection is re-opened, or the next host tried, as without TLS.
+TLS_CONNECTION_ENDS = (ssl.SSLEOFError, ssl.SSLZeroReturnError)
+
+
 def tls_failure(exc: BaseException) -> Optional[BaseException]:
     """The TLS failure behind ``exc``, found by type, never by message: an ``ssl.SSLError``
     along ``__cause__``/``__context__`` (pymysql wraps it in error 2003), or ``exc`` itself
-    when its number is 2026. None when ``exc`` is not about TLS.
+    when its number is 2026. None when ``exc`` is not about TLS, or only says that the
+    connection ended (:data:`TLS_CONNECTION_ENDS`).
     """
     seen: set = set()
     todo: list = [exc]
@@ -239,7 +247,7 @@ def tls_failure(exc: BaseException) -> Optional[BaseException]:
         if e is None or id(e) in seen:
             continue
         seen.add(id(e))
-        if isinstance(e, ssl.SSLError):
+        if isinstance(e, ssl.SSLError) and not isinstance(e, TLS_CONNECTION_ENDS):
             return e
         todo += [e.__cause__, e.__context__, getattr(e, "original_exception", None)]
     return exc if errno_of(exc) == SSL_CONNECTION_ERROR else None

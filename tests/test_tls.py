@@ -427,3 +427,51 @@ def test_the_store_works_with_only_select_insert_update_delete_on_its_table(tls)
             cur.execute("DROP USER IF EXISTS 'app'@'%'")
             cur.execute("DROP DATABASE IF EXISTS least")
         root.close()
+
+
+def test_an_idle_tls_connection_the_server_closed_is_reopened(tls):
+    """The server closing an idle TLS connection (wait_timeout, a proxy's idle timeout) ends it
+    with a TLS end of file, which was taken for a TLS setup failure: TlsError, no reconnect.
+    It is a lost connection, re-opened as in clear text."""
+    with open_store(tls.url(query="ssl-mode=REQUIRED"), init_command="SET SESSION wait_timeout = 1") as store:
+        roundtrip(store)
+        for call in (lambda: store.get("alice", "chat-1", "k"), lambda: store.save("alice", "chat-1", "k", {"v": 2})):
+            time.sleep(2.2)  # the server closes the idle pooled connection
+            call()
+        assert store.get("alice", "chat-1", "k") == {"v": 2} and cipher(store)
+        assert store.metrics()["reconnects"] >= 2
+
+
+@pytest.mark.parametrize("query", ["", "ssl-mode=REQUIRED"])
+def test_a_host_that_drops_the_tls_handshake_is_passed_over_for_the_next(tls, query):
+    """A host that greets, then drops the connection in the TLS handshake (going down, a proxy
+    with no backend) did not answer: the next host of the list serves (it was a TlsError)."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    bad_port = listener.getsockname()[1]
+
+    def serve() -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", tls.port))
+            client.sendall(upstream.recv(65536))  # the server's greeting
+            client.recv(65536)  # the client's TLS request
+            client.shutdown(socket.SHUT_RDWR)
+            client.close()
+            upstream.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        url = tls.url(query=query).replace(f"@127.0.0.1:{tls.port}/", f"@127.0.0.1:{bad_port},127.0.0.1:{tls.port}/")
+        with open_store(url, connect_timeout=3) as store:
+            roundtrip(store)
+            assert cipher(store)
+    finally:
+        listener.close()
