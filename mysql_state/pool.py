@@ -668,16 +668,17 @@ def make_pools(
     url: str,
     *,
     pool_size: int = DEFAULT_POOL_SIZE,
-    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-    read_timeout: float = DEFAULT_READ_TIMEOUT,
-    write_timeout: float = DEFAULT_WRITE_TIMEOUT,
+    connect_timeout: Optional[float] = None,
+    read_timeout: Optional[float] = None,
+    write_timeout: Optional[float] = None,
     host_index: int = 0,
     reads_only: bool = False,
     **connect_kwargs: Any,
 ) -> tuple[Any, Any, Optional[str]]:
     """Two PooledDBs of pymysql connections (utf8mb4) to host ``host_index`` of the URL:
     writes (autocommit off), reads (on); ``reads_only`` (a replica): the read pool only,
-    ``(None, read_pool, database)``.
+    ``(None, read_pool, database)``. A timeout given here wins over the URL's, which wins over
+    the default (``DEFAULT_CONNECT_TIMEOUT``, ...).
 
     Connections are not pinged at checkout nor rolled back at check-in (each costs a round trip
     per call): a dead one is detected by its error and reconnected in place, and every call
@@ -688,13 +689,14 @@ def make_pools(
     from dbutils.pooled_db import PooledDB
 
     check_int("pool_size", pool_size, 1)
-    for name, value in (("connect_timeout", connect_timeout), ("read_timeout", read_timeout),
-                        ("write_timeout", write_timeout)):
-        check_seconds(name, value)
     kwargs, database = _url.connect_args(url, host_index, **connect_kwargs)  # keywords win over the URL
-    kwargs.setdefault("connect_timeout", connect_timeout)
-    kwargs.setdefault("read_timeout", read_timeout)
-    kwargs.setdefault("write_timeout", write_timeout)
+    for name, value, default in (("connect_timeout", connect_timeout, DEFAULT_CONNECT_TIMEOUT),
+                                 ("read_timeout", read_timeout, DEFAULT_READ_TIMEOUT),
+                                 ("write_timeout", write_timeout, DEFAULT_WRITE_TIMEOUT)):
+        if value is not None:  # a keyword wins over the URL's ?connect_timeout=..., as TLS keywords do
+            kwargs[name] = check_seconds(name, value)
+        else:
+            kwargs.setdefault(name, default)
     kwargs["charset"] = "utf8mb4"
     # reset=False: DBUtils would send a ROLLBACK at every check-in; every call here ends its
     # transaction itself (COMMIT, or ROLLBACK on error), so that round trip buys nothing.

@@ -33,12 +33,9 @@ from .listsync import Plan
 from .locks import SessionLock
 from .memory import ListMemory
 from .pool import (
-    DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_POOL_SIZE,
     DEFAULT_POOL_TIMEOUT,
-    DEFAULT_READ_TIMEOUT,
     DEFAULT_RETRIES,
-    DEFAULT_WRITE_TIMEOUT,
     Stats,
     check_int,
     check_seconds,
@@ -172,9 +169,9 @@ class MysqlAgentStateStore:
         *,
         pool_size: int = DEFAULT_POOL_SIZE,
         pool_timeout: float = DEFAULT_POOL_TIMEOUT,
-        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
-        read_timeout: float = DEFAULT_READ_TIMEOUT,
-        write_timeout: float = DEFAULT_WRITE_TIMEOUT,
+        connect_timeout: Optional[float] = None,
+        read_timeout: Optional[float] = None,
+        write_timeout: Optional[float] = None,
         retries: int = DEFAULT_RETRIES,
         snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES,
         encryption: Optional[Keyring] = None,
@@ -187,7 +184,8 @@ class MysqlAgentStateStore:
 
         ``url`` is ``mysql://user:password@host:port/database``; the path's database is used
         unless ``database_name`` is given; ``?unix_socket=/path`` connects through a socket.
-        Other keywords go to ``pymysql.connect``. A host list (``h1:3306,h2:3306,h3:3306``)
+        Other keywords go to ``pymysql.connect``. The timeouts (seconds) are the keywords', else
+        the URL's (``?connect_timeout=3``), else 5, 30 and 30. A host list (``h1:3306,h2:3306,h3:3306``)
         is an order of preference: the store uses the first host that answers and fails
         over to the next (:mod:`mysql_state.hosts`). ``replica_urls`` (read-only users
         suffice) serve reads made with ``consistency="session"`` or ``"eventual"``

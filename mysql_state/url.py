@@ -80,12 +80,36 @@ def redact(url: str) -> str:
     if not sep:
         scheme, rest = "", url
     at = rest.rfind("@")
-    if at < 0:
-        return url
-    user, colon, _ = rest[:at].partition(":")
-    if not colon:
-        return url
-    return f"{scheme}{sep}{user}:***{rest[at:]}"
+    if at >= 0:
+        user, colon, _ = rest[:at].partition(":")
+        if colon:
+            rest = f"{user}:***{rest[at:]}"
+    return f"{scheme}{sep}{_redact_query(rest)}"
+
+
+#: Query parameters whose values are settings, shown as they are; any other's value (a
+#: ``password=`` given there, a secret pasted by mistake) is shown as ``***``.
+_SHOWN_PARAMETERS = frozenset({"unix_socket", "connect_timeout", "read_timeout", "write_timeout",
+                               "ssl_mode", "ssl_ca", "ssl_cert", "ssl_key"})
+
+
+def _redact_query(rest: str) -> str:
+    """The part of a URL after ``://`` with the values of unknown query parameters, and any
+    fragment, as ``***``.
+
+    >>> _redact_query("db/x?ssl-mode=REQUIRED&password=s3cret#frag")
+    'db/x?ssl-mode=REQUIRED&password=***#***'
+    """
+    rest, hash_, _ = rest.partition("#")
+    head, q, query = rest.partition("?")
+    if q:
+        pairs = []
+        for pair in query.split("&"):
+            name, eq, _ = pair.partition("=")
+            shown = name.replace("-", "_").lower() in _SHOWN_PARAMETERS
+            pairs.append(pair if shown or not eq else f"{name}=***")
+        head += "?" + "&".join(pairs)
+    return head + ("#***" if hash_ else "")
 
 
 #: The credentials of any URL in a text (``scheme://user:password@``): what :func:`scrub` masks.
@@ -147,10 +171,13 @@ def tls_options(ssl_mode: Optional[str] = None, ssl_ca: Optional[str] = None,
     An unknown mode is a ValueError naming ``ssl-mode``; nothing connects before it.
     """
     mode: Optional[str] = None
-    if ssl_mode is not None and str(ssl_mode).strip():
+    if ssl_mode is not None:  # given blank is no mode: refused, as the MySQL client refuses --ssl-mode=
         mode = str(ssl_mode).strip().upper().replace("-", "_")
         if mode not in SSL_MODES:
             raise ValueError(f"ssl-mode must be one of {', '.join(SSL_MODES)} (any case), got {str(ssl_mode)!r}")
+    for name, path in (("ssl-ca", ssl_ca), ("ssl-cert", ssl_cert), ("ssl-key", ssl_key)):
+        if path is not None and (not isinstance(path, str) or not path.strip()):
+            raise ValueError(f"{name} must name a file, got {path!r}")
     if ssl_key and not ssl_cert:
         raise ValueError("ssl-key needs ssl-cert (the client certificate it belongs to)")
     if mode is None:
@@ -169,6 +196,9 @@ def ssl_context(tls: TlsOptions) -> Optional[ssl.SSLContext]:
     verified with it.
     """
     if tls.mode == DISABLED:
+        for name, path in (("ssl-ca", tls.ca), ("ssl-cert", tls.cert), ("ssl-key", tls.key)):
+            if path is not None and not _readable(path):  # read in every mode, as documented
+                raise ValueError(f"{name} {path!r} cannot be read (ssl-mode=DISABLED does not use it)")
         return None
     problem: Optional[str] = None
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -205,6 +235,14 @@ def ssl_context(tls: TlsOptions) -> Optional[ssl.SSLContext]:
     if problem is not None:  # raised outside the except: nothing chained
         raise ValueError(problem)
     return ctx
+
+
+def _readable(path: str) -> bool:
+    try:
+        with open(path, "rb"):
+            return True
+    except OSError:
+        return False
 
 
 # ---- parsing -----------------------------------------------------------------------------------
@@ -280,6 +318,11 @@ def parse(url: str) -> ParsedUrl:
         raise _bad(url, "not a valid URL")
     if parts.scheme.split("+")[0].lower() not in ("mysql", "mariadb"):
         raise _bad(url, "must start with mysql:// (or mariadb://)")
+    names = [pair.partition("=")[0] for pair in parts.query.split("&")]
+    if "@" not in parts.netloc and ("@" in parts.path or "@" in parts.fragment or any("@" in n for n in names)):
+        raise _bad(url, "an '@' after the host part")  # _bad's hint: a password with / ? or # unencoded
+    if parts.fragment or url.endswith("#"):
+        raise _bad(url, "a '#' has no meaning in it")
     userinfo, at, hostlist = parts.netloc.rpartition("@")
     user, _, password = userinfo.partition(":") if at else ("", "", "")
     items = hostlist.split(",")
@@ -303,11 +346,12 @@ def parse(url: str) -> ParsedUrl:
                 timeouts[name] = float(value)
             except ValueError:
                 timeouts[name] = None
-            if timeouts[name] is None or timeouts[name] <= 0:
-                raise _bad(url, f"{name} must be a positive number of seconds")
+            if timeouts[name] is None or not 0 < timeouts[name] < float("inf"):
+                raise _bad(url, f"{name} must be a positive, finite number of seconds, got {value[:20]!r}")
     tls = {key: query.pop(key) for key in TLS_KEYS if key in query}
     if query:
-        raise _bad(url, f"unknown query parameters {sorted(query)} (known: unix_socket, "
+        names = sorted(k if re.fullmatch(r"[a-z0-9_]{1,40}", k) else "<a name that is none>" for k in query)
+        raise _bad(url, f"unknown query parameters {names} (known: unix_socket, "
                         f"{', '.join(_TIMEOUTS)}, ssl-mode, ssl-ca, ssl-cert, ssl-key)")
     return ParsedUrl(
         user=unquote(user) or "root",

@@ -50,3 +50,72 @@ def test_a_unix_socket_and_tls_parameters_come_from_the_url_and_keywords_win():
         assert u.parse(f"mysql://app@h/x?{spelling}=REQUIRED").tls == {"ssl_mode": "REQUIRED"}
     kwargs, _ = u.connect_args("mysql://app:pw@h/x?ssl-mode=REQUIRED", ssl_mode="DISABLED")
     assert kwargs["ssl_mode"] == "DISABLED" and kwargs["ssl"] is None
+
+
+@pytest.mark.parametrize("url", [
+    "mysql://app@127.0.0.1:1/db?password=Qp-S3cret-9",
+    "mysql://app:pw@127.0.0.1:1/db?ssl-mode=SOMETIMES&pwd=Qp-S3cret-9",
+    "mysql://app:pw@127.0.0.1:1/db?connect_timeout=abc&token=Qp-S3cret-9",
+])
+def test_a_secret_in_a_query_parameter_is_never_shown(url):
+    """redact kept the query string: a password given as ?password= was in the error."""
+    with pytest.raises(ValueError) as err:
+        u.parse_url(url)
+    assert "Qp-S3cret-9" not in str(err.value) and "=***" in str(err.value)
+    assert "Qp-S3cret-9" not in u.redact(url)
+    assert u.redact("mysql://a@h/x?ssl-mode=REQUIRED&read_timeout=3") == "mysql://a@h/x?ssl-mode=REQUIRED&read_timeout=3"
+
+
+@pytest.mark.parametrize("password", ["4711/Xy-hidden", "4711?Xy-hidden", "4711#Xy-hidden", "4711?s=Xy-hidden"])
+def test_a_password_with_an_unencoded_slash_question_mark_or_hash_is_refused_unseen(password):
+    """It parsed as another host, port and database (the error showed the rest of the password),
+    or with # connected somewhere else as root. Refused, with the hint to percent-encode."""
+    url = f"mysql://app:{password}@127.0.0.1:1/agents"
+    with pytest.raises(ValueError, match="must be percent-encoded") as err:
+        u.parse(url)
+    assert "Xy-hidden" not in str(err.value) and "4711" not in str(err.value)
+    assert u.parse("mysql://db/x?ssl-ca=/certs/a@b/ca.pem").tls == {"ssl_ca": "/certs/a@b/ca.pem"}  # a value may hold @
+    with pytest.raises(ValueError, match="'#' has no meaning"):
+        u.parse("mysql://app:pw@h/x#frag")
+
+
+def test_a_blank_tls_option_is_refused_never_a_weaker_mode():
+    """A blank ssl-mode was PREFERRED, even over the URL's REQUIRED when given as a keyword."""
+    for given in ("", "  "):
+        with pytest.raises(ValueError, match="ssl-mode must be one of"):
+            u.tls_options(given)
+        with pytest.raises(ValueError, match="ssl-mode must be one of"):
+            u.connect_args("mysql://app:pw@h/x?ssl-mode=REQUIRED", ssl_mode=given)
+        with pytest.raises(ValueError, match="ssl-ca must name a file"):
+            u.tls_options(ssl_ca=given)
+    with pytest.raises(ValueError, match="ssl-mode must be one of"):
+        u.connect_args("mysql://app:pw@h/x?ssl-mode=")
+
+
+def test_tls_files_that_cannot_be_read_are_refused_in_every_mode(tmp_path):
+    for query in ("ssl-mode=DISABLED&ssl-ca=/nonexistent/ca.pem",
+                  "ssl-mode=DISABLED&ssl-cert=/nonexistent/c.pem&ssl-key=/nonexistent/k.pem"):
+        with pytest.raises(ValueError, match="cannot be read"):
+            u.connect_args(f"mysql://app:pw@h/x?{query}")
+    ca = tmp_path / "ca.pem"
+    ca.write_text("not read in DISABLED, only opened")
+    kwargs, _ = u.connect_args(f"mysql://app:pw@h/x?ssl-mode=DISABLED&ssl-ca={ca}")
+    assert kwargs["ssl"] is None and kwargs["ssl_mode"] == "DISABLED"
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-1", "0", "abc"])
+def test_a_timeout_in_the_url_is_checked_as_the_keyword_is(value):
+    with pytest.raises(ValueError, match="read_timeout must be a positive, finite number of seconds"):
+        u.parse(f"mysql://app:pw@h/x?read_timeout={value}")
+
+
+def test_a_timeout_keyword_wins_over_the_url_which_wins_over_the_default():
+    from mysql_state.pool import DEFAULT_READ_TIMEOUT, make_pools
+
+    url = "mysql://app:pw@127.0.0.1:1/x?connect_timeout=30&read_timeout=300"
+    _, reads, _ = make_pools(url, connect_timeout=1, read_timeout=2)
+    assert (reads._kwargs["connect_timeout"], reads._kwargs["read_timeout"]) == (1, 2)
+    _, reads, _ = make_pools(url)
+    assert (reads._kwargs["connect_timeout"], reads._kwargs["read_timeout"]) == (30, 300)
+    _, reads, _ = make_pools("mysql://app:pw@127.0.0.1:1/x")
+    assert reads._kwargs["read_timeout"] == DEFAULT_READ_TIMEOUT
