@@ -12,8 +12,9 @@ store's export a chunk of lines per worker-thread hop.
 
 Cancellation: cancelling the awaiting task never interrupts the thread. An operation that a
 thread already started finishes its transaction (commit or rollback) and returns its
-connection to the pool; one still queued is dropped before it starts. A list is therefore
-never half-written, and no connection leaks.
+connection to the pool, and only then does the cancellation reach the awaiting task; one
+still queued is dropped before it starts. A list is therefore never half-written, no
+connection leaks, and a write that was cancelled never lands after the caller's next one.
 
 >>> async def main():
 ...     async with await AsyncMysqlAgentStateStore.open(url, create_if_not_exist=True) as astore:
@@ -203,7 +204,26 @@ class AsyncMysqlAgentStateStore:
                                    "it runs no new operation")
         ctx = contextvars.copy_context()
         call = functools.partial(ctx.run, fn, *args, **kwargs)
-        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+        started = self._executor.submit(call)
+        done = asyncio.wrap_future(started)
+        try:
+            return await asyncio.shield(done)
+        except asyncio.CancelledError:
+            if started.cancel():  # still queued: dropped, it never runs
+                raise
+            # Running in its thread: the cancellation reaches the caller once the operation has
+            # ended (committed or rolled back), so a write cancelled, then followed by another,
+            # never lands after it (as the SDKs' own sessions wait for their writes).
+            while not done.done():
+                try:
+                    await asyncio.shield(done)
+                except asyncio.CancelledError:
+                    continue
+                except Exception:  # noqa: BLE001 - its outcome is not awaited by anyone now
+                    break
+            if not done.cancelled():
+                done.exception()  # retrieved: no "exception was never retrieved" warning
+            raise
 
     # ---- the operations: generated from the sync store (see mirror) ------------------------
 

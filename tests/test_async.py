@@ -371,6 +371,31 @@ def test_cancelled_rewrite_is_old_or_new_never_mixed(astore, raw):
     assert "old" in outcomes or "new" in outcomes
 
 
+def test_a_cancelled_write_never_lands_after_the_callers_next_write(astore, raw):
+    """The cancellation reached the caller while the write went on in its thread, so the
+    caller's next write could land first and be overwritten by the cancelled one (an adapter's
+    clear after a cancelled add kept the items; a newer AgentScope state lost to an older)."""
+    big = [{"v": "cancelled", "j": j, "pad": "c" * 400} for j in range(3000)]
+
+    async def go() -> list:
+        outcomes = []
+        for delay in (0.002, 0.005, 0.01, 0.02, 0.04):
+            t = asyncio.create_task(astore.save_list("u", "s", f"m{delay}", big))
+            await asyncio.sleep(delay)
+            t.cancel()
+            try:
+                await t
+                outcomes.append("finished")
+            except asyncio.CancelledError:
+                outcomes.append("cancelled")
+            await astore.save_list("u", "s", f"m{delay}", ["after"])  # the caller's next write
+            time.sleep(0.3)  # a write still going on in a thread would land meanwhile
+            assert list_rows(raw, "u:s", f"m{delay}")[0] == ["after"], delay
+        return outcomes
+
+    assert "cancelled" in run(go())
+
+
 def test_pool_semaphores_are_all_released_after_cancellation(url, database):
     size = 3
     astore = AsyncMysqlAgentStateStore.from_url(url, database_name=database, create_if_not_exist=True, pool_size=size)
