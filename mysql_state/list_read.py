@@ -505,7 +505,8 @@ def check_many(t: Table, rows: Sequence[tuple], sid: str, value_keys: Sequence[s
             else:
                 raise damaged(sid, k, None, 0, len(run), len(run), None, None)
         else:
-            hash_row = [(-1, r[1], r[2]) for r in by_key.get(keys.hash_key(k), ())]
+            # as SELECT_ITEMS gives it: minus the version as its index (_check_whole reads it so)
+            hash_row = [(-int(r[2]), r[1]) for r in by_key.get(keys.hash_key(k), ())]
             items = [r[:2] for r in by_key.get(k, [])]
             if not hash_row and not items:
                 continue

@@ -117,6 +117,24 @@ def test_list_compare_and_set_contract(store, raw):
     assert store.get_list_versioned("u", "s", "v") == ([1], 2)
 
 
+def test_get_many_gives_every_list_its_own_version(store, raw):
+    """Every list after the first in lists= read as version 1 (its hash row's version was not
+    read), so a compare-and-set with it was refused or checked against the wrong number."""
+    for items in ([1, 2], [1, 2, 3], [1, 9, 3]):
+        store.save_list("u", "s", "m", items)
+    store.save_list("u", "s", "x", ["a"])
+    store.save_list("u", "s", "e", [])
+    store.save_list("u", "s", "e", [])  # unchanged: still version 1
+    stored = dict(raw.query("SELECT state_key, version FROM {t} WHERE session_id = 'u:s' AND state_key LIKE '%%:_hash'"))
+    assert stored == {"m:_hash": 3, "x:_hash": 1, "e:_hash": 1}
+    for lists in (["m"], ["x", "m"], ["x", "e", "m"], ["e", "m", "x"]):
+        got = store.get_many("u", "s", lists=lists, versioned=True)
+        assert {k: v.version for k, v in got.items()} == {k: stored[k + ":_hash"] for k in lists}, lists
+        assert got["m"].value == [1, 9, 3]
+    version = store.get_many("u", "s", lists=["x", "m"], versioned=True)["m"].version
+    assert store.save_list_if_version("u", "s", "m", [1, 9, 3, 4], version) == 4
+
+
 def test_save_many_with_expected_versions_is_all_or_nothing(store, raw):
     plans = store.save_many("u", "s", values={"rest": 1}, lists={"ctx": [1]}, expected_versions={"rest": 0, "ctx": 0})
     assert plans.versions == {"rest": 1, "ctx": 1}
