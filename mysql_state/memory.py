@@ -101,8 +101,10 @@ class ListMemory:
         self.damaged.discard(key)
 
     def read(self, key: Key, stored: Optional[ListHash]) -> None:
-        """A strong read saw the list's hash row ``stored`` (None: none this store reads)."""
+        """A strong read saw the whole list, whole, and its hash row ``stored`` (None: none this
+        store reads): a damage an earlier read found is gone (repaired since)."""
         self.hints.put(key, stored)
+        self.damaged.discard(key)
 
     def value(self, key: Key, seen: Optional[tuple[int, str]]) -> None:
         """Row 0 of a value key is ``seen`` ``(version, digest)``: read strongly, or written
@@ -120,8 +122,18 @@ class ListMemory:
             self.snapshots.drop(key)
         self.hints.put(key, new_hash)
 
+    def replaced(self, key: Optional[Key] = None, session: Optional[str] = None) -> None:
+        """A list, a session or (no argument) everything was deleted or written whole (a value
+        over a list, a rewrite in a transaction): :meth:`forget` it, damage marks included."""
+        self.forget(key, session)
+        if key is not None:
+            self.damaged.discard(key)
+        else:
+            self.damaged.difference_update({d for d in self.damaged if session is None or d[0] == session})
+
     def forget(self, key: Optional[Key] = None, session: Optional[str] = None) -> None:
-        """Drop what is remembered of a list, a session, or (no argument) everything."""
+        """Drop what is remembered of a list, a session, or (no argument) everything (damage
+        marks stay: the next save of a damaged list still rewrites it)."""
         self.snapshots.drop(key, session)
         self.hints.drop(key, session)
         self.missed.drop(key, session)

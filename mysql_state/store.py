@@ -235,7 +235,7 @@ class MysqlAgentStateStore:
         if version == UNVERSIONED:
             self._metrics.stale()
         else:
-            self._forget((sid, k))
+            self._memory.replaced((sid, k))
             self._memory.value((sid, k), (version, value_engine.digest(text)))  # the next save's guess
             self._metrics.saved("value", 1, size)
         return version
@@ -415,7 +415,7 @@ class MysqlAgentStateStore:
         for w in writes:
             self._saved(w, plans[w.key])
         for _, k, text, size in prepared:
-            self._forget((sid, k))
+            self._memory.replaced((sid, k))
             self._memory.value((sid, k), (versions[k], value_engine.digest(text)))  # the next save's guess
             self._metrics.saved("value", 1, size)
         return result
@@ -532,7 +532,9 @@ class MysqlAgentStateStore:
                 lambda cur: list_read.get(cur, t, sid, k, offset, limit, model, n, known, learned),
                 f"get_list {k!r}", write=False, consistency=consistency, session=sid)
         self._memory.read_kept((sid, k), learned)
-        if stored is not None and consistency == "strong":  # a replica's may be behind
+        if consistency == "strong" and offset == 0 and limit is None:  # the whole list, found whole
+            self._memory.read((sid, k), stored)
+        elif stored is not None and consistency == "strong":  # a replica's may be behind
             self._memory.hints.put((sid, k), stored)
         return items, version
 
@@ -621,9 +623,11 @@ class MysqlAgentStateStore:
         args.callback(fn, "fn")
         touched: set = set()
         appended: set = set()
+        repaired: set = set()
 
         def tx(cur: Any) -> T:
             t = Transaction(self.table, cur, self._memory.damaged)
+            repaired.clear()  # a run again: only the run that commits repairs
             try:
                 with running(self._db):
                     return fn(t)
@@ -631,11 +635,15 @@ class MysqlAgentStateStore:
                 appended.difference_update(t.touched)  # a run again: its last run's say
                 touched.update(t.touched)
                 appended.update(t.appended)
+                repaired.update(t.repaired)
 
         try:
-            return self._db.run(tx, "transaction", write=True, session=None)  # any sessions
+            result = self._db.run(tx, "transaction", write=True, session=None)  # any sessions
         finally:
             self._memory.forget_all_of(touched, appended)
+        for sid, k in repaired:  # committed: written whole
+            self._memory.replaced((sid, k) if k is not None else None, None if k is not None else sid)
+        return result
 
     def session_lock(self, user_id: Optional[str], session_id: str, timeout: Optional[float] = 10) -> SessionLock:
         """A lease on one session across processes (``GET_LOCK``, one holder per server; wait up
@@ -689,6 +697,7 @@ class MysqlAgentStateStore:
         else:
             self._db.run(lambda cur: sessions.delete_key(cur, t, sid, k), f"delete {k!r}", write=True, session=sid)
         self._memory.forget_all_of([(sid, k)])
+        self._memory.replaced((sid, k) if k is not None else None, None if k is not None else sid)
 
     def delete_keys(self, user_id: Optional[str], session_id: str, keys: Sequence[str], *,
                     maintenance: bool = False) -> int:
@@ -709,6 +718,8 @@ class MysqlAgentStateStore:
         removed = self._db.run(lambda cur: sessions.delete_keys(cur, t, sid, ks, touch=not maintenance),
                                f"delete_keys {ks[:3]!r}{'...' if len(ks) > 3 else ''}", write=True, session=sid)
         self._memory.forget_all_of([(sid, k) for k in ks])
+        for k in ks:
+            self._memory.replaced((sid, k))
         return removed
 
     def list_session_ids(self, user_id: Optional[str], *, consistency: str = "strong") -> set[str]:

@@ -92,6 +92,9 @@ class Transaction:
         #: Of those, the list keys whose last write here was an append: what the store's last
         #: whole read of them kept stays the base of its next read (proven there on use).
         self.appended: set[tuple[str, Optional[str]]] = set()
+        #: Keys written whole here (a value, a whole list, a delete: ``(sid, None)`` a session):
+        #: once committed, a damage a read found in them is gone.
+        self.repaired: set[tuple[str, Optional[str]]] = set()
 
     # ---- reads (locking) ---------------------------------------------------------------------
 
@@ -144,6 +147,7 @@ class Transaction:
             else:
                 values.write(self._cur, t, sid, k, text)
         self._wrote(sid, k)
+        self.repaired.add((sid, k))
 
     def save_list(self, user_id: Optional[str], session_id: str, key: str, values: Sequence[Any], *,
                   maintenance: bool = False) -> None:
@@ -157,6 +161,7 @@ class Transaction:
         with self._kept(sid, maintenance):
             list_write.save(self._cur, t, w)
         self._wrote(sid, k)
+        self.repaired.add((sid, k))  # written whole (a damaged list rewritten): once committed
 
     def _wrote(self, sid: str, k: Optional[str], *, appended: bool = False) -> None:
         """``k`` of ``sid`` (None: the whole session) was written: ``appended``, its items only
@@ -216,6 +221,7 @@ class Transaction:
         else:
             sessions.delete_key(self._cur, t, sid, k, touch=not maintenance)
         self._wrote(sid, k)
+        self.repaired.add((sid, k))
 
     def delete_keys(self, user_id: Optional[str], session_id: str, keys: Sequence[str], *,
                     maintenance: bool = False) -> int:
@@ -225,4 +231,6 @@ class Transaction:
             return 0
         for k in ks:
             self._wrote(sid, k)
-        return sessions.delete_keys(self._cur, self._table, sid, ks, touch=not maintenance)
+        removed = sessions.delete_keys(self._cur, self._table, sid, ks, touch=not maintenance)
+        self.repaired.update((sid, k) for k in ks)
+        return removed

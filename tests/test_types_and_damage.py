@@ -55,6 +55,40 @@ def test_a_read_that_finds_damage_makes_the_next_save_repair_it(store, raw, read
     assert store.save_list_report("u", "s", "m", ITEMS).kind == "unchanged"
 
 
+@pytest.mark.parametrize("how", ["another store's save", "a transaction", "a delete", "a value"])
+def test_a_damage_mark_goes_once_the_list_is_whole_again(url, database, store, raw, how):
+    """A store that once read a damaged list kept it marked for good: once another store had
+    repaired it and this one read it whole, an identical save still rewrote every row and moved
+    the version (the other store's compare-and-set with the version it read was then refused).
+    A whole read that finds the list whole, a transaction's save or delete, a value saved
+    over it, all end the mark; a save while it stands still rewrites."""
+    store.save_list("u", "s", "m", ["x", "y", "z"])
+    raw.execute("DELETE FROM {t} WHERE session_id = 'u:s' AND state_key = 'm' AND item_index = 1")
+    with pytest.raises(CorruptStateError):
+        store.get_list("u", "s", "m")
+    other = MysqlAgentStateStore.from_url(url, database_name=database)
+    try:
+        if how == "another store's save":
+            other.save_list("u", "s", "m", ["x", "y", "z"])
+            items, version = store.get_list_versioned("u", "s", "m")  # whole again, read whole
+            assert items == ["x", "y", "z"]
+        elif how == "a transaction":
+            store.transaction(lambda tx: tx.save_list("u", "s", "m", ["x", "y", "z"]))
+            assert check_list_rows(raw, "u:s", "m") == ["x", "y", "z"]  # it rewrote (the mark stood)
+        elif how == "a delete":
+            store.transaction(lambda tx: tx.delete("u", "s", "m"))
+            other.save_list("u", "s", "m", ["x", "y", "z"])
+        else:
+            store.save("u", "s", "m", "a value")
+            other.save_list("u", "s", "m", ["x", "y", "z"])
+        version = other.get_list_versioned("u", "s", "m").version
+        report = store.save_list_report("u", "s", "m", ["x", "y", "z"])
+        assert (report.kind, report.version) == ("unchanged", version)
+        assert other.save_list_if_version("u", "s", "m", ["x", "y", "z", "w"], version) == version + 1
+    finally:
+        other.close()
+
+
 def test_a_damaged_row_not_read_is_no_reason_to_rewrite(store, raw):
     """A window that does not cover the damaged row finds nothing: the save stays incremental."""
     store.save_list("u", "s", "m", ITEMS)
