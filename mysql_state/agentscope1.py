@@ -46,12 +46,14 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from .aio import AsyncMysqlAgentStateStore
-from .errors import StaleStateError
+from .errors import ConflictError, StaleStateError
 from .store import MysqlAgentStateStore
 
 T = TypeVar("T")
 #: Times a change is applied again on the stored memory when another writer came first.
 CHANGE_ATTEMPTS = 8
+#: Reads of a session's state (with its memories) before a load gives up: each saw another state.
+LOAD_ATTEMPTS = 8
 
 __all__ = ["MysqlSession", "MysqlMemory", "SESSION_KEY"]
 
@@ -155,7 +157,21 @@ class MysqlSession(SessionBase):
         ValueError: Failed to load session state for session 'session-3' (user 'alice'): it does not exist.
         """
         uid = _user(user_id)
-        saved = await self.store.get(uid, session_id, self.key)
+        # The state and its memories from ONE statement (one snapshot, as the save is one
+        # transaction): the state names its lists, so they are read with it again until the
+        # state read names the lists read with it (a save in between changed them).
+        saved, lists = await self.store.get(uid, session_id, self.key), {}
+        for _ in range(LOAD_ATTEMPTS):
+            names = sorted((saved or {}).get("lists", ()))
+            if not names:
+                break
+            found = await self.store.get_many(uid, session_id, values=[self.key], lists=names)
+            saved, lists = found.get(self.key), found
+            if saved is None or sorted(saved.get("lists", ())) == names:
+                break
+        else:
+            raise ConflictError(f"load_session_state: the state of session {session_id!r} (user {user_id!r}) "
+                                f"changed between each of {LOAD_ATTEMPTS} reads; try again")
         if saved is None:
             if allow_not_exist:
                 return
@@ -164,16 +180,16 @@ class MysqlSession(SessionBase):
             )
         states = saved["states"]
 
-        async def lower(obj: Any) -> Any:
+        def lower(obj: Any) -> Any:
             if isinstance(obj, dict):
                 if set(obj) == {_LIST_REF}:
-                    return await self.store.get_list(uid, session_id, obj[_LIST_REF])
-                return {k: await lower(v) for k, v in obj.items()}
+                    return lists.get(obj[_LIST_REF], [])
+                return {k: lower(v) for k, v in obj.items()}
             return obj
 
         for name, module in state_modules_mapping.items():
             if name in states:
-                module.load_state_dict(await lower(states[name]))
+                module.load_state_dict(lower(states[name]))
 
 
 class MysqlMemory(InMemoryMemory):

@@ -353,6 +353,55 @@ def test_session_behaves_like_jsonsession(astore, raw):
     run(go())
 
 
+def test_a_session_load_sees_one_save_whole_while_another_saves(url, database, astore):
+    """load_session_state read the state, then each memory by a statement of its own: a save
+    landing in between gave a state made of two saves (a module of one, a memory of the other)."""
+    from agentscope.module import StateModule
+
+    class Tag(StateModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.tag = ""
+            self.register_state("tag")
+
+    async def go():
+        writer = AsyncMysqlAgentStateStore.from_url(url, database_name=database, pool_size=2)
+        states = {}
+        for tag, n in (("A", 2), ("B", 5)):
+            memory, module = InMemoryMemory(), Tag()
+            module.tag = tag
+            await memory.add([Msg("u", f"{tag}{i}", "user") for i in range(n)])
+            states[tag] = (memory, module)
+        saving, reading = MysqlSession(writer), MysqlSession(astore)
+        await saving.save_session_state("torn", user_id="u", memory=states["A"][0], tag=states["A"][1])
+        stop = False
+
+        async def save_in_turn():
+            i = 0
+            while not stop:
+                memory, module = states["AB"[i % 2]]
+                i += 1
+                await saving.save_session_state("torn", user_id="u", memory=memory, tag=module)
+            return i
+
+        task = asyncio.create_task(save_in_turn())
+        seen = set()
+        try:
+            for _ in range(150):
+                memory, module = InMemoryMemory(), Tag()
+                await reading.load_session_state("torn", user_id="u", memory=memory, tag=module)
+                tags = {m.content[0] for m, _ in memory.content}
+                assert tags == {module.tag}, (module.tag, [m.content for m, _ in memory.content])
+                seen.add(module.tag)
+        finally:
+            stop = True
+            saves = await task
+            await writer.aclose()
+        assert saves > 10 and seen == {"A", "B"}, (saves, seen)
+
+    run(go())
+
+
 def test_session_with_mysql_memory_agent(astore, raw):
     """MysqlMemory inside a session: its state dict is saved and loaded like InMemoryMemory's."""
 
