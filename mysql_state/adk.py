@@ -158,6 +158,43 @@ def _session(ids: _Ids, meta: dict, app: dict, user: dict, events: list) -> Sess
     return s
 
 
+#: Reads of a session's row and its events before get_session reads them under a lock: each
+#: time, an append came in between.
+READ_ATTEMPTS = 4
+
+
+def _from(data: list, after: Optional[float]) -> list:
+    """The events of ``data`` at or after ``after`` (all of them without it), read from the end."""
+    if after is None:
+        return data
+    i = len(data) - 1
+    while i >= 0 and data[i].get("timestamp", 0) >= after:
+        i -= 1
+    return data[i + 1 :]
+
+
+def _agree(meta: dict, data: list, config: Optional[GetSessionConfig]) -> bool:
+    """Whether events read after the session's row are the ones that row was written with: the
+    last one is the row's ``last`` (the id of the event appended last; a row written before it
+    was kept: its ``update_time``, the last event's timestamp). Nothing to check when no event
+    was asked for (``data`` is the tail read, before ``after_timestamp`` cuts it)."""
+    if config is not None and config.num_recent_events == 0:
+        return True
+    if "last" in meta:
+        return (data[-1].get("id") if data else None) == meta["last"]
+    return not data or data[-1].get("timestamp") == meta.get("update_time")
+
+
+def _events_in(t: Any, ids: "_Ids", config: Optional[GetSessionConfig]) -> list:
+    """:meth:`MysqlSessionService._events` in the transaction ``t`` (the whole list, or the last
+    ``num_recent_events``)."""
+    recent = config.num_recent_events if config else None
+    if recent == 0:
+        return []
+    return t.get_list(ids.owner, ids.events, EVENTS, offset=-recent) if recent else t.get_list(
+        ids.owner, ids.events, EVENTS)
+
+
 def _strip(session_id: Optional[str]) -> Optional[str]:
     return session_id.strip() if session_id else session_id
 
@@ -226,7 +263,8 @@ class MysqlSessionService(BaseSessionService):
         ids = _Ids(app_name, user_id, session_id)
         _check_finite(state or {}, "create_session")
         deltas = _session_util.extract_json_safe_state_delta(state or {})
-        meta = {"state": deltas["session"], "update_time": platform_time.get_time(), "marker": uuid.uuid4().hex}
+        meta = {"state": deltas["session"], "update_time": platform_time.get_time(), "marker": uuid.uuid4().hex,
+                "last": None}
 
         def tx(t: Any) -> tuple[dict, dict]:
             # Read as absent, the session's row is created by a plain INSERT: of two creators
@@ -268,14 +306,32 @@ class MysqlSessionService(BaseSessionService):
         events from the last one older than it onwards (inclusive), reading back from the end.
         """
         ids = _Ids(app_name, user_id, _strip(session_id))
-        rows = await self._index(ids, APP_KEY, ids.user_key, ids.session_key)
-        meta = rows.get(ids.session_key)
-        if meta is None:
-            return None
-        events = await self._events(ids, config)
+        # The session's row and its events are rows of two sessions of the store (two
+        # statements): the events read after the row must end with the event the row says was
+        # appended last, else an append came in between and both are read again.
+        for _ in range(READ_ATTEMPTS):
+            rows = await self._index(ids, APP_KEY, ids.user_key, ids.session_key)
+            meta = rows.get(ids.session_key)
+            if meta is None:
+                return None
+            data = await self._events(ids, config)
+            if _agree(meta, data, config):
+                break
+        else:  # appends all along: read both under the session row's lock (appends wait for it)
+            def locked(t: Any) -> tuple[dict, Optional[dict], list]:
+                row = t.get(ids.owner, INDEX, ids.session_key)
+                shared = {k: t.get(ids.owner, INDEX, k) for k in (APP_KEY, ids.user_key)}
+                return shared, row, ([] if row is None else _events_in(t, ids, config))
+
+            rows, meta, data = await self.store.transaction(locked)
+            if meta is None:
+                return None
+        events = [Event.model_validate(e) for e in _from(data, config.after_timestamp if config else None)]
         return _session(ids, meta, rows.get(APP_KEY) or {}, rows.get(ids.user_key) or {}, events)
 
-    async def _events(self, ids: _Ids, config: Optional[GetSessionConfig]) -> list[Event]:
+    async def _events(self, ids: _Ids, config: Optional[GetSessionConfig]) -> list[dict]:
+        """The tail of the events that holds those ``config`` asks for, as stored (dicts; the
+        caller keeps those after ``after_timestamp``, :func:`_from`)."""
         recent = config.num_recent_events if config else None
         after = config.after_timestamp if config else None
         if recent == 0:
@@ -291,12 +347,7 @@ class MysqlSessionService(BaseSessionService):
                 if len(data) < window or any(e.get("timestamp", 0) < after for e in data):
                     break
                 window *= 4
-        if after is not None:
-            i = len(data) - 1
-            while i >= 0 and data[i].get("timestamp", 0) >= after:
-                i -= 1
-            data = data[i + 1 :]
-        return [Event.model_validate(e) for e in data]
+        return data
 
     async def list_sessions(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
         """Sessions without events, oldest update first; every user's when ``user_id`` is None."""
@@ -367,6 +418,7 @@ class MysqlSessionService(BaseSessionService):
                 "state": {**meta["state"], **deltas["session"]},
                 "update_time": event.timestamp,
                 "marker": new_marker,
+                "last": data.get("id"),  # the event appended last: a read of the events checks it
             }
             t.save(ids.owner, INDEX, ids.session_key, new)
             t.append_list(ids.owner, ids.events, EVENTS, [data])

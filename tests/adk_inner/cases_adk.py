@@ -402,6 +402,61 @@ def test_concurrent_appends_to_one_session_and_to_a_users_sessions_lose_nothing(
     assert run(svc.get_user_state(app_name=APP, user_id=USER)) == {f"w{n}-{i}": i for n in range(3) for i in range(8)}
 
 
+def test_get_session_sees_the_state_and_events_of_one_append_while_another_appends(url, database, store) -> None:
+    """The session's row and its events were read by two statements: an append landing in between
+    gave events whose state deltas were missing from session.state (DatabaseSessionService reads
+    both in one transaction); an append on that copy was then refused as stale."""
+    writer_store = MysqlAgentStateStore.from_url(url, database_name=database)
+    writer, reader = MysqlSessionService(writer_store), MysqlSessionService(store)
+    session = run(writer.create_session(app_name=APP, user_id=USER, session_id="busy", state={"n": 0}))
+    stop = threading.Event()
+    appended = []
+
+    def append() -> None:
+        async def go():
+            i = 0
+            while not stop.is_set():
+                i += 1
+                await writer.append_event(session, delta_event({"n": i}))
+            appended.append(i)
+        asyncio.run(go())
+
+    thread = threading.Thread(target=append)
+    thread.start()
+    try:
+        for k in range(150):
+            config = GetSessionConfig(num_recent_events=3) if k % 3 == 1 else None
+            got = run(reader.get_session(app_name=APP, user_id=USER, session_id="busy", config=config))
+            last = got.events[-1].actions.state_delta["n"] if got.events else 0
+            assert got.state["n"] == last, (got.state["n"], last)
+            if config is None:
+                assert len(got.events) == last
+    finally:
+        stop.set()
+        thread.join()
+        writer_store.close()
+    assert appended and appended[0] > 10
+
+
+def test_get_session_under_the_lock_reads_the_same_session(svc, monkeypatch) -> None:
+    """The way get_session takes when appends keep coming in between its two reads (here at
+    once: no optimistic read): the same session, state and events."""
+    import mysql_state.adk as adk
+
+    run(svc.create_session(app_name=APP, user_id=USER, session_id="locked", state={"app:a": 1, "user:u": 2, "s": 3}))
+    s = run(svc.get_session(app_name=APP, user_id=USER, session_id="locked"))
+    for i in range(5):
+        run(svc.append_event(s, delta_event({"n": i}, timestamp=1000.0 + i)))
+    configs = [None, GetSessionConfig(num_recent_events=2), GetSessionConfig(num_recent_events=0),
+               GetSessionConfig(after_timestamp=1003.0)]
+    optimistic = [run(svc.get_session(app_name=APP, user_id=USER, session_id="locked", config=c)) for c in configs]
+    monkeypatch.setattr(adk, "READ_ATTEMPTS", 0)
+    locked = [run(svc.get_session(app_name=APP, user_id=USER, session_id="locked", config=c)) for c in configs]
+    assert [x.model_dump() for x in locked] == [x.model_dump() for x in optimistic]
+    assert [len(x.events) for x in locked] == [5, 2, 0, 2] and locked[0].state["app:a"] == 1
+    assert run(svc.get_session(app_name=APP, user_id=USER, session_id="nope")) is None
+
+
 def test_concurrent_first_writes_of_shared_state_lose_no_key(store) -> None:
     """Many sessions of one user created at once, each writing new app: and user: keys: the rows'
     first writes race (a plain INSERT each, the loser re-run), and every key survives."""
