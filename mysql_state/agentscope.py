@@ -223,6 +223,8 @@ class AgentStateRepository:
 # ---- agentscope.app storage --------------------------------------------------------------------
 
 _APP_STORAGE: dict[str, type] = {}
+#: The key of an AgentScope SQL session's ``info`` listing the states to delete at its COMMIT.
+_STATES_TO_DELETE = "mysql_state.states_to_delete"
 
 
 def _app_storage_class() -> type:
@@ -233,11 +235,26 @@ def _app_storage_class() -> type:
         from agentscope.app.storage import AsyncSQLAlchemyStorage
         from agentscope.app.storage._sql._tables import SessionRow
         from agentscope.state import AgentState as RowState  # the row's stub state
+        from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
     except ImportError as exc:
         raise ImportError(
             "MysqlStateAppStorage needs agentscope.app's SQL storage: "
             "pip install 'agentscope[storage-sql]' apscheduler (and an async driver such as aiomysql)"
         ) from exc
+
+    class _StateDeletingSession(AsyncSession):
+        """AgentScope's SQL session, which deletes the states of the sessions whose rows it
+        deleted once its transaction COMMITs (a rollback keeps rows and states alike)."""
+
+        async def commit(self) -> None:
+            await super().commit()
+            gone = self.info.pop(_STATES_TO_DELETE, ())
+            for repo, user_id, session_id in gone:
+                await repo.delete(user_id, session_id)
+
+        async def rollback(self) -> None:
+            self.info.pop(_STATES_TO_DELETE, None)
+            await super().rollback()
 
     class MysqlStateAppStorage(AsyncSQLAlchemyStorage):
         """AgentScope's SQL app storage with the agents' session state kept in this store.
@@ -273,6 +290,16 @@ def _app_storage_class() -> type:
             if rec is not None and await self.repo.exists(rec.user_id, rec.id):
                 rec.state = await self.repo.load(rec.user_id, rec.id)
             return rec
+
+        def _session(self) -> AsyncSession:
+            """AgentScope's session, of a class that deletes a deleted session's state once the
+            deletion COMMITs (:meth:`_delete_session_impl`)."""
+            base = super()._session()  # its checks (entered, not closed) and its factory's settings
+            if getattr(self, "_deleting_factory_of", None) is not self._session_factory:
+                self._deleting_factory = async_sessionmaker(base.bind, class_=_StateDeletingSession,
+                                                            expire_on_commit=False)
+                self._deleting_factory_of = self._session_factory
+            return self._deleting_factory()
 
         async def _owner(self, session_id: str) -> Optional[str]:
             async with self._session() as sess:
@@ -322,10 +349,14 @@ def _app_storage_class() -> type:
             return await self._hydrate_all(await super().list_sessions_by_channel(user_id, channel_id))
 
         async def _delete_session_impl(self, sess: Any, user_id: str, agent_id: str, session_id: str) -> bool:
-            # Every cascade (agent, team, schedule, SOP run) deletes sessions through here.
+            # Every cascade (agent, team, schedule, SOP run) deletes sessions through here, in a
+            # transaction it COMMITs later: the state goes then (a rollback keeps the session).
             ok = await super()._delete_session_impl(sess, user_id, agent_id, session_id)
             if ok:
-                await self.repo.delete(user_id, session_id)
+                if isinstance(sess, _StateDeletingSession):
+                    sess.info.setdefault(_STATES_TO_DELETE, []).append((self.repo, user_id, session_id))
+                else:  # a session not made by _session: as before, at once
+                    await self.repo.delete(user_id, session_id)
             return ok
 
     _APP_STORAGE["cls"] = MysqlStateAppStorage

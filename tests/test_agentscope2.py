@@ -448,6 +448,37 @@ def test_app_storage_keeps_session_state_in_the_store(astore, raw, app_db):
     run(go())
 
 
+def test_app_storage_deletes_a_state_only_when_the_deletion_commits(astore, raw, app_db):
+    """A session's state was deleted from the store inside the SQL transaction that deleted its
+    row, before AgentScope's COMMIT: a cascade that failed and rolled back kept the row and
+    lost the state. The state goes when the deletion commits."""
+    from agentscope.app.storage import SessionConfig
+
+    from mysql_state.agentscope import MysqlStateAppStorage
+
+    app_url, app_name = app_db
+
+    async def go():
+        async with MysqlStateAppStorage(app_url, astore) as storage:
+            rec = await storage.upsert_session("alice", "agent-1", SessionConfig(workspace_id="w1"))
+            sid = f"alice:{rec.id}"
+            assert raw.rows(sid)
+            async with storage._session() as sess:  # a cascade that fails after the delete
+                assert await storage._delete_session_impl(sess, "alice", "agent-1", rec.id)
+                await sess.rollback()
+            assert raw.rows(sid), "the state went with a deletion that was rolled back"
+            assert await storage.get_session("alice", "agent-1", rec.id) is not None
+            with pytest.raises(RuntimeError):
+                async with storage._session() as sess:  # an error before COMMIT: closed, rolled back
+                    await storage._delete_session_impl(sess, "alice", "agent-1", rec.id)
+                    raise RuntimeError("the cascade failed")
+            assert raw.rows(sid) and await storage.get_session("alice", "agent-1", rec.id) is not None
+            assert await storage.delete_session("alice", "agent-1", rec.id)  # committed: both go
+            assert raw.rows(sid) == [] and await storage.get_session("alice", "agent-1", rec.id) is None
+
+    run(go())
+
+
 def test_create_app_runs_on_the_storage(astore, raw, app_db, tmp_path):
     """``create_app(storage=...)`` builds the FastAPI app, and its lifespan opens our storage
     (AgentScope's tables appear in the app database) and closes it."""
