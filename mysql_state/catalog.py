@@ -162,8 +162,8 @@ def sessions(
             continue
         c[0] += int(n)
         c[1] += int(size)
-        if owner == session_id and not state_key.endswith(keys.HASH_SUFFIX):
-            c[2].add(state_key)
+        if owner == session_id:  # a list's key by its hash row too: an empty list is a key (it exists)
+            c[2].add(state_key[: -len(keys.HASH_SUFFIX)] if state_key.endswith(keys.HASH_SUFFIX) else state_key)
     items = []
     for sid, created, updated in page:
         user, session = keys.unpack(sid)

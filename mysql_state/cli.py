@@ -1,21 +1,22 @@
-"""``mysql-state``: operate the store from the shell, one command per API call.
+"""``mysql-state``: operate the store from the shell, a command (or an option) per API call.
 
     export MYSQL_URL=mysql://user:pw@host:3306/agentscope   # or --url URL, or `server start`
     mysql-state server start|stop|status           # the embedded default server
-    mysql-state sessions [USER] [--user U] [--limit N] [--older-than 30d] [--cursor C]
+    mysql-state sessions [USER] [--user U] [--limit N] [--older-than 30d] [--newer-than 1d] [--cursor C]
     mysql-state exists USER SESSION                # exit 0 / 1
-    mysql-state get USER SESSION [KEY] [--offset N] [--limit N] [--tail N] [--history]
+    mysql-state get USER SESSION [KEY] [--offset N] [--limit N] [--tail N] [--history] [--versioned]
+    mysql-state get-many USER SESSION [--value K]... [--list K]...; get-prefix USER SESSION PREFIX
     mysql-state list-length USER SESSION KEY
-    mysql-state save USER SESSION KEY JSON; save-list USER SESSION KEY JSON_ARRAY
+    mysql-state save USER SESSION KEY JSON [--if-version N]; save-list USER SESSION KEY JSON_ARRAY [--if-version N]
     mysql-state append-list USER SESSION KEY JSON...; pop-list USER SESSION KEY
-    mysql-state delete USER SESSION [KEY] [--yes]  # a whole session asks (or needs --yes)
+    mysql-state delete USER SESSION [KEY...] [--maintenance] [--yes]  # a whole session asks (or needs --yes)
     mysql-state fork USER SESSION NEW_SESSION [--new-user U]
     mysql-state prune --older-than 30d [--user U] [--dry-run] [--yes]
     mysql-state export [--user U [--session S]...] > rows.jsonl
     mysql-state import [--on-conflict skip|replace [--yes]] < rows.jsonl
     mysql-state doctor [--fix]; migrate [--dry-run]; stats
-    mysql-state forget-user USER [--yes]; truncate [--yes]
-    MYSQL_STATE_KEYS=k2=...,k1=... mysql-state reencrypt   # rows under the current key
+    mysql-state forget-user USER [--batch N] [--yes]; truncate [--yes]
+    MYSQL_STATE_KEYS=k2=...,k1=... mysql-state reencrypt [--batch N]   # rows under the current key
 
 Old names kept as aliases: ``show`` and ``get-list`` (of ``get``), ``length`` (of
 ``list-length``), ``rm`` (of ``delete``); ``--user U SESSION`` works where ``USER SESSION``
@@ -42,7 +43,8 @@ import orjson
 
 from .catalog import ALL_USERS
 from .crypto import Keyring
-from .errors import MysqlStateError, SchemaNotFoundError, SessionNotFoundError
+from .errors import DecryptionError, MysqlStateError, SchemaNotFoundError, SessionNotFoundError
+from .results import UNVERSIONED
 from .store import MysqlAgentStateStore
 from .url import scrub
 
@@ -147,12 +149,18 @@ COMMAND_HELP = {
     "get": (("show", "get-list"), "a key's value as JSON, or a list's items one JSON document a line "
                                   "(store.get / store.get_list); without KEY, the session's catalog entry; "
                                   "--history: the list's archived items (store.get_history)"),
+    "get-many": ((), "several values and whole lists of one session, read in one statement, as one JSON "
+                     "object (store.get_many)"),
+    "get-prefix": ((), "the values of one session whose key starts with PREFIX, as one JSON object (store.get_prefix)"),
     "list-length": (("length",), "a list's length (store.list_length)"),
-    "save": ((), "store one JSON value at a key (store.save)"),
-    "save-list": ((), "store a whole list, given as a JSON array (store.save_list)"),
+    "save": ((), "store one JSON value at a key (store.save); --if-version N: only if the key's version is N "
+                 "(store.save_if_version), exit 1 when it is not"),
+    "save-list": ((), "store a whole list, given as a JSON array (store.save_list); --if-version N as save's "
+                      "(store.save_list_if_version)"),
     "append-list": ((), "add items, each a JSON document, at a list's end; prints the new length (store.append_list)"),
     "pop-list": ((), "remove a list's last item and print it; exit 1 when the list is empty (store.pop_list)"),
-    "delete": (("rm",), "delete one key, or (asking first) a whole session (store.delete); exit 1 when it does not exist"),
+    "delete": (("rm",), "delete one key, several keys in one transaction (store.delete_keys), or (asking first) a "
+                        "whole session (store.delete); exit 1 when it does not exist"),
     "fork": ((), "copy a session to a new one, server-side (store.fork)"),
     "prune": ((), "delete, asking first, the sessions with no write for a while (store.prune)"),
     "export": ((), "every row as JSON lines on stdout (store.export)"),
@@ -205,8 +213,10 @@ class _Version(argparse.Action):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = Parser(prog="mysql-state", description="Inspect and maintain agent state stored by mysql-state: one "
-               "command per API call of MysqlAgentStateStore.")
+    p = Parser(prog="mysql-state", description="Inspect and maintain agent state stored by mysql-state: a "
+               "command (or an option of one) per call of MysqlAgentStateStore an operator makes. With "
+               "$MYSQL_STATE_KEYS set (id=<base64 key>,..., the current first), every command reads and writes "
+               "encrypted rows.")
     p.add_argument("--version", action=_Version)
     p.add_argument("--url", help="mysql://user:pw@host:port/database (default: $MYSQL_URL, else the default server)")
     p.add_argument("--database", help="database name (wins over the URL's path)")
@@ -226,6 +236,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--user", help="only this user's sessions ('-' for anonymous)")
     s.add_argument("--limit", type=count, help="sessions per page (default 100)")
     s.add_argument("--older-than", type=duration, help="only sessions with no write for this long (30d, 12h)")
+    s.add_argument("--newer-than", type=duration, help="only sessions written in the last 30d, 12h, ...")
     s.add_argument("--cursor", help="the next page: the next_cursor of the page before (printed on stderr, or in --json)")
     _command(sub, "exists", _exists, ("session",), "[--user U] USER SESSION")
     g = _command(sub, "get", _get, ("session", "key?"),
@@ -234,12 +245,26 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--limit", type=count, default=None, help="at most N items of a list")
     g.add_argument("--tail", type=count, help="only the last N items of a list")
     g.add_argument("--history", action="store_true", help="the list's archived items instead")
+    g.add_argument("--versioned", action="store_true",
+                   help='the value (or the whole list) and its version: {"value": ..., "version": N}')
+    gm = _command(sub, "get-many", _get_many, ("session",), "[--user U] USER SESSION [--value KEY]... [--list KEY]...")
+    gm.add_argument("--value", action="append", default=[], metavar="KEY", help="a value key (repeatable)")
+    gm.add_argument("--list", action="append", default=[], metavar="KEY", help="a list key (repeatable)")
+    gm.add_argument("--versioned", action="store_true", help='each as {"value": ..., "version": N}')
+    gp = _command(sub, "get-prefix", _get_prefix, ("session", "prefix"), "[--user U] USER SESSION PREFIX")
+    gp.add_argument("--versioned", action="store_true", help='each as {"value": ..., "version": N}')
     _command(sub, "list-length", _length, ("session", "key"), "[--user U] USER SESSION KEY")
-    _command(sub, "save", _save, ("session", "key", "value"), "[--user U] USER SESSION KEY JSON")
-    _command(sub, "save-list", _save_list, ("session", "key", "value"), "[--user U] USER SESSION KEY JSON_ARRAY")
+    sv1 = _command(sub, "save", _save, ("session", "key", "value"), "[--user U] USER SESSION KEY JSON [--if-version N]")
+    sv2 = _command(sub, "save-list", _save_list, ("session", "key", "value"),
+                   "[--user U] USER SESSION KEY JSON_ARRAY [--if-version N]")
+    for c in (sv1, sv2):
+        c.add_argument("--if-version", type=int, metavar="N",
+                       help="write only if the key's version is N (0: only if absent); exit 1 when it is not")
     _command(sub, "append-list", _append_list, ("session", "key", "items*"), "[--user U] USER SESSION KEY JSON...")
     _command(sub, "pop-list", _pop_list, ("session", "key"), "[--user U] USER SESSION KEY")
-    d = _command(sub, "delete", _delete, ("session", "key?"), "[--user U] USER SESSION [KEY] [--yes]")
+    d = _command(sub, "delete", _delete, ("session", "keys*"), "[--user U] USER SESSION [KEY...] [--yes] [--maintenance]")
+    d.add_argument("--maintenance", action="store_true",
+                   help="keys deleted as maintenance: the session's activity time is left as it was")
     _yes(d)
     fk = _command(sub, "fork", _fork, ("session", "new_session"), "[--user U] USER SESSION NEW_SESSION [--new-user U]")
     fk.add_argument("--new-user", help="the new session's user (default: the same)")
@@ -264,8 +289,10 @@ def _parser() -> argparse.ArgumentParser:
     _yes(_command(sub, "truncate", _truncate))
     f = _command(sub, "forget-user", _forget_user)
     f.add_argument("user", metavar="USER", help="the user ('-' for anonymous)")
+    f.add_argument("--batch", type=count, default=500, help="rows per transaction (default 500)")
     _yes(f)
-    _command(sub, "reencrypt", _reencrypt)
+    re = _command(sub, "reencrypt", _reencrypt)
+    re.add_argument("--batch", type=count, default=500, help="rows per transaction (default 500)")
     return p
 
 
@@ -351,7 +378,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _err(str(exc))
         return exc.code
     except (MysqlStateError, ValueError, TypeError, LookupError) as exc:
-        _err(_one_line(str(exc), url))
+        said = str(exc)
+        if isinstance(exc, DecryptionError) and getattr(args, "ring", None) is None:
+            said += f"; every command reads and writes with the keys of ${KEYS_ENV} (id=<base64 key>,...)"
+        _err(_one_line(said, url))
         return 2
     except KeyboardInterrupt:
         _err("interrupted")
@@ -433,7 +463,8 @@ def _server(args: argparse.Namespace) -> int:
 
 def _sessions(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     if args.user_ids is not None:  # the first form: one user's session ids
-        given = [f"--{o.replace('_', '-')}" for o in ("user", "limit", "older_than", "cursor") if getattr(args, o) is not None]
+        given = [f"--{o.replace('_', '-')}" for o in ("user", "limit", "older_than", "newer_than", "cursor")
+                 if getattr(args, o) is not None]
         if given:
             raise ValueError(f"sessions USER lists that user's session ids; {', '.join(given)} belong to the other "
                              "form: sessions [--user U] [--limit N] [--older-than D] [--cursor C]")
@@ -441,10 +472,12 @@ def _sessions(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
         _out(args, ids, "\n".join(ids))
         return 0
     user = ALL_USERS if args.user is None else _user(args.user)
-    before = None
+    before = after = None
     if args.older_than is not None:
         before = dt.datetime.now(dt.timezone.utc) - args.older_than
-    page = store.sessions(user, updated_before=before, limit=args.limit or 100, cursor=args.cursor)
+    if args.newer_than is not None:
+        after = dt.datetime.now(dt.timezone.utc) - args.newer_than
+    page = store.sessions(user, updated_before=before, updated_after=after, limit=args.limit or 100, cursor=args.cursor)
     items = [dict(user_id=s.user_id, session_id=s.session_id, keys=s.keys, rows=s.rows, bytes=s.bytes,
                   created_at=s.created_at, updated_at=s.updated_at) for s in page.items]
     rows = [[s.user_id or "-", s.session_id, len(s.keys), s.rows, s.bytes, s.updated_at] for s in page.items]
@@ -478,6 +511,13 @@ def _get(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
         return 0
     if not _has_key(store, args):
         raise NotFound(f"{_where(args)} has no key {args.key!r}")
+    if args.versioned:
+        found = store.get_versioned(user, args.session, args.key)
+        listed = store.get_list_versioned(user, args.session, args.key)
+        if listed.version > 0 or len(listed.value) > 1:  # a list (its hash row's version), as below
+            found = listed
+        _out(args, _versioned(found), _dumps(_versioned(found)))
+        return 0
     whole = store.get_list_versioned(user, args.session, args.key)
     if whole.version > 0 or len(whole.value) > 1:  # a hash row, or items without one: a list
         offset = -args.tail if args.tail else args.offset
@@ -512,6 +552,9 @@ def _length(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
 
 
 def _save(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
+    if args.if_version is not None:
+        version = store.save_if_version(_user(args.user), args.session, args.key, _json(args.value), args.if_version)
+        return _if_version(args, version)
     store.save(_user(args.user), args.session, args.key, _json(args.value))
     _out(args, {"saved": True}, f"saved {args.key!r}")
     return 0
@@ -521,8 +564,42 @@ def _save_list(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     values = _json(args.value)
     if not isinstance(values, list):
         raise ValueError(f"save-list takes a JSON array, got {args.value!r}")
+    if args.if_version is not None:
+        version = store.save_list_if_version(_user(args.user), args.session, args.key, values, args.if_version)
+        return _if_version(args, version)
     store.save_list(_user(args.user), args.session, args.key, values)
     _out(args, {"saved": len(values)}, f"saved {len(values)} item{'' if len(values) == 1 else 's'} at {args.key!r}")
+    return 0
+
+
+def _if_version(args: argparse.Namespace, version: int) -> int:
+    """A compare-and-set's outcome: the new version, or (exit 1) that the key is at another."""
+    if version == UNVERSIONED:
+        _out(args, {"saved": False, "version": None},
+             f"not saved: {args.key!r} is not at version {args.if_version} (another writer saved, or it is "
+             f"{'there' if args.if_version == 0 else 'absent'}); nothing was written")
+        return NOT_FOUND
+    _out(args, {"saved": True, "version": version}, f"saved {args.key!r} at version {version}")
+    return 0
+
+
+def _versioned(found: Any) -> dict:
+    return {"value": found.value, "version": found.version}
+
+
+def _get_many(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
+    if not args.value and not args.list:
+        raise ValueError("get-many needs at least one --value KEY or --list KEY")
+    found = store.get_many(_user(args.user), args.session, values=args.value, lists=args.list, versioned=args.versioned)
+    out = {k: _versioned(v) if args.versioned else v for k, v in found.items()}
+    _out(args, out, _dumps(out))
+    return 0
+
+
+def _get_prefix(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
+    found = store.get_prefix(_user(args.user), args.session, args.prefix, versioned=args.versioned)
+    out = {k: _versioned(v) if args.versioned else v for k, v in found.items()}
+    _out(args, out, _dumps(out))
     return 0
 
 
@@ -543,6 +620,15 @@ def _pop_list(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
 
 def _delete(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     user = _user(args.user)
+    args.key = args.keys[0] if len(args.keys) == 1 else None
+    if len(args.keys) > 1 or args.maintenance:
+        if not args.keys:
+            raise ValueError("--maintenance deletes keys: give KEY...; a whole session goes with its history")
+        n = store.delete_keys(user, args.session, args.keys, maintenance=args.maintenance)
+        if n == 0:
+            raise NotFound(f"{_where(args)} has none of the keys {args.keys!r}: nothing was deleted")
+        _out(args, {"deleted": "keys", "keys": args.keys, "rows": n}, f"deleted {n} rows of {_where(args)}")
+        return 0
     if args.key is None:
         if not store.exists(user, args.session):
             raise NotFound(f"no {_where(args)}: nothing was deleted")
@@ -715,13 +801,13 @@ def _truncate(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
 def _forget_user(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     user = _user(args.user)
     confirm(args, f"remove every session of {_who(args.user)}")
-    n = store.forget_user(user)
+    n = store.forget_user(user, batch=args.batch)
     _out(args, {"removed": n}, f"removed {n} rows")
     return 0
 
 
 def _reencrypt(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
-    n = store.reencrypt()
+    n = store.reencrypt(batch=args.batch)
     _out(args, {"rewritten": n, "key": args.ring.current}, f"rewrote {n} rows under key {args.ring.current!r}")
     return 0
 

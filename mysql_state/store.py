@@ -452,7 +452,8 @@ class MysqlAgentStateStore:
         or nothing); the new length per list key. ``at`` (``{key: length}``) makes the appends a
         compare-and-set: a list of another length raises :class:`StaleStateError`, nothing
         written. When this process knows every list's hash row (it wrote or read the list
-        last), it is ONE statement carrying its COMMIT: one round trip.
+        last) and every key of ``values`` is new, it is ONE statement carrying its COMMIT: one
+        round trip (a value already there: the locked way).
 
         >>> store.delete("alice", "lists-1")
         >>> store.append_lists("alice", "lists-1", {"memory": messages, "steps": ["planned"]},

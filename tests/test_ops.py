@@ -129,6 +129,16 @@ def test_a_session_deleted_between_two_moves_gets_its_catalog_row_back(store, ur
         other.close()
 
 
+def test_a_session_s_keys_name_an_empty_list_as_a_key(store):
+    """An empty list is kept and exists: its hash row names it among the keys (it was left out,
+    so a session holding one empty list showed no key)."""
+    store.save_list("carol", "e", "empty", [])
+    store.save("carol", "e", "v", 1)
+    assert store.sessions("carol").items[0].keys == ["empty", "v"]
+    store.delete("carol", "e", "v")
+    assert store.sessions("carol").items[0].keys == ["empty"] and store.exists("carol", "e")
+
+
 def test_sessions_pages_newest_first_with_counts(store, raw):
     for i in range(7):
         store.save_list("alice", f"s{i}", "memory", [{"i": j} for j in range(i + 1)])
