@@ -137,6 +137,18 @@ def _locked_items(cur: Any, t: Table, sid: str, k: str) -> list:
     return cur.fetchall()
 
 
+def _items_then_hash(cur: Any, t: Table, sid: str, k: str, row: Optional[tuple], stored: Optional[ListHash],
+                     dig: Digester) -> tuple[list, Optional[tuple], Optional[ListHash], Digester]:
+    """The item rows, locked, of a list whose hash row ``row`` was not this store's (or none);
+    and the hash row again when there was none but items are there now: a locking read of a
+    missing row locks nothing (READ COMMITTED), so a creator could commit its items and hash
+    row in between, and its hash row, not its row 0 seen alone, says the key holds a list."""
+    have = _locked_items(cur, t, sid, k)
+    if row is None and have:
+        row, stored, dig = _lock_hash(cur, t, sid, k)
+    return have, row, stored, dig
+
+
 def _opened(t: Table, sid: str, k: str, rows: Sequence[tuple]) -> list[bytes]:
     """The plaintext JSON of stored rows ``(item_index, state_data)``."""
     return [t.sealer.open(sid, k, r[0], r[1]) for r in rows]
@@ -326,16 +338,17 @@ def append(cur: Any, t: Table, sid: str, k: str, datas: list[bytes], hint: Optio
         if append_if_hash(cur, t, sid, k, list(enumerate(datas, hint.n)), hint, new_hash, touch, commit=commit):
             return hint, new_hash
     row, stored, dig = _lock_hash(cur, t, sid, k)
-    if stored is None:  # no hash row of ours: derive it from the items
-        have = _locked_items(cur, t, sid, k)
+    if stored is None:  # no hash row of ours: the items (and the hash row a creator made meanwhile)
+        have, row, stored, dig = _items_then_hash(cur, t, sid, k, row, stored, dig)
+    if stored is not None:
+        base = stored
+    else:  # still none of ours: derive it from the items
         refuse_a_value(row, have, sid, k, "append_list")
         existing = _opened(t, sid, k, have)
         if [r[0] for r in have] != list(range(len(have))):  # gaps: renumber 0..n-1
             cur.execute(t.statements["DELETE_ITEMS_FROM"], (sid, k, 0))
             write_rows(cur, t, sid, [(k, i, d) for i, d in enumerate(existing)])
         base = dig.of(dig.digests(existing))
-    else:
-        base = stored
     new_hash = base.extended(dig.digests(datas, base.n), dig.empty)
     if row is None:
         create_hash_row(cur, t, sid, k, new_hash)
@@ -578,8 +591,9 @@ def pop(cur: Any, t: Table, sid: str, k: str, model: Any = None) -> Any:
     ``model`` when given), or None when the list is empty. The hash row stays exact; an item
     that does not decode raises here, so it is not popped."""
     row, stored, dig = _lock_hash(cur, t, sid, k)
+    if stored is None:
+        have, row, stored, dig = _items_then_hash(cur, t, sid, k, row, stored, dig)
     if stored is None:  # no hash row of ours: take the rows as they are, then index them
-        have = _locked_items(cur, t, sid, k)
         if not have:
             return None
         refuse_a_value(row, have, sid, k, "pop_list")

@@ -165,3 +165,21 @@ def create_once(url: str, database: str, keys: list, mark: str, barrier, results
             results.put((key, mark, store.save_if_version("u", "s", key, mark, 0)))
     finally:
         store.close()
+
+
+def append_new_lists(url: str, database: str, rounds: int, mark: int, barrier, results) -> None:
+    """For each round, wait for the other processes, then append ``mark`` to a list that does
+    not exist yet (all of them at once); put ``(round, error or None)`` in ``results``."""
+    from mysql_state import MysqlAgentStateStore
+
+    store = MysqlAgentStateStore.from_url(url, database_name=database)
+    try:
+        for r in range(rounds):
+            barrier.wait(30)
+            try:
+                store.append_list("u", f"new-{r}", "m", [mark])
+                results.put((r, None))
+            except Exception as exc:  # noqa: BLE001 - reported to the test, which fails on it
+                results.put((r, f"{type(exc).__name__}: {exc}"))
+    finally:
+        store.close()

@@ -263,3 +263,28 @@ def test_processes_creating_one_key_at_once_leave_one_winner(url, database, stor
         winner = outcome[-1][1]
         assert raw.query("SELECT state_data, version FROM {t} WHERE session_id = 'u:s' AND state_key = %s", (key,)) \
             == [(f'"{winner}"', 1)]
+
+
+def test_processes_appending_to_a_list_that_does_not_exist_yet_all_land(url, database, store, raw):
+    """Three real processes append at the same moment to a list nobody made yet (as after a
+    delete, a prune or an erasure of a session still written): an append that found no hash
+    row, then the items another had just committed, took row 0 alone for a single value and
+    raised WrongTypeError. Every append lands, each list has one item per process."""
+    import multiprocessing
+
+    from . import procs
+
+    spawn = multiprocessing.get_context("spawn")
+    rounds = 60
+    barrier, results = spawn.Barrier(3), spawn.Queue()
+    ps = [spawn.Process(target=procs.append_new_lists, args=(url, database, rounds, j, barrier, results))
+          for j in range(3)]
+    for p in ps:
+        p.start()
+    got = [results.get(timeout=120) for _ in range(3 * rounds)]
+    for p in ps:
+        p.join(60)
+        assert p.exitcode == 0
+    assert [e for _, e in got if e is not None] == []
+    for r in range(rounds):
+        assert sorted(check_list_rows(raw, "u:new-%d" % r, "m")) == [0, 1, 2], r
