@@ -45,7 +45,9 @@ def cutoff(run: Callable[..., Any], older_than: Any) -> dt.datetime:
         secs = int(older_than.total_seconds())
         return run(lambda cur: (cur.execute(sql.SERVER_CUTOFF, (secs,)), cur.fetchone()[0])[1], "prune", write=False)
     if isinstance(older_than, dt.datetime):
-        when = to_server_time(run, older_than)
+        # updated_at holds whole seconds (a write at 12:00:00.6 reads 12:00:00): a cutoff with a
+        # fraction would take it for older; cut to the second, a session of that second is kept
+        when = to_server_time(run, older_than).replace(microsecond=0)
         now = run(lambda cur: (cur.execute(sql.SERVER_NOW), cur.fetchone()[0])[1], "server clock", write=False)
         if when > now:
             raise ValueError(f"older_than {older_than} is in the future (the server's time is {now:%Y-%m-%d %H:%M:%S}):"

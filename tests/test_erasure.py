@@ -134,6 +134,29 @@ def test_huge_limit_and_batch_are_refused_naming_the_parameter(store, raw) -> No
     assert [s.session_id for s in store.sessions(limit=2 ** 62).items] == ["s1"]  # the largest allowed works
 
 
+def test_prune_with_a_datetime_keeps_a_session_written_after_it_in_the_same_second(store, raw) -> None:
+    """updated_at holds whole seconds: a cutoff with a fraction (the server's NOW(6)) took a
+    session written 0.1 s after it, in the same second, for idle, and deleted it."""
+    import time
+
+    def now6():
+        return raw.query("SELECT NOW(6)")[0][0]
+
+    for attempt in range(10):  # until the write lands in the cutoff's second (a loaded machine may cross it)
+        while not 50_000 < now6().microsecond < 300_000:  # early in a second: the write stays in it
+            time.sleep(0.01)
+        cutoff = now6()
+        time.sleep(0.1)
+        store.save(USER, f"written-after-{attempt}", "k", 1)
+        written = raw.query("SELECT updated_at FROM {t} WHERE session_id = %s", (f"{USER}:written-after-{attempt}",))
+        if written[0][0] == cutoff.replace(microsecond=0):
+            break
+    assert written[0][0] == cutoff.replace(microsecond=0), "never wrote within the cutoff's second"
+    assert store.prune(cutoff).sessions == 0 and store.exists(USER, f"written-after-{attempt}")
+    time.sleep(1.1)
+    assert store.prune(cutoff + dt.timedelta(seconds=1), dry_run=True).sessions >= 1  # its second is past: idle
+
+
 # ---- 16: a cutoff in the future is refused like a negative duration --------------------------
 
 def test_prune_refuses_a_cutoff_in_the_future(store, raw) -> None:
