@@ -19,14 +19,15 @@ from __future__ import annotations
 import base64
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, Optional, Sequence
+from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 import orjson
 
 from . import keys, sql
 from .table import Table
 
-__all__ = ["ACTIVITY_LAG", "ALL_USERS", "SessionInfo", "SessionPage", "TOUCH_EVERY", "row", "sessions", "user_range"]
+__all__ = ["ACTIVITY_LAG", "ALL_USERS", "SessionInfo", "SessionPage", "TOUCH_EVERY", "row", "sessions", "user_range",
+           "rebuild"]
 
 #: Seconds between two moves of a session's catalog row by the one-statement writes of one
 #: process (a list append, a turn's save: their condition proves the session exists, so its
@@ -199,3 +200,12 @@ def check_when(name: str, value: Any) -> Optional[dt.datetime]:
 def chunks(seq: Sequence[Any], size: int) -> list:
     """``seq`` cut in lists of at most ``size``."""
     return [list(seq[i : i + size]) for i in range(0, len(seq), size)]
+
+
+def rebuild(cur: Any, q: Callable[[str], str], sids: Sequence[str]) -> int:
+    """Create (or widen to their rows' times) the catalog rows of the sessions ``sids``, in the
+    caller's transaction; the rows changed. (``q`` renders a statement for the table.)"""
+    changed = 0
+    for part in chunks(list(sids), 500):
+        changed += cur.execute(q(sql.REBUILD_CATALOG.replace("{ids}", ", ".join(["%s"] * len(part)))), tuple(part))
+    return changed

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator, Sequence
 
-from . import history, keys, sql
+from . import catalog, history, keys, sql
 from .table import Table
 
 __all__ = ["touch", "exists", "delete_session", "delete_key", "delete_keys", "activity_pinned", "read_session_ids",
@@ -91,10 +91,18 @@ def session_ids(cur: Any, t: Table, prefix: str) -> set[str]:
     return {sid[len(prefix):] for sid in read_session_ids(cur, t, prefix)}
 
 
+#: Rounds of forget_user while the user's sessions are still written to (see forget_user).
+FORGET_ROUNDS = 3
+
+
 def forget_user(db: Any, t: Table, prefix: str, batch: int, what: str) -> int:
     """Erase every row of a user (``prefix``): data rows, then each session's history, then
     the catalog rows, each in transactions of at most ``batch`` rows (safe to re-run);
-    returns the rows removed. ``db`` is the connector: this runs many transactions."""
+    returns the rows removed. ``db`` is the connector: this runs many transactions.
+
+    A write of the user during the call makes its session again: the call goes round again
+    (at most ``FORGET_ROUNDS`` times); if the user is still written to after that, the
+    sessions written are left whole (data rows and catalog row), never torn."""
     s = t.statements
     end = prefix[:-1] + ";"
     if t.exact_keys:  # primary-key ranges
@@ -111,16 +119,24 @@ def forget_user(db: Any, t: Table, prefix: str, batch: int, what: str) -> int:
         cur.execute(*by_catalog)
         return {r[0] for r in cur.fetchall()} | read_session_ids(cur, t, prefix)
 
-    sids = db.run(sessions_of, what, write=False)
-    batches = [data_batch, *((s["DELETE_SESSION_BATCH"], (keys.history_session(sid), batch)) for sid in sorted(sids)),
-               catalog_batch]
     removed = 0
-    for statement, params in batches:
-        while True:
-            n = db.run(lambda cur: cur.execute(statement, params), what, write=True, session=None)
-            removed += n
-            if n < batch:
-                break
+    for _ in range(FORGET_ROUNDS):
+        sids = db.run(sessions_of, what, write=False)
+        batches = [data_batch, *((s["DELETE_SESSION_BATCH"], (keys.history_session(sid), batch))
+                                 for sid in sorted(sids)), catalog_batch]
+        for statement, params in batches:
+            while True:
+                n = db.run(lambda cur: cur.execute(statement, params), what, write=True, session=None)
+                removed += n
+                if n < batch:
+                    break
+        # A write of the user that landed meanwhile made its session again, and the catalog
+        # batch may have taken that session's catalog row: another round erases it
+        left = db.run(lambda cur: read_session_ids(cur, t, prefix), what, write=False)
+        if not left:
+            return removed
+    # Still written to: those sessions stay, whole (their catalog rows made again)
+    db.run(lambda cur: catalog.rebuild(cur, t.q, sorted(left)), what, write=True, session=None)
     return removed
 
 

@@ -362,7 +362,7 @@ def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict
                              "nothing was imported")
     if on_conflict == "replace":
         written += _drop_the_rest(cur, q, held)
-    _rebuild(cur, q, sorted(sessions))
+    catalog.rebuild(cur, q, sorted(sessions))
     return written
 
 
@@ -416,14 +416,6 @@ def _base_key(state_key: str) -> str:
     return state_key[: -len(keys.HASH_SUFFIX)] if state_key.endswith(keys.HASH_SUFFIX) else state_key
 
 
-def _rebuild(cur: Any, q: Callable[[str], str], sids: Sequence[str]) -> int:
-    """:func:`rebuild_catalog` in the caller's transaction."""
-    changed = 0
-    for part in catalog.chunks(list(sids), IDS_PER_STATEMENT):
-        changed += cur.execute(q(sql.REBUILD_CATALOG.replace("{ids}", ", ".join(["%s"] * len(part)))), tuple(part))
-    return changed
-
-
 def rebuild_catalog(db: Any, t: Table, sids: Sequence[str]) -> int:
     """Create (or widen to the rows' times) the catalog rows of ``sids``; returns rows changed."""
-    return db.run(lambda cur: _rebuild(cur, t.q, sids), "catalog", write=True, session=None)
+    return db.run(lambda cur: catalog.rebuild(cur, t.q, sids), "catalog", write=True, session=None)

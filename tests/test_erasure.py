@@ -251,3 +251,37 @@ def test_one_user_s_calls_on_the_java_table_before_migrate_never_take_another_us
     finally:
         s.close()
         raw.close()
+
+
+def test_forget_user_while_the_user_is_still_written_leaves_no_torn_session(url, database, store, raw) -> None:
+    """A write of the user landing while forget_user ran (after its data batches, before its
+    catalog batch) left that session with rows and no catalog row: sessions() and prune never
+    saw it again. Each session is erased or left whole; once the writer stops, erasure is total."""
+    import threading
+
+    for i in range(40):
+        store.save_list(USER, f"s{i}", "memory", [{"i": j} for j in range(5)])
+    writer = MysqlAgentStateStore.from_url(url, database_name=database)
+    stop = threading.Event()
+
+    def write() -> None:
+        n = 0
+        while not stop.is_set():
+            writer.append_list(USER, f"s{n % 40}", "memory", [{"live": n}])
+            n += 1
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    try:
+        for _ in range(3):
+            store.forget_user(USER, batch=7)
+            data = {r[0] for r in raw.query("SELECT DISTINCT session_id FROM {t} WHERE session_id LIKE 'alice:%%'")}
+            listed = {r[0] for r in raw.query("SELECT state_key FROM {t} WHERE session_id = '__catalog__'"
+                                              " AND state_key LIKE 'alice:%%'")}
+            assert data <= listed, f"sessions with rows and no catalog row: {sorted(data - listed)}"
+    finally:
+        stop.set()
+        thread.join()
+        writer.close()
+    store.forget_user(USER)
+    assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id LIKE 'alice:%%' OR state_key LIKE 'alice:%%'") == [(0,)]
