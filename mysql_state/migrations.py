@@ -261,19 +261,37 @@ def doctor(ctx: Ctx, fix: bool) -> list[DoctorFinding]:
         if sid == keys.CATALOG_SESSION:
             catalog_rows.update((key, updated) for key, _, _, updated in rows)
             continue
-        opened = _open_rows(ctx, sid, rows, problems)
+        found = _row_problems(ctx, sid, rows, False)
+        if found:  # the scan's chunks may have read a list before and after a write: a second look
+            rows = _session_rows(ctx, sid)
+            found = _row_problems(ctx, sid, rows, fix)
+        problems += found
         if sid.startswith(keys.HISTORY_PREFIX):
             history[sid] = len(rows)
-        if not keys.is_packed(sid):
-            continue
-        last_write[sid] = max((r[3] for r in rows if r[3] is not None), default=None)
-        problems += _list_problems(ctx, sid, rows, opened, fix)
+        if keys.is_packed(sid):
+            last_write[sid] = max((r[3] for r in rows if r[3] is not None), default=None)
     problems += _catalog_problems(ctx, catalog_rows, last_write, fix)
     problems += _history_problems(ctx, history, last_write, started, fix)
     return problems
 
 
 _SEALED = b""  # an item sealed that this doctor cannot open (no keyring): checked by form only
+
+
+def _row_problems(ctx: Ctx, sid: str, rows: list, fix: bool) -> list[DoctorFinding]:
+    """What is wrong with one session's rows: unreadable ones, lists not whole (repaired with
+    ``fix``)."""
+    found: list[DoctorFinding] = []
+    opened = _open_rows(ctx, sid, rows, found)
+    if keys.is_packed(sid):
+        found += _list_problems(ctx, sid, rows, opened, fix)
+    return found
+
+
+def _session_rows(ctx: Ctx, sid: str) -> list:
+    """One session's rows ``(key, index, data, updated_at)`` now, in one statement."""
+    statement = ctx.q(sql.DOCTOR_SESSION)
+    return list(ctx.run(lambda cur: (cur.execute(statement, (sid,)), cur.fetchall())[1], "doctor", write=False))
 
 
 def _open_item(ctx: Ctx, sid: str, key: str, index: int, position: int, text: Any) -> bytes:

@@ -802,6 +802,12 @@ DOCTOR_SCAN = (
     " ORDER BY session_id, state_key, item_index LIMIT %s"
 )
 DOCTOR_SESSION_ROWS = "SELECT COUNT(*) FROM {t} WHERE session_id = %s FOR UPDATE"
+# The doctor's second look at a session its scan found a problem in: its rows in ONE statement
+# (one snapshot), where the scan's chunks may have read a list before and after a write.
+DOCTOR_SESSION = (
+    "SELECT state_key, item_index, state_data, updated_at FROM {t} WHERE session_id = %s"
+    " ORDER BY state_key, item_index"
+)
 # The doctor's second look at the sessions its scan found in doubt, in ONE statement (one
 # snapshot: the scan is not one): ('c', id, catalog time) per catalog row, ('r', id, last
 # write) per session with rows. ``{marks}``: one %s per session id; the ids given twice.
