@@ -489,6 +489,10 @@ def _history_problems(ctx: Ctx, history: dict[str, int], last_write: dict, start
     ``sessions()`` or ``prune`` reaches them. ``fix`` deletes those archived before the doctor
     started, in batches."""
     reachable = {keys.history_session(sid) for sid in last_write}
+    if fix and any(hsid not in reachable for hsid in history):
+        # a second look before deleting: a session made after the scan passed its place (an
+        # import of it with its history, say) owns its history again
+        reachable |= {keys.history_session(sid) for part in session_batches(ctx) for sid in part}
     out = []
     for hsid, n in history.items():
         if hsid in reachable:
