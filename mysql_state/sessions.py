@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator, Sequence
 
-from . import catalog, history, keys, sql
+from . import history, keys, sql
 from .table import Table
 
 __all__ = ["touch", "exists", "delete_session", "delete_key", "delete_keys", "activity_pinned", "read_session_ids",
@@ -96,47 +96,37 @@ FORGET_ROUNDS = 3
 
 
 def forget_user(db: Any, t: Table, prefix: str, batch: int, what: str) -> int:
-    """Erase every row of a user (``prefix``): data rows, then each session's history, then
-    the catalog rows, each in transactions of at most ``batch`` rows (safe to re-run);
-    returns the rows removed. ``db`` is the connector: this runs many transactions.
+    """Erase every row of a user (``prefix``): each session whole, as :func:`delete_session`
+    deletes one (its rows locked first, so a writer of it waits; its data rows, history and
+    catalog row in one transaction), ``batch`` sessions at most a transaction; sessions
+    known by their catalog row only go too. Safe to re-run; returns the rows removed. ``db``
+    is the connector: this runs many transactions.
 
-    A write of the user during the call makes its session again: the call goes round again
-    (at most ``FORGET_ROUNDS`` times); if the user is still written to after that, the
-    sessions written are left whole (data rows and catalog row), never torn."""
+    A write of the user during the call makes its session again, whole: the call goes round
+    again (at most ``FORGET_ROUNDS`` times), then leaves a session still being written as it
+    is (whole: deleted sessions never leave part of a list or a session without its catalog
+    row behind, which rows deleted by ranges across sessions did)."""
     s = t.statements
     end = prefix[:-1] + ";"
     if t.exact_keys:  # primary-key ranges
         by_catalog = (s["USER_SESSIONS_BY_CATALOG"], (keys.CATALOG_SESSION, prefix, end))
-        data_batch = (s["FORGET_USER_BATCH"], (prefix, end, batch))
-        catalog_batch = (s["USER_CATALOG_BATCH"], (keys.CATALOG_SESSION, prefix, end, batch))
-    else:  # keys that fold case: a range may be empty there (see sql.USER_CATALOG_BATCH_LIKE)
+    else:  # keys that fold case: a range may be empty there (see sql.USER_SESSIONS_BY_CATALOG_LIKE)
         like = sql.sessions_of_user(prefix, exact=False)[1][0]
         by_catalog = (s["USER_SESSIONS_BY_CATALOG_LIKE"], (keys.CATALOG_SESSION, like, len(prefix), prefix))
-        data_batch = (s["FORGET_USER_BATCH_LIKE"], (like, len(prefix), prefix, batch))
-        catalog_batch = (s["USER_CATALOG_BATCH_LIKE"], (keys.CATALOG_SESSION, like, len(prefix), prefix, batch))
 
     def sessions_of(cur: Any) -> set[str]:  # from the catalog and from the data rows
         cur.execute(*by_catalog)
-        return {r[0] for r in cur.fetchall()} | read_session_ids(cur, t, prefix)
+        return {r[0] for r in cur.fetchall() if r[0].startswith(prefix)} | read_session_ids(cur, t, prefix)
 
     removed = 0
     for _ in range(FORGET_ROUNDS):
-        sids = db.run(sessions_of, what, write=False)
-        batches = [data_batch, *((s["DELETE_SESSION_BATCH"], (keys.history_session(sid), batch))
-                                 for sid in sorted(sids)), catalog_batch]
-        for statement, params in batches:
-            while True:
-                n = db.run(lambda cur: cur.execute(statement, params), what, write=True, session=None)
-                removed += n
-                if n < batch:
-                    break
-        # A write of the user that landed meanwhile made its session again, and the catalog
-        # batch may have taken that session's catalog row: another round erases it
-        left = db.run(lambda cur: read_session_ids(cur, t, prefix), what, write=False)
-        if not left:
-            return removed
-    # Still written to: those sessions stay, whole (their catalog rows made again)
-    db.run(lambda cur: catalog.rebuild(cur, t.q, sorted(left)), what, write=True, session=None)
+        sids = sorted(db.run(sessions_of, what, write=False))
+        if not sids:
+            break
+        for i in range(0, len(sids), batch):
+            part = sids[i:i + batch]
+            removed += db.run(lambda cur: sum(delete_session(cur, t, sid) for sid in part), what, write=True,
+                              session=None)
     return removed
 
 

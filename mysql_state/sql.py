@@ -598,28 +598,16 @@ COUNT_ROWS = "SELECT COUNT(*) FROM {t} WHERE session_id LIKE '%:%'"
 
 # ---- erasing a user and rotating keys (bounded batches) ---------------------------------------
 
-# One user's rows: the range [user + ':', user + ';') on an exact table (see SESSIONS_OF_USER);
-# on a table whose collation is not exact, an escaped LIKE and an exact binary prefix test.
-FORGET_USER_BATCH = "DELETE FROM {t} WHERE session_id >= %s AND session_id < %s LIMIT %s"
-FORGET_USER_BATCH_LIKE = (
-    "DELETE FROM {t} WHERE session_id LIKE %s ESCAPE '!'"
-    " AND CAST(LEFT(session_id, %s) AS BINARY) = CAST(%s AS BINARY) LIMIT %s"
-)
-# A user's sessions, as the catalog and the data rows know them (their history ids follow).
+# A user's sessions, as the catalog and the data rows know them (forget_user deletes each whole,
+# as delete_session does): the range [user + ':', user + ';') on an exact table.
 USER_SESSIONS_BY_CATALOG = "SELECT state_key FROM {t} WHERE session_id = %s AND state_key >= %s AND state_key < %s"
-USER_CATALOG_BATCH = "DELETE FROM {t} WHERE session_id = %s AND state_key >= %s AND state_key < %s LIMIT %s"
 # The same on a table whose key columns fold case and accents (the Java store's, before
 # migrate()): there ';' may sort before ':', so the range above would be empty; an escaped LIKE
-# and the exact prefix instead (as FORGET_USER_BATCH_LIKE).
+# and the exact prefix compared as bytes instead.
 USER_SESSIONS_BY_CATALOG_LIKE = (
     "SELECT state_key FROM {t} WHERE session_id = %s AND state_key LIKE %s ESCAPE '!'"
     " AND CAST(LEFT(state_key, %s) AS BINARY) = CAST(%s AS BINARY)"
 )
-USER_CATALOG_BATCH_LIKE = (
-    "DELETE FROM {t} WHERE session_id = %s AND state_key LIKE %s ESCAPE '!'"
-    " AND CAST(LEFT(state_key, %s) AS BINARY) = CAST(%s AS BINARY) LIMIT %s"
-)
-DELETE_SESSION_BATCH = "DELETE FROM {t} WHERE session_id = %s LIMIT %s"
 # Keyset scan (primary-key order) for rows to re-encrypt: user rows only (a packed id has ':'),
 # value and item rows not sealed under the current key, or hash rows not keyed with it.
 _AFTER = (

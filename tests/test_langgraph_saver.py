@@ -284,6 +284,49 @@ def test_a_step_that_keeps_the_list_after_another_process_pruned_refers_to_the_n
     a.close(), b.close()
 
 
+def test_a_read_racing_another_process_s_prune_reads_again_never_damage(store, monkeypatch):
+    """get_tuple and list read the checkpoint row, then its log, in two statements: another
+    process's prune between them (the log rebuilt under a new name, the old one deleted) made
+    the read raise CorruptStateError for a healthy thread. The read goes again."""
+    writer, reader, pruner = MysqlSaver(store), MysqlSaver(store), MysqlSaver(store)
+    graph = chat_graph(writer, keep=4)
+    cfg = {"configurable": {"thread_id": "race", "checkpoint_ns": ""}}
+    for i in range(5):
+        turn(graph, "race", i)
+    expected = [(m.id, m.content) for m in graph.get_state(cfg).values["messages"]]
+    real_get, fired = reader.store.get, []
+
+    def get(user, thread, key, *args, **kwargs):  # the row read: the prune lands before the log is
+        out = real_get(user, thread, key, *args, **kwargs)
+        if key.startswith("cp/") and not fired:
+            fired.append(True)  # first: the prune reads through the same (shared) store
+            pruner.prune(["race"], strategy="keep_latest")
+        return out
+
+    monkeypatch.setattr(reader.store, "get", get)
+    got = reader.get_tuple(cfg).checkpoint["channel_values"]["messages"]
+    assert fired and [(m.id, m.content) for m in got] == expected
+    monkeypatch.undo()
+    for i in range(5, 8):
+        turn(graph, "race", i)
+    real_many, fired = reader.store.get_many, []
+
+    def get_many(user, thread, *args, **kwargs):  # list() reads its rows by get_many
+        out = real_many(user, thread, *args, **kwargs)
+        if not fired and any(k.startswith("cp/") for k in kwargs.get("values", args[0] if args else ())):
+            fired.append(True)
+            pruner.prune(["race"], strategy="keep_latest")
+        return out
+
+    monkeypatch.setattr(reader.store, "get_many", get_many)
+    listed = list(reader.list(cfg))
+    assert fired and len(listed) >= 1
+    newest = [(m.id, m.content) for m in listed[0].checkpoint["channel_values"]["messages"]]
+    assert newest == [(m.id, m.content) for m in graph.get_state(cfg).values["messages"]]
+    for s in (writer, reader, pruner):
+        s.close()
+
+
 def test_ainvoke_several_threads_at_once_from_several_event_loops(store):
     astore = AsyncMysqlAgentStateStore(store, close_store=False)
     saver = MysqlSaver(astore)

@@ -155,6 +155,16 @@ class _ListPlan:
     exact: Optional[bytes] = None
 
 
+class _LogShort(CorruptStateError):
+    """A checkpoint refers to items its list log does not hold: damage, or (read in two
+    statements) a prune or delete by another process between the row and its log, which
+    the read tells apart by reading again."""
+
+
+#: Reads of a checkpoint and its logs before a log shorter than the checkpoint says is damage.
+READ_ATTEMPTS = 3
+
+
 def _is_list(value: Any) -> bool:
     return type(value) is list or (isinstance(value, _DeltaSnapshot) and type(value.value) is list)
 
@@ -625,19 +635,25 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         there is none. The items it reads are remembered, so the next put of the thread in
         this process does not serialise them again."""
         thread, ns = self._where(config)
-        cid = get_checkpoint_id(config)
         u = self.user_id
-        if not cid:
-            tail = self.store.get_list(u, thread, layout.index_key(ns), offset=-4)
-            if not tail:
+        for attempt in range(READ_ATTEMPTS):
+            cid = get_checkpoint_id(config)
+            if not cid:
+                tail = self.store.get_list(u, thread, layout.index_key(ns), offset=-4)
+                if not tail:
+                    return None
+                cid = max(e[0] for e in tail)
+                self._newest((thread, ns), cid)
+            key = layout.checkpoint_key(ns, cid)
+            record = self.store.get(u, thread, key)
+            if record is None:
                 return None
-            cid = max(e[0] for e in tail)
-            self._newest((thread, ns), cid)
-        key = layout.checkpoint_key(ns, cid)
-        record = self.store.get(u, thread, key)
-        if record is None:
-            return None
-        return self._load(thread, [self._record(thread, key, record)], learn=True)[0]
+            try:
+                return self._load(thread, [self._record(thread, key, record)], learn=True)[0]
+            except _LogShort:  # the row and its log read apart: another process pruned or deleted between
+                if attempt == READ_ATTEMPTS - 1:
+                    raise
+        return None  # pragma: no cover - the loop returns or raises
 
     def _load(self, thread: str, records: Sequence[dict], *, learn: bool = False) -> list[CheckpointTuple]:
         """Checkpoint tuples of rows of one thread: their blobs and pending writes in one
@@ -690,8 +706,9 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         if indexes:
             lo, rows = logs[k]
             if max(indexes) - lo >= len(rows):
-                raise self._corrupt(thread, k, ValueError(
+                short = self._corrupt(thread, k, ValueError(
                     f"the list log has {lo + len(rows)} items, a checkpoint refers to item {max(indexes)}"))
+                raise _LogShort(str(short), short.session_id, short.key) from None
             order = list(dict.fromkeys(indexes))  # each item decoded once, all in one call
             try:
                 decoded = dict(zip(order, from_rows(self.serde, [rows[i - lo] for i in order])))
@@ -798,17 +815,24 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 if left is not None and left <= 0:
                     return
                 page = entries[start:start + PAGE]
-                records = []
-                for ns in dict.fromkeys(ns for _, ns in page):
-                    records += self._records(thread, ns, [i for i, n in page if n == ns])
-                records.sort(key=lambda r: r["id"], reverse=True)
-                if filter:
-                    records = [r for r in records if self._matches(thread, r, filter)]
+                for attempt in range(READ_ATTEMPTS):
+                    records = []
+                    for ns in dict.fromkeys(ns for _, ns in page):
+                        records += self._records(thread, ns, [i for i, n in page if n == ns])
+                    records.sort(key=lambda r: r["id"], reverse=True)
+                    if filter:
+                        records = [r for r in records if self._matches(thread, r, filter)]
+                    if left is not None:
+                        records = records[:left]
+                    try:
+                        loaded = self._load(thread, records) if records else []
+                        break
+                    except _LogShort:  # read apart from their log, which a prune or delete moved
+                        if attempt == READ_ATTEMPTS - 1:
+                            raise
                 if left is not None:
-                    records = records[:left]
-                    left -= len(records)
-                if records:
-                    yield from self._load(thread, records)
+                    left -= len(loaded)
+                yield from loaded
 
     def _matches(self, thread: str, record: dict, filter: Mapping[str, Any]) -> bool:
         metadata = self._decode(thread, layout.checkpoint_key(record["ns"], record["id"]), record["metadata"])
