@@ -289,7 +289,7 @@ def _parser() -> argparse.ArgumentParser:
     _yes(_command(sub, "truncate", _truncate))
     f = _command(sub, "forget-user", _forget_user)
     f.add_argument("user", metavar="USER", help="the user ('-' for anonymous)")
-    f.add_argument("--batch", type=count, default=500, help="rows per transaction (default 500)")
+    f.add_argument("--batch", type=count, default=500, help="sessions per transaction, each whole (default 500)")
     _yes(f)
     re = _command(sub, "reencrypt", _reencrypt)
     re.add_argument("--batch", type=count, default=500, help="rows per transaction (default 500)")

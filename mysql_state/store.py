@@ -737,7 +737,8 @@ class MysqlAgentStateStore:
 
     def forget_user(self, user_id: Optional[str], *, batch: int = 500) -> int:
         """Erase a user (None: the anonymous one): every row of every session, history and
-        catalog included, ``batch`` rows per transaction, safe to re-run; the rows removed.
+        catalog included, each session whole as :meth:`delete` deletes one, ``batch`` sessions
+        per transaction, safe to re-run; the rows removed.
 
         >>> store.save("erin", "s-1", "plan", 1)
         >>> store.save_list("erin", "s-2", "memory", ["a"])
