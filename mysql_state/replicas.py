@@ -10,9 +10,10 @@
 
 How the GTID of a commit is known: only when replicas are configured, the primary's
 :class:`~mysql_state.pool.Connector` is given a :class:`Router` at construction, and calls
-:meth:`Router.committed` right after each COMMIT, which reads ``@@last_gtid`` (MariaDB;
-``@@global.gtid_executed`` on MySQL, a superset) on the same connection: one round trip per
-write; a store without replicas has no router and pays nothing. The write's session is the
+:meth:`Router.committed` right after each COMMIT, which reads the primary's position
+(``@@global.gtid_binlog_pos`` on MariaDB, ``@@global.gtid_executed`` on MySQL: this write's
+GTID and every one before it, so a write that logged nothing, an unchanged save, still waits
+for what it saw) on the same connection: one round trip per write; a store without replicas has no router and pays nothing. The write's session is the
 ``session=`` every write passes to ``Connector.run`` (it has the packed id anyway), so a
 write method added later cannot forget it: a write that names no session (``session=None``:
 ``transaction``, ``truncate_all_sessions``, maintenance) raises the floor every session read

@@ -828,7 +828,11 @@ RELIST_BACK_DATE = "UPDATE {t} SET updated_at = %s WHERE session_id = %s AND sta
 # ---- replicas: read-your-writes by GTID (replicas.py) -----------------------------------
 
 # The GTID of the commit just made on this connection (MariaDB), or the server's executed set (MySQL).
-LAST_GTID_MARIADB = "SELECT @@last_gtid"
+# The primary's position once a write has committed (every domain's last GTID, this write's
+# included): a session read waits for it. Not @@last_gtid, the connection's own last GTID: a
+# write that changed nothing (an unchanged save, a delete of nothing) logs no event, so that is
+# an older GTID or none, and the read would not wait for what another writer committed before.
+LAST_GTID_MARIADB = "SELECT @@global.gtid_binlog_pos"
 LAST_GTID_MYSQL = "SELECT @@global.gtid_executed"
 # A replica waits (at most the seconds given) until it has applied that GTID: 0 when it has.
 GTID_WAIT_MARIADB = "SELECT MASTER_GTID_WAIT(%s, %s)"

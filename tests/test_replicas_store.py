@@ -241,3 +241,25 @@ def test_every_write_names_its_session_and_nothing_is_patched(replicated, rstore
     rstore.transaction(lambda tx: tx.save("u", "c", "k", 1))
     b, (on_primary, _) = counted(replicated, lambda: rstore.get("u", "b", "k", consistency="session"))
     assert b == "b0" and on_primary == 1
+
+
+def test_a_session_read_after_a_write_that_changed_nothing_is_not_older_than_it(replicated, rstore):
+    """The floor a session read waits for was the connection's @@last_gtid: a write that logs
+    no event (a save of the list another store had just saved, a delete of what another had
+    deleted) left none, and the read went to the lagging replica: older than what this store
+    had just saved. The floor is the primary's position once the write committed."""
+    other = MysqlAgentStateStore.from_url(replicated.primary_url, rstore.database_name)
+    try:
+        rstore.save_list("u", "s", "m", ["old"])
+        rstore.save("u", "s", "k", "old")
+        replicated.wait_caught_up()
+        replicated.pause_replication()
+        other.save_list("u", "s", "m", ["new1", "new2"])
+        other.delete("u", "s", "k")
+        report = rstore.save_list_report("u", "s", "m", ["new1", "new2"])
+        assert report.kind == "unchanged"
+        assert rstore.get_list("u", "s", "m", consistency="session") == ["new1", "new2"]
+        rstore.delete("u", "s", "k")  # nothing left to delete
+        assert rstore.get("u", "s", "k", consistency="session") is None
+    finally:
+        other.close()
