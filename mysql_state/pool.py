@@ -337,7 +337,9 @@ class Connector:
                     # A host that stopped answering (frozen: no reply within read_timeout) with
                     # nothing committed: the next host of the list, without another round
                     # (each try on a frozen host costs read_timeout); alone, the error.
-                    frozen = lost and timed_out and way.has_next
+                    # A replica list (skip_down) marks even its last host down: the read goes
+                    # to the primary, and the next reads skip that replica for its back-off.
+                    frozen = lost and timed_out and (way.has_next or self.hosts.skip_down)
                     if unready or frozen or (lost and not timed_out and errno in CONNECT_ERRNOS):
                         # This host does not answer: the next one of the list (the same one,
                         # after a back-off, when it is the only one).

@@ -263,3 +263,38 @@ def test_a_session_read_after_a_write_that_changed_nothing_is_not_older_than_it(
         assert rstore.get("u", "s", "k", consistency="session") is None
     finally:
         other.close()
+
+
+def test_a_hung_replica_is_left_for_its_back_off_after_one_timeout(replicated):
+    """A replica that stops answering (SIGSTOP) cost every session and eventual read a timeout
+    (read_timeout the first time, connect_timeout each time after): with one replica it was
+    never marked down. It is, after the first timeout: the next reads go to the primary at once."""
+    import signal
+
+    name = "t_" + uuid.uuid4().hex[:12]
+    store = MysqlAgentStateStore.from_url(replicated.primary_url, name, create_if_not_exist=True,
+                                          replica_urls=[replicated.replica_url], session_wait=0.5,
+                                          read_timeout=2, connect_timeout=2)
+    try:
+        store.save("u", "s", "k", "x")
+        replicated.wait_caught_up()
+        assert store.get("u", "s", "k", consistency="eventual") == "x"  # a pooled replica connection
+        replicated.replica.proc.send_signal(signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            assert store.get("u", "s", "k", consistency="session") == "x"
+            first = time.monotonic() - t0
+            t0 = time.monotonic()
+            for consistency in ("session", "eventual", "session"):
+                assert store.get("u", "s", "k", consistency=consistency) == "x"
+            after = time.monotonic() - t0
+        finally:
+            replicated.replica.proc.send_signal(signal.SIGCONT)
+        assert first < 4 and after < 1.0, (first, after)
+        assert store.stats.replica_fallbacks >= 4
+    finally:
+        store.close()
+        con = root(replicated.primary_root_url)
+        with con.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        con.close()
