@@ -29,9 +29,14 @@ def exists(cur: Any, t: Table, sid: str) -> bool:
 
 
 def delete_session(cur: Any, t: Table, sid: str) -> int:
-    """Delete the session's rows, history and catalog row; returns the rows deleted."""
+    """Delete the session's rows, history and catalog row; returns the rows deleted. On a table
+    whose keys fold case (the Java store's, before migrate()) the id is also compared as
+    bytes: another user's session spelled with other cases stays."""
     cur.execute(t.statements["LOCK_SESSION"], (sid,))
-    return cur.execute(t.statements["DELETE_SESSION"], (sid, keys.history_session(sid), sid))
+    ids = (sid, keys.history_session(sid), sid)
+    if t.exact_keys:
+        return cur.execute(t.statements["DELETE_SESSION"], ids)
+    return cur.execute(t.statements["DELETE_SESSION_BYTES"], ids + ids)
 
 
 def delete_key(cur: Any, t: Table, sid: str, k: str, *, touch: bool = True) -> int:

@@ -586,6 +586,16 @@ DELETE_SESSION = (
     "DELETE FROM {t} WHERE session_id IN (%s, %s)"
     f" OR (session_id = '{CATALOG_SESSION}' AND state_key = %s AND item_index = 0)"
 )
+# The same on a table whose key columns fold case and accents (the Java store's, before
+# migrate()): there 'alice:s1' would also match 'Alice:s1', another user's session; the ids are
+# compared as bytes too. Parameters: the session, its history id, the session; the same three
+# again (as bytes).
+DELETE_SESSION_BYTES = (
+    "DELETE FROM {t} WHERE (session_id IN (%s, %s)"
+    f" OR (session_id = '{CATALOG_SESSION}' AND state_key = %s AND item_index = 0))"
+    f" AND (CAST(session_id AS BINARY) IN (CAST(%s AS BINARY), CAST(%s AS BINARY))"
+    f" OR (session_id = '{CATALOG_SESSION}' AND CAST(state_key AS BINARY) = CAST(%s AS BINARY)))"
+)
 DELETE_KEY = "DELETE FROM {t} WHERE session_id = %s AND state_key IN (%s, %s)"
 # A range on the primary key instead of LIKE: no wildcard in a user id can widen it.
 # ';' is the code point after ':', so [user + ':', user + ';') is exactly that user's ids.

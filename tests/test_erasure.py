@@ -285,3 +285,32 @@ def test_forget_user_while_the_user_is_still_written_leaves_no_torn_session(url,
         writer.close()
     store.forget_user(USER)
     assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id LIKE 'alice:%%' OR state_key LIKE 'alice:%%'") == [(0,)]
+
+
+def test_forget_user_and_delete_on_the_java_table_leave_sessions_spelled_with_other_cases(url, database):
+    """On the Java store's table (keys folding case and accents), deleting the session
+    'alice:s1' by its id also matched 'Alice:s1' and 'alicé:s1', other users' sessions: each
+    session goes by its id compared as bytes too."""
+    import warnings
+
+    from tests.conftest import Raw, make_java_table
+
+    make_java_table(url, database)
+    raw = Raw(url, database)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the table's collation: the store warns, and works
+        s = MysqlAgentStateStore.from_url(url, database_name=database)
+    try:
+        for user, key in (("alice", "a"), ("Alice", "b"), ("alicé", "c")):  # one key each: no PK clash
+            raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data) VALUES (%s, %s, 0, '1')",
+                        (f"{user}:s1", key))
+        raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data) VALUES ('bob:x', 'k', 0, '1')")
+        assert s.forget_user("alice") == 1
+        left = sorted(r[0] for r in raw.query("SELECT CAST(session_id AS BINARY) FROM {t}"))
+        assert left == sorted(x.encode() for x in ("Alice:s1", "alicé:s1", "bob:x")), left
+        s.delete("Alice", "s1")
+        left = sorted(r[0] for r in raw.query("SELECT CAST(session_id AS BINARY) FROM {t}"))
+        assert left == sorted(x.encode() for x in ("alicé:s1", "bob:x")), left
+    finally:
+        s.close()
+        raw.close()
