@@ -358,6 +358,36 @@ class AsyncMysqlAgentStateStore:
         await self.aclose()
 
 
+def _in_own_thread(fn: Callable[..., T], *args: Any) -> "asyncio.Future[T]":
+    """A future of ``fn(*args)`` run in a daemon thread of its own (with this task's context),
+    for the lock's waits and releases, which must not wait in the store's worker queue."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future = loop.create_future()
+    ctx = contextvars.copy_context()
+
+    def settle(outcome: Callable[[], None]) -> None:
+        if not done.done():
+            outcome()
+
+    def run() -> None:
+        try:
+            result = ctx.run(fn, *args)
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting task
+            error = exc
+            try:
+                loop.call_soon_threadsafe(settle, lambda: done.set_exception(error))
+            except RuntimeError:  # the loop is closed: nobody awaits it any more
+                pass
+            return
+        try:
+            loop.call_soon_threadsafe(settle, lambda: done.set_result(result))
+        except RuntimeError:
+            pass
+
+    threading.Thread(target=run, name="mysql-state-lock", daemon=True).start()
+    return done
+
+
 class AsyncSessionLock:
     """The ``async with`` form of :class:`SessionLock`: acquire and release run in the store's
     worker threads, so the loop never waits on ``GET_LOCK``; the lease is watched in the task
@@ -368,8 +398,12 @@ class AsyncSessionLock:
         self._store, self._lock = store, lock
 
     async def __aenter__(self) -> "AsyncSessionLock":
+        if self._store._closed:
+            raise StoreClosedError("this AsyncMysqlAgentStateStore is closed (aclose was called); "
+                                   "it takes no new lock")
         abandoned = threading.Event()
         lock = self._lock
+        lock.abandoned = abandoned  # a waiting acquire gives up within WATCHED_SLICE once set
 
         def acquire() -> bool:
             lock.acquire()
@@ -378,9 +412,11 @@ class AsyncSessionLock:
                 return False
             return True
 
-        # shielded: a cancelled task leaves the acquire waiting in its thread; whichever of the
-        # two sees the other last gives a lock taken for nobody back (never kept, never twice)
-        waiting = asyncio.ensure_future(self._store._run(acquire))
+        # In a thread of its own, not one of the store's workers: the task holding the lock
+        # needs those for its calls inside the block, and waiters must not take them all.
+        # Shielded: a cancelled task sets ``abandoned``, so the wait ends; whichever of the two
+        # sees the other last gives a lock taken for nobody back (never kept, never twice).
+        waiting = _in_own_thread(acquire)
         try:
             await asyncio.shield(waiting)
         except asyncio.CancelledError:
@@ -399,7 +435,20 @@ class AsyncSessionLock:
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         self._lock.unwatch()
-        await self._store._run(self._lock.release, exc_type is not None)
+        # In a thread of its own (the store may be closed, its workers busy) and awaited to its
+        # end even when the task is cancelled meanwhile: the lock is never kept.
+        released = _in_own_thread(self._lock.release, exc_type is not None)
+        try:
+            await asyncio.shield(released)
+        except asyncio.CancelledError:
+            while not released.done():
+                try:
+                    await asyncio.shield(released)
+                except asyncio.CancelledError:
+                    continue
+                except Exception:  # noqa: BLE001 - the cancellation is what the task gets
+                    break
+            raise
 
     @property
     def name(self) -> str:

@@ -37,8 +37,12 @@ from .errors import (
 __all__ = ["SessionLock", "lock_name", "check_leases"]
 
 LOCK_PREFIX = "mysql-state:"
-#: Seconds one GET_LOCK call may wait: well under the connection's read timeout.
+#: Seconds one GET_LOCK call may wait: well under the connection's read timeout (and under
+#: half of a read timeout shorter than twice this), so a wait is never taken for a dead server.
 SLICE = 5.0
+#: The slice of a wait someone may give up (the async form, whose task can be cancelled): it is
+#: noticed within this many seconds, and the thread waiting ends.
+WATCHED_SLICE = 0.5
 
 #: The leases held in this thread (or task): checked before each call of their store.
 _HELD: contextvars.ContextVar[tuple] = contextvars.ContextVar("mysql_state_leases", default=())
@@ -78,6 +82,8 @@ class SessionLock:
         self._lost = False
         self._reported = False
         self._use = threading.Lock()  # one statement at a time on the lock connection
+        #: Set (by the async form, when its task is cancelled) to make a waiting acquire give up.
+        self.abandoned: Optional[threading.Event] = None
 
     def __repr__(self) -> str:
         state = "lost" if self._lost else "held" if self._raw is not None else "not held"
@@ -154,9 +160,13 @@ class SessionLock:
 
     def _acquire(self, raw: Any, what: str) -> None:
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        read_timeout = getattr(raw, "_read_timeout", None) or 2 * SLICE  # the driver's, when it says
+        slice_ = min(SLICE if self.abandoned is None else WATCHED_SLICE, max(0.1, read_timeout / 2))
         with raw.cursor() as cur:
             while True:
-                wait = SLICE if deadline is None else max(0.0, min(SLICE, deadline - time.monotonic()))
+                if self.abandoned is not None and self.abandoned.is_set():
+                    raise LockTimeoutError(f"session {self.session_id!r}: the wait for its lock was given up")
+                wait = slice_ if deadline is None else max(0.0, min(slice_, deadline - time.monotonic()))
                 try:
                     cur.execute(sql.GET_LOCK, (self.name, wait))
                     got = cur.fetchone()[0]

@@ -5,6 +5,7 @@ usable pool, and a lifecycle that waits for running work."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import inspect
 import subprocess
@@ -570,3 +571,128 @@ def test_an_async_def_given_as_a_callback_is_refused_before_anything_runs(astore
         store.prune(datetime.timedelta(days=1), dry_run="no")
     assert raw.com_counts() == before  # refused before any statement
     assert not store.exists("u", "async-fn")
+
+
+# ---- the async lease: its waits and releases never wait in the store's worker queue ---------
+
+
+def _lock_is_free(url: str, database: str) -> bool:
+    other = MysqlAgentStateStore.from_url(url, database_name=database)
+    try:
+        with other.session_lock("u", "s", timeout=2):
+            return True
+    except Exception:  # noqa: BLE001 - LockTimeoutError: still held
+        return False
+    finally:
+        other.close()
+
+
+@pytest.mark.parametrize("timeout", [4, None])
+def test_tasks_taking_turns_on_a_lease_never_starve_its_holder(url, database, raw, timeout):
+    """Waiters ran GET_LOCK in the store's worker threads: with pool_size=2, two waiters took
+    both, and the holder's own calls inside its block waited behind them (timeouts, or with
+    timeout=None a deadlock). The waits run in threads of their own."""
+    async def go() -> float:
+        astore = await AsyncMysqlAgentStateStore.open(url, database_name=database, create_if_not_exist=True,
+                                                      pool_size=2)
+
+        async def turn(i: int) -> None:
+            async with astore.session_lock("u", "s", timeout=timeout):
+                await astore.append_list("u", "s", "m", [i])
+                await asyncio.sleep(0.05)
+
+        t0 = time.monotonic()
+        try:
+            await asyncio.wait_for(asyncio.gather(*(turn(i) for i in range(3))), 20)
+        finally:
+            await astore.aclose()
+        return time.monotonic() - t0
+
+    assert run(go()) < 4
+    assert sorted(orjson.loads(r[0]) for r in raw.query(
+        "SELECT state_data FROM {t} WHERE session_id = 'u:s' AND state_key = 'm'")) == [0, 1, 2]
+
+
+def test_a_cancelled_lease_wait_ends_its_thread_and_aclose_does_not_hang(url, database, store):
+    """A cancelled `async with session_lock` kept waiting in its thread (GET_LOCK slices of 5 s,
+    forever with timeout=None), and aclose() waited for it."""
+    async def go() -> float:
+        astore = await AsyncMysqlAgentStateStore.open(url, database_name=database, create_if_not_exist=True,
+                                                      pool_size=1)
+        with store.session_lock("u", "s", timeout=5):  # held by another store
+
+            async def waiter() -> None:
+                async with astore.session_lock("u", "s", timeout=None):
+                    pass
+
+            task = asyncio.create_task(waiter())
+            await asyncio.sleep(0.3)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            t0 = time.monotonic()
+            await astore.aclose()
+            return time.monotonic() - t0
+
+    assert run(go()) < 2.5
+    assert _lock_is_free(url, database)
+
+
+def test_a_lease_left_by_a_cancelled_task_or_after_aclose_is_released(url, database, store):
+    """The release at the block's end went through the store's worker queue: a task cancelled
+    while it was queued dropped it, and after aclose() it raised StoreClosedError; either way
+    the lock stayed held."""
+    async def cancelled_at_the_end() -> None:
+        astore = await AsyncMysqlAgentStateStore.open(url, database_name=database, create_if_not_exist=True,
+                                                      pool_size=1)
+        holder: dict = {}
+
+        async def worker() -> None:
+            async with astore.session_lock("u", "s", timeout=5):
+                holder["busy"] = asyncio.create_task(astore.transaction(lambda tx: time.sleep(1.0)))
+                await asyncio.sleep(0.05)  # the only worker thread is now busy
+
+        task = asyncio.create_task(worker())
+        await asyncio.sleep(0.3)  # in __aexit__
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await holder["busy"]
+        await astore.aclose()
+
+    async def closed_inside() -> None:
+        astore = await AsyncMysqlAgentStateStore.open(url, database_name=database, create_if_not_exist=True,
+                                                      pool_size=2)
+        closing = asyncio.Event()
+
+        async def worker() -> None:
+            async with astore.session_lock("u", "s", timeout=5):
+                await closing.wait()
+
+        task = asyncio.create_task(worker())
+        await asyncio.sleep(0.3)
+        await astore.aclose()
+        closing.set()
+        await task
+
+    run(cancelled_at_the_end())
+    assert _lock_is_free(url, database)
+    run(closed_inside())
+    assert _lock_is_free(url, database)
+
+
+def test_a_lease_wait_longer_than_the_read_timeout_is_a_lock_timeout(url, database, store):
+    """GET_LOCK waited in slices of 5 s: with read_timeout=2 the driver gave up first and the
+    wait failed as a lost connection (ServerUnavailableError). The slices stay under it."""
+    from mysql_state import LockTimeoutError
+
+    with store.session_lock("u", "s", timeout=10):
+        short = MysqlAgentStateStore.from_url(url, database_name=database, read_timeout=2)
+        try:
+            t0 = time.monotonic()
+            with pytest.raises(LockTimeoutError):
+                with short.session_lock("u", "s", timeout=3):
+                    pass
+            assert 2.5 < time.monotonic() - t0 < 6
+        finally:
+            short.close()
