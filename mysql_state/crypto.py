@@ -101,7 +101,9 @@ class Keyring:
                 raise ValueError(f"key {n} (id {_shown(kid)}) must be {KEY_BYTES} bytes (AES-256), got {size}")
             checked[kid] = bytes(key)
         if current not in checked:
-            raise ValueError(f"current key id {current!r} is not one of the ring's keys {sorted(checked)}")
+            shown = _shown(current) if isinstance(current, str) else f"({type(current).__name__}, not shown)"
+            raise ValueError(f"current key id {shown} is not one of the ring's key ids "
+                             f"{[_shown(k) for k in sorted(checked)]}")
         self._keys = checked
         self.current = current
         self._aead: dict[str, Any] = {}

@@ -567,6 +567,12 @@ COPIED_ROWS = (
     " AND (%s IS NULL OR state_key = %s)"
 )
 RESEAL_AT = "UPDATE {t} SET state_data = %s WHERE session_id = %s AND state_key = %s AND item_index = %s"
+# A sealed row of the sessions given (a fork by a store without a keyring refuses them: it
+# cannot seal the copies again for their new place). Parameters: two ids, the sealed prefix.
+SEALED_ROW_IN = (
+    "SELECT state_key, item_index, LEFT(state_data, 40) FROM {t} WHERE session_id IN (%s, %s)"
+    " AND state_data LIKE %s LIMIT 1"
+)
 ARCHIVE_ITEMS = (
     "INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
     " SELECT %s, %s, (SELECT COALESCE(MAX(h.item_index) + 1, 0) FROM {t} h"

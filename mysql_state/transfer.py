@@ -16,12 +16,13 @@ from typing import Any, Callable, ContextManager, Iterable, Iterator, Optional, 
 import orjson
 
 from . import catalog, keys, serde, sql
-from .crypto import is_sealed
+from .crypto import PREFIX, is_sealed, key_id_of
 from .listsync import ListHash
 from .table import Table
 from .errors import (
     PACKET_TOO_LARGE,
     CorruptStateError,
+    DecryptionError,
     ServerUnavailableError,
     SessionExistsError,
     SessionNotFoundError,
@@ -56,6 +57,14 @@ def fork(db: Any, t: Table, src: str, dst: str) -> int:
         cur.execute(lock_session, (dst,))
         if int(cur.fetchone()[0]) != 0:
             raise SessionExistsError(f"fork: session {dst!r} already exists; fork refuses to overwrite it")
+        if not t.sealer.encrypted:  # copies of sealed rows would open nowhere: each is bound to its place
+            cur.execute(t.statements["SEALED_ROW_IN"], (src, hsrc, sql.like_prefix(PREFIX)))
+            sealed = cur.fetchone()
+            if sealed is not None:
+                raise DecryptionError(
+                    f"fork: session {src!r} holds encrypted rows (key {sealed[0]!r}, item {sealed[1]}), and this "
+                    "store has no keyring (encryption=...) to seal their copies for the new session; "
+                    "nothing was copied", src, sealed[0], int(sealed[1]), key_id_of(sealed[2]))
         cur.execute(delete_session, (dst, hdst, dst))  # leftovers only: a stale catalog row, history
         copied = cur.execute(statement, (src, dst, hdst, src, hsrc, dst)) - 1
         t.sealer.reseal_copied(cur, t.statements, src, dst, None, 0, 0)
@@ -321,7 +330,7 @@ def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict
         if not text.strip():
             continue
         row = parse(text, number)
-        if opens is not None and keys.is_packed(row[0]) and is_sealed(row[3]):
+        if opens is not None and row[0] != keys.CATALOG_SESSION and is_sealed(row[3]):  # history rows too
             try:
                 opens(row[0], row[1], row[2], row[3])
             except CorruptStateError as exc:

@@ -197,6 +197,10 @@ def test_keyring_rules_and_no_key_in_any_message(monkeypatch):
         Keyring({"k1": b"short"}, current="k1")
     with pytest.raises(ValueError, match="current key id 'k9'"):
         Keyring({"k1": K1}, current="k9")
+    for given in (base64.b64encode(K2).decode(), K2):  # a key where the current id goes: never shown
+        with pytest.raises(ValueError) as err:
+            Keyring({"k1": K1}, current=given)
+        assert base64.b64encode(K2).decode() not in str(err.value) and repr(K2) not in str(err.value)
     monkeypatch.setenv("MYSQL_STATE_KEYS", f"k2={base64.b64encode(K2).decode()},k1={base64.b64encode(K1).decode()}")
     r = Keyring.from_env()
     assert r.current == "k2" and r.ids == ["k2", "k1"]
@@ -356,3 +360,44 @@ def test_a_type_the_sealed_items_are_not_of_is_a_type_error_naming_the_row(open_
     with pytest.raises(TypeError, match=r"key 'count', item_index 0: type=int reads a JSON integer"):
         s.get("alice", "kinds", "count", type=int)
     assert s.get_list("alice", "kinds", "memory", offset=0, limit=1, type=str) == ["a"]
+
+
+def test_a_store_without_the_keyring_refuses_to_fork_an_encrypted_session(url, database, open_store, raw):
+    """A store without a keyring copied an encrypted session's rows as they were: each is
+    sealed for its place, so the copies opened nowhere, not even with the right keyring."""
+    from mysql_state import DecryptionError
+
+    sealed = open_store(ring("k1"))
+    sealed.save_list("alice", "src", "m", [{"text": SECRET}] * 2)
+    plain = open_store()
+    before = raw.all_rows()
+    with pytest.raises(DecryptionError, match="holds encrypted rows.*no keyring.*nothing was copied") as err:
+        plain.fork("alice", "src", "copy")
+    assert SECRET not in str(err.value) and raw.all_rows() == before
+    assert sealed.fork("alice", "src", "copy") > 0  # with the keyring: sealed again for the copy
+    assert sealed.get_list("alice", "copy", "m") == [{"text": SECRET}] * 2
+    plain.save("bob", "p", "k", 1)
+    assert plain.fork("bob", "p", "p2") > 0 and plain.get("bob", "p2", "k") == 1  # plain rows: as before
+
+
+def test_an_import_checks_that_archived_history_opens_where_it_lands(url, database, open_store, raw):
+    """With a keyring an import checks each sealed row where it lands; the archived history
+    rows were left out of that check, so a backup restored under another table name imported
+    history that no read could open."""
+    s = open_store(ring("k1"), keep_history=True)
+    s.save_list("alice", "h", "m", [{"text": SECRET}] * 3)
+    s.save_list("alice", "h", "m", [])  # the items go to the history, sealed
+    backup = list(s.export("alice"))
+    assert any("__history__" in line for line in backup)
+    other = MysqlAgentStateStore.from_url(url, database_name=database, table_name="elsewhere_h",
+                                          create_if_not_exist=True, encryption=ring("k1"))
+    try:
+        with pytest.raises(ValueError, match="sealed row that does not open in this table"):
+            other.import_rows(backup)
+        assert raw.query(f"SELECT COUNT(*) FROM `{database}`.`elsewhere_h`") == [(0,)]
+    finally:
+        other.close()
+    s.truncate_all_sessions()
+    assert s.import_rows(backup) == len(backup)
+    assert [h.value for h in s.get_history("alice", "h", "m")] == [{"text": SECRET}] * 3
+
