@@ -151,7 +151,8 @@ def test_plaintext_rows_read_as_they_are_and_reencrypt_rewrites_them(open_store,
     s = open_store(ring("k1"))
     assert s.get("alice", "c1", "v") == SECRET and s.get_list("alice", "c1", "m") == msgs(4)
     assert s.append_list("alice", "c1", "m", msgs(1, 4)) == 5  # a plaintext-era list keeps working
-    assert s.reencrypt() == 7  # the hash row with its 5 items, and the value
+    # the 4 plaintext-era items and the value (the append sealed its item and keyed the hash row)
+    assert s.reencrypt() == 5
     assert not plaintext_anywhere(raw, SECRET)
     assert s.reencrypt() == 0
     assert s.get_list("alice", "c1", "m") == msgs(5) and s.get("alice", "c1", "v") == SECRET
@@ -400,4 +401,17 @@ def test_an_import_checks_that_archived_history_opens_where_it_lands(url, databa
     s.truncate_all_sessions()
     assert s.import_rows(backup) == len(backup)
     assert [h.value for h in s.get_history("alice", "h", "m")] == [{"text": SECRET}] * 3
+
+
+def test_a_list_written_before_encryption_gets_keyed_digests_at_its_next_write(open_store, raw):
+    """A hash row of unkeyed digests (written before encryption was turned on) was extended by
+    the encrypted store's appends: each sealed item's unkeyed digest went into its sum, so a
+    guess (a 4-digit PIN) could be checked against the hash rows before and after."""
+    open_store().save_list("alice", "pre", "m", [{"pin": "0000"}])
+    sealed = open_store(ring("k1"))
+    sealed.append_list("alice", "pre", "m", [{"pin": "4821"}])
+    head = orjson.loads(raw.query("SELECT state_data FROM {t} WHERE session_id = 'alice:pre' AND state_key = 'm:_hash'")[0][0])
+    assert head.get("dk") == "k1", head  # keyed now: nothing to match a guess against
+    assert sealed.get_list("alice", "pre", "m") == [{"pin": "0000"}, {"pin": "4821"}]
+    assert "4821" not in str(raw.rows("alice:pre"))
 
