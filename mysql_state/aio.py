@@ -160,6 +160,7 @@ class AsyncMysqlAgentStateStore:
         self._close_store = close_store
         self._executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="mysql-state")
         self._closed = False
+        self._shut = threading.Event()  # set once aclose has closed everything
 
     @classmethod
     def from_url(cls, url: str, *args: Any, **kwargs: Any) -> "AsyncMysqlAgentStateStore":
@@ -194,7 +195,12 @@ class AsyncMysqlAgentStateStore:
         >>> asyncio.run(main())
         0
         """
-        return await asyncio.to_thread(cls.from_url, url, *args, **kwargs)
+        making = asyncio.ensure_future(asyncio.to_thread(cls.from_url, url, *args, **kwargs))
+        try:
+            return await asyncio.shield(making)
+        except asyncio.CancelledError:  # the store made meanwhile is nobody's: closed when it is ready
+            making.add_done_callback(_close_unwanted)
+            raise
 
     # ---- the one mechanism -----------------------------------------------------------------
 
@@ -340,6 +346,7 @@ class AsyncMysqlAgentStateStore:
         >>> asyncio.run(twin.aclose())  # again: nothing happens
         """
         if self._closed:
+            await asyncio.to_thread(self._shut.wait)  # one already under way: closed when it is
             return
         self._closed = True
         await asyncio.to_thread(self._shutdown)
@@ -347,15 +354,28 @@ class AsyncMysqlAgentStateStore:
     close = aclose  # the sync store's name, as a coroutine
 
     def _shutdown(self) -> None:
-        self._executor.shutdown(wait=True)
-        if self._close_store:
-            self.sync.close()
+        try:
+            self._executor.shutdown(wait=True)
+            if self._close_store:
+                self.sync.close()
+        finally:
+            self._shut.set()
 
     async def __aenter__(self) -> "AsyncMysqlAgentStateStore":
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _close_unwanted(making: "asyncio.Future[AsyncMysqlAgentStateStore]") -> None:
+    """Close, in a thread of its own, the store an :meth:`AsyncMysqlAgentStateStore.open`
+    whose caller was cancelled made anyway."""
+    if making.cancelled() or making.exception() is not None:
+        return
+    made = making.result()
+    threading.Thread(target=lambda: (made._executor.shutdown(wait=False), made.sync.close()),
+                     name="mysql-state-close", daemon=True).start()
 
 
 def _in_own_thread(fn: Callable[..., T], *args: Any) -> "asyncio.Future[T]":

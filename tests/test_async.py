@@ -696,3 +696,23 @@ def test_a_lease_wait_longer_than_the_read_timeout_is_a_lock_timeout(url, databa
             assert 2.5 < time.monotonic() - t0 < 6
         finally:
             short.close()
+
+
+def test_a_second_aclose_returns_once_the_store_is_closed(url, database):
+    """A second aclose() while the first was closing returned at once, the store still open."""
+    from mysql_state.errors import StoreClosedError as Closed
+
+    async def go() -> None:
+        astore = await AsyncMysqlAgentStateStore.open(url, database_name=database, create_if_not_exist=True,
+                                                      pool_size=1)
+        busy = asyncio.create_task(astore.transaction(lambda tx: time.sleep(0.5)))
+        await asyncio.sleep(0.1)
+        first = asyncio.create_task(astore.aclose())
+        await asyncio.sleep(0.05)
+        await astore.aclose()  # the second: returns when the store is closed
+        with pytest.raises(Closed):
+            astore.sync.exists("u", "s")
+        await first
+        await busy
+
+    run(go())
