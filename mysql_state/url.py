@@ -69,7 +69,10 @@ def redact(url: str) -> str:
     """``url`` with ``***`` in place of the password (whatever of it could be one).
 
     Errs on the side of hiding: everything between the first ``:`` after ``scheme://`` and the
-    last ``@`` is replaced, so a password with an unencoded ``/`` or ``@`` is hidden too.
+    last ``@`` is replaced, so a password with an unencoded ``/`` or ``@`` is hidden too; the
+    values of query parameters that are not settings are ``***``; and a URL with an ``@`` after
+    a ``?`` or ``#`` (a secret in a query value, or an unencoded ``?``/``#`` in a password) is
+    hidden whole after ``scheme://``.
 
     >>> redact("mysql://app:s3cr%40t@db:3306/agents")
     'mysql://app:***@db:3306/agents'
@@ -79,6 +82,11 @@ def redact(url: str) -> str:
     scheme, sep, rest = url.partition("://")
     if not sep:
         scheme, rest = "", url
+    cut = min((i for i in (rest.find("?"), rest.find("#")) if i >= 0), default=-1)
+    if cut >= 0 and "@" in rest[cut:]:
+        # An '@' after a '?' or '#': a query value holding one (its '@' is not the end of the
+        # password), or a password with an unencoded '?' or '#'. Which, is not known: all hidden.
+        return f"{scheme}{sep}*** (not shown: it may hold a password)"
     at = rest.rfind("@")
     if at >= 0:
         user, colon, _ = rest[:at].partition(":")

@@ -119,3 +119,17 @@ def test_a_timeout_keyword_wins_over_the_url_which_wins_over_the_default():
     assert (reads._kwargs["connect_timeout"], reads._kwargs["read_timeout"]) == (30, 300)
     _, reads, _ = make_pools("mysql://app:pw@127.0.0.1:1/x")
     assert reads._kwargs["read_timeout"] == DEFAULT_READ_TIMEOUT
+
+
+@pytest.mark.parametrize("url", ["mysql://db.example:3306/app?password=hunter@2secret",
+                                 "mysql://root:pw@db.example/app?password=ab@cd2secret",
+                                 "mysql://app:pa?ss2secret@h/db", "mysql://app:pa#ss2secret@h/db"])
+def test_an_at_sign_after_the_query_hides_the_whole_url(url):
+    """redact took the last '@' for the end of the password: with one inside a query value, the
+    text after it (the rest of a ?password=) was shown."""
+    shown = u.redact(url)
+    assert "2secret" not in shown and "hunter" not in shown and shown.startswith("mysql://***")
+    with pytest.raises(ValueError) as err:
+        u.parse_url(url)
+    assert "2secret" not in str(err.value)
+
