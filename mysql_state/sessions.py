@@ -88,7 +88,8 @@ def read_session_ids(cur: Any, t: Table, prefix: str) -> set[str]:
     whose collation is not exact is guarded too)."""
     template, params = sql.sessions_of_user(prefix, t.exact_keys)
     cur.execute(sql.render(template, t.quoted), params)
-    return {r[0] for r in cur.fetchall() if r[0].startswith(prefix)}
+    ids = (r[0].decode("utf-8") if isinstance(r[0], (bytes, bytearray)) else r[0] for r in cur.fetchall())
+    return {sid for sid in ids if sid.startswith(prefix)}
 
 
 def session_ids(cur: Any, t: Table, prefix: str) -> set[str]:

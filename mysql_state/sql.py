@@ -607,8 +607,12 @@ DELETE_KEY = "DELETE FROM {t} WHERE session_id = %s AND state_key IN (%s, %s)"
 # ';' is the code point after ':', so [user + ':', user + ';') is exactly that user's ids.
 SESSIONS_OF_USER = "SELECT DISTINCT session_id FROM {t} WHERE session_id >= %s AND session_id < %s"
 # On a table whose key collation is not binary (the range above assumes code point order):
-# an escaped LIKE prefix; the store filters the result by the exact prefix as well.
-SESSIONS_OF_USER_LIKE = "SELECT DISTINCT session_id FROM {t} WHERE session_id LIKE %s ESCAPE '!'"
+# an escaped LIKE prefix; the store filters the result by the exact prefix as well. DISTINCT
+# over the ids as bytes: over the folding collation it gives one spelling of 'alice:s1' and
+# 'Alice:s1', maybe the other user's, and the exact filter then dropped the user's own.
+SESSIONS_OF_USER_LIKE = (
+    "SELECT DISTINCT CAST(session_id AS BINARY) FROM {t} WHERE session_id LIKE %s ESCAPE '!'"
+)
 # The callers' rows (internal ones, the catalog and history, have no ':' in session_id).
 COUNT_ROWS = "SELECT COUNT(*) FROM {t} WHERE session_id LIKE '%:%'"
 
