@@ -220,15 +220,7 @@ class AsyncMysqlAgentStateStore:
             # Running in its thread: the cancellation reaches the caller once the operation has
             # ended (committed or rolled back), so a write cancelled, then followed by another,
             # never lands after it (as the SDKs' own sessions wait for their writes).
-            while not done.done():
-                try:
-                    await asyncio.shield(done)
-                except asyncio.CancelledError:
-                    continue
-                except Exception:  # noqa: BLE001 - its outcome is not awaited by anyone now
-                    break
-            if not done.cancelled():
-                done.exception()  # retrieved: no "exception was never retrieved" warning
+            await _to_its_end(done)
             raise
 
     # ---- the operations: generated from the sync store (see mirror) ------------------------
@@ -368,6 +360,20 @@ class AsyncMysqlAgentStateStore:
         await self.aclose()
 
 
+async def _to_its_end(fut: "asyncio.Future[Any]") -> None:
+    """Wait until ``fut`` is done, whatever cancellations the waiting task gets meanwhile (the
+    caller re-raises its own); its outcome is retrieved and dropped: nobody awaits it now."""
+    while not fut.done():
+        try:
+            await asyncio.shield(fut)
+        except asyncio.CancelledError:
+            continue
+        except Exception:  # noqa: BLE001 - the cancellation is what the task gets
+            break
+    if not fut.cancelled():
+        fut.exception()  # retrieved: no "exception was never retrieved" warning
+
+
 def _close_unwanted(making: "asyncio.Future[AsyncMysqlAgentStateStore]") -> None:
     """Close, in a thread of its own, the store an :meth:`AsyncMysqlAgentStateStore.open`
     whose caller was cancelled made anyway."""
@@ -461,13 +467,7 @@ class AsyncSessionLock:
         try:
             await asyncio.shield(released)
         except asyncio.CancelledError:
-            while not released.done():
-                try:
-                    await asyncio.shield(released)
-                except asyncio.CancelledError:
-                    continue
-                except Exception:  # noqa: BLE001 - the cancellation is what the task gets
-                    break
+            await _to_its_end(released)
             raise
 
     @property
