@@ -511,15 +511,13 @@ def _get(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
         return 0
     if not _has_key(store, args):
         raise NotFound(f"{_where(args)} has no key {args.key!r}")
-    if args.versioned:
-        found = store.get_versioned(user, args.session, args.key)
-        listed = store.get_list_versioned(user, args.session, args.key)
-        if listed.version > 0 or len(listed.value) > 1:  # a list (its hash row's version), as below
-            found = listed
+    whole = store.get_list_versioned(user, args.session, args.key)
+    listed = whole.version > 0 or len(whole.value) > 1  # a hash row, or items without one: a list
+    if args.versioned:  # a list whole with its hash row's version, else the value with its own
+        found = whole if listed else store.get_versioned(user, args.session, args.key)
         _out(args, _versioned(found), _dumps(_versioned(found)))
         return 0
-    whole = store.get_list_versioned(user, args.session, args.key)
-    if whole.version > 0 or len(whole.value) > 1:  # a hash row, or items without one: a list
+    if listed:
         offset = -args.tail if args.tail else args.offset
         items = store.get_list(user, args.session, args.key, offset=offset, limit=args.limit)
         _out(args, items, "\n".join(_dumps(i) for i in items))
