@@ -3,8 +3,10 @@ test, and plain SQL on the table for looking behind the store's back."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import uuid
+import warnings
 
 import pymysql
 import pytest
@@ -164,6 +166,22 @@ def make_java_table(url: str, database: str) -> None:
         cur.execute(f"CREATE DATABASE `{database}`")
         cur.execute(JAVA_DDL.replace("{db}", database))
     con.close()
+
+
+@contextlib.contextmanager
+def java_store(url: str, database: str):
+    """A store and a Raw on a new table made with the Java store's DDL (its collation: the store
+    warns, and works), both closed at the end."""
+    make_java_table(url, database)
+    raw = Raw(url, database)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        store = MysqlAgentStateStore.from_url(url, database_name=database)
+    try:
+        yield store, raw
+    finally:
+        store.close()
+        raw.close()
 
 
 def private_server(*args: str):

@@ -4,6 +4,7 @@ on the table is the truth."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
@@ -25,16 +26,25 @@ def fresh_store(url: str):
     return MysqlAgentStateStore.from_url(url, database_name=name, create_if_not_exist=True), Raw(url, name)
 
 
+@contextlib.contextmanager
+def fresh_target(url: str):
+    """:func:`fresh_store`, its database dropped at the end."""
+    s, r = fresh_store(url)
+    try:
+        yield s, r
+    finally:
+        s.close()
+        r.close()
+        con = connect(url)
+        with con.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{r.database}`")
+        con.close()
+
+
 @pytest.fixture
 def target(url: str):
-    s, r = fresh_store(url)
-    yield s, r
-    s.close()
-    r.close()
-    con = connect(url)
-    with con.cursor() as cur:
-        cur.execute(f"DROP DATABASE IF EXISTS `{r.database}`")
-    con.close()
+    with fresh_target(url) as made:
+        yield made
 
 
 def key_rows(raw, user: str, session: str, key: str) -> list[tuple]:
@@ -262,18 +272,10 @@ def test_a_java_list_and_an_empty_list_import_whole(url, store, target) -> None:
     assert imported.get_list(USER, "s2", "jlist") == ["j0", "j1", "j2"]
     assert imported.get_list(USER, "s2", "empty") == []
     gap = [orjson.dumps(r).decode() for r in java if r["item_index"] != 1 or r["state_key"] != "jlist"]
-    other, oraw = fresh_store(url)
-    try:
+    with fresh_target(url) as (other, oraw):
         with pytest.raises(ValueError, match="key 'jlist' of session 'alice:s2' is not whole.*a gap"):
             other.import_rows(lines + gap)
         assert oraw.all_rows() == []
-    finally:
-        other.close()
-        oraw.close()
-        con = connect(url)
-        with con.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{oraw.database}`")
-        con.close()
 
 
 @pytest.mark.parametrize("lines", [[5], [None], [{"session_id": "u:s"}], None, 7])

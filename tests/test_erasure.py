@@ -11,6 +11,8 @@ import pytest
 
 from mysql_state import MysqlAgentStateStore, keys
 
+from .conftest import java_store
+
 USER = "alice"
 
 
@@ -180,16 +182,7 @@ def test_forget_user_on_the_java_table_before_migrate_leaves_no_catalog_row(url,
     """On the Java store's table (keys folding case and accents, before ``migrate()``) the
     user's range ``['alice:', 'alice;')`` is empty (';' sorts before ':' there): the catalog
     rows were left, and ``sessions()`` listed the erased user's sessions."""
-    import warnings
-
-    from tests.conftest import Raw, make_java_table
-
-    make_java_table(url, database)
-    raw = Raw(url, database)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the table's collation: the store warns, and works
-        s = MysqlAgentStateStore.from_url(url, database_name=database)
-    try:
+    with java_store(url, database) as (s, raw):
         assert raw.query("SELECT 'alice:' < 'alice;' COLLATE utf8mb4_unicode_ci")[0][0] == 0
         for sid in ("secret-topic", "other"):
             s.save("alice", sid, "plan", {"secret": sid})
@@ -204,9 +197,6 @@ def test_forget_user_on_the_java_table_before_migrate_leaves_no_catalog_row(url,
         assert sorted(r[0] for r in raw.query("SELECT DISTINCT session_id FROM {t} WHERE session_id <> '__catalog__'")) \
             == ["alicia:keep", "bob:keep"]
         assert s.get("alicia", "keep", "plan") == 1
-    finally:
-        s.close()
-        raw.close()
 
 
 def test_one_user_s_calls_on_the_java_table_before_migrate_never_take_another_user_s_rows(url, database):
@@ -215,16 +205,8 @@ def test_one_user_s_calls_on_the_java_table_before_migrate_never_take_another_us
     sessions, and ``sessions("alice", limit=1)`` gave an empty page without a cursor (her rows
     filled the page, then were dropped)."""
     import json
-    import warnings
 
-    from tests.conftest import Raw, make_java_table
-
-    make_java_table(url, database)
-    raw = Raw(url, database)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the table's collation: the store warns, and works
-        s = MysqlAgentStateStore.from_url(url, database_name=database)
-    try:
+    with java_store(url, database) as (s, raw):
         s.save("alice", "a1", "plan", {"owner": "alice"})
         s.save("alice", "a2", "plan", {"owner": "alice"})
         raw.execute("UPDATE {t} SET updated_at = updated_at - INTERVAL 1 HOUR")
@@ -248,9 +230,6 @@ def test_one_user_s_calls_on_the_java_table_before_migrate_never_take_another_us
         left = sorted({r[0] for r in raw.query("SELECT session_id FROM {t} WHERE session_id <> '__catalog__'")})
         assert left == ["Alice:b1", "Alice:b2"]
         assert s.get("Alice", "b1", "plan") == {"owner": "Alice"}
-    finally:
-        s.close()
-        raw.close()
 
 
 def test_forget_user_while_the_user_is_still_written_leaves_no_torn_session(url, database, store, raw) -> None:
@@ -291,16 +270,7 @@ def test_forget_user_and_delete_on_the_java_table_leave_sessions_spelled_with_ot
     """On the Java store's table (keys folding case and accents), deleting the session
     'alice:s1' by its id also matched 'Alice:s1' and 'alicé:s1', other users' sessions: each
     session goes by its id compared as bytes too."""
-    import warnings
-
-    from tests.conftest import Raw, make_java_table
-
-    make_java_table(url, database)
-    raw = Raw(url, database)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the table's collation: the store warns, and works
-        s = MysqlAgentStateStore.from_url(url, database_name=database)
-    try:
+    with java_store(url, database) as (s, raw):
         for user, key in (("alice", "a"), ("Alice", "b"), ("alicé", "c")):  # one key each: no PK clash
             raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data) VALUES (%s, %s, 0, '1')",
                         (f"{user}:s1", key))
@@ -311,25 +281,13 @@ def test_forget_user_and_delete_on_the_java_table_leave_sessions_spelled_with_ot
         s.delete("Alice", "s1")
         left = sorted(r[0] for r in raw.query("SELECT CAST(session_id AS BINARY) FROM {t}"))
         assert left == sorted(x.encode() for x in ("alicé:s1", "bob:x")), left
-    finally:
-        s.close()
-        raw.close()
 
 
 def test_forget_user_on_the_java_table_finds_sessions_spelled_like_another_user_s(url, database):
     """The user's sessions were listed by a DISTINCT over the folding collation: of 'Alice:s1'
     and 'alice:s1' it gave one spelling (maybe Alice's, then dropped by the exact prefix), and of
     four spellings of one session id it gave one a round, so some were never erased."""
-    import warnings
-
-    from tests.conftest import Raw, make_java_table
-
-    make_java_table(url, database)
-    raw = Raw(url, database)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        s = MysqlAgentStateStore.from_url(url, database_name=database)
-    try:
+    with java_store(url, database) as (s, raw):
         s.save("Alice", "s1", "a", "Alice's")
         s.save("alice", "s1", "b", "alice's secret")
         for i, sid in enumerate(("ab", "Ab", "aB", "AB")):
@@ -339,6 +297,3 @@ def test_forget_user_on_the_java_table_finds_sessions_spelled_like_another_user_
         left = raw.query("SELECT CAST(session_id AS BINARY), state_key FROM {t} WHERE session_id <> '__catalog__'")
         assert left == [(b"Alice:s1", "a")], left
         assert s.list_session_ids("carol") == set()
-    finally:
-        s.close()
-        raw.close()
