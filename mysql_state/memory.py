@@ -122,14 +122,16 @@ class ListMemory:
             self.snapshots.drop(key)
         self.hints.put(key, new_hash)
 
-    def replaced(self, key: Optional[Key] = None, session: Optional[str] = None) -> None:
-        """A list, a session or (no argument) everything was deleted or written whole (a value
-        over a list, a rewrite in a transaction): :meth:`forget` it, damage marks included."""
-        self.forget(key, session)
-        if key is not None:
-            self.damaged.discard(key)
+    def replaced(self, sid: str, k: Optional[str] = None) -> None:
+        """Key ``k`` of session ``sid`` (None: the whole session, as :meth:`forget_all_of`
+        names one) was deleted or written whole (a value over a list, a rewrite in a
+        transaction): :meth:`forget` it, damage marks included."""
+        if k is not None:
+            self.forget((sid, k))
+            self.damaged.discard((sid, k))
         else:
-            self.damaged.difference_update({d for d in self.damaged if session is None or d[0] == session})
+            self.forget(session=sid)
+            self.damaged.difference_update({d for d in self.damaged if d[0] == sid})
 
     def forget(self, key: Optional[Key] = None, session: Optional[str] = None) -> None:
         """Drop what is remembered of a list, a session, or (no argument) everything (damage

@@ -235,7 +235,7 @@ class MysqlAgentStateStore:
         if version == UNVERSIONED:
             self._metrics.stale()
         else:
-            self._memory.replaced((sid, k))
+            self._memory.replaced(sid, k)
             self._memory.value((sid, k), (version, value_engine.digest(text)))  # the next save's guess
             self._metrics.saved("value", 1, size)
         return version
@@ -415,7 +415,7 @@ class MysqlAgentStateStore:
         for w in writes:
             self._saved(w, plans[w.key])
         for _, k, text, size in prepared:
-            self._memory.replaced((sid, k))
+            self._memory.replaced(sid, k)
             self._memory.value((sid, k), (versions[k], value_engine.digest(text)))  # the next save's guess
             self._metrics.saved("value", 1, size)
         return result
@@ -643,7 +643,7 @@ class MysqlAgentStateStore:
         finally:
             self._memory.forget_all_of(touched, appended)
         for sid, k in repaired:  # committed: written whole
-            self._memory.replaced((sid, k) if k is not None else None, None if k is not None else sid)
+            self._memory.replaced(sid, k)
         return result
 
     def session_lock(self, user_id: Optional[str], session_id: str, timeout: Optional[float] = 10) -> SessionLock:
@@ -697,8 +697,7 @@ class MysqlAgentStateStore:
             self._db.run(lambda cur: sessions.delete_session(cur, t, sid), "delete", write=True, session=sid)
         else:
             self._db.run(lambda cur: sessions.delete_key(cur, t, sid, k), f"delete {k!r}", write=True, session=sid)
-        self._memory.forget_all_of([(sid, k)])
-        self._memory.replaced((sid, k) if k is not None else None, None if k is not None else sid)
+        self._memory.replaced(sid, k)  # forgotten, damage mark included
 
     def delete_keys(self, user_id: Optional[str], session_id: str, keys: Sequence[str], *,
                     maintenance: bool = False) -> int:
@@ -718,9 +717,8 @@ class MysqlAgentStateStore:
             return 0
         removed = self._db.run(lambda cur: sessions.delete_keys(cur, t, sid, ks, touch=not maintenance),
                                f"delete_keys {ks[:3]!r}{'...' if len(ks) > 3 else ''}", write=True, session=sid)
-        self._memory.forget_all_of([(sid, k) for k in ks])
         for k in ks:
-            self._memory.replaced((sid, k))
+            self._memory.replaced(sid, k)  # forgotten, damage mark included
         return removed
 
     def list_session_ids(self, user_id: Optional[str], *, consistency: str = "strong") -> set[str]:
