@@ -33,6 +33,8 @@ one that answers "hello"); its memory is written through, one row per message:
 
 from __future__ import annotations
 
+import asyncio
+import random
 from typing import Any, Awaitable, Callable, Optional, TypeVar
 
 try:
@@ -51,7 +53,12 @@ from .store import MysqlAgentStateStore
 
 T = TypeVar("T")
 #: Times a change is applied again on the stored memory when another writer came first.
-CHANGE_ATTEMPTS = 8
+CHANGE_ATTEMPTS = 12
+#: The first wait (seconds) before a change is applied again; each further wait may double,
+#: up to ``CHANGE_PAUSE_MAX``, and is drawn at random below that bound ("full jitter"), so
+#: writers that collided do not collide again in lock step.
+CHANGE_PAUSE = 0.005
+CHANGE_PAUSE_MAX = 0.25
 #: Reads of a session's state (with its memories) before a load gives up: each saw another state.
 LOAD_ATTEMPTS = 8
 
@@ -201,8 +208,8 @@ class MysqlMemory(InMemoryMemory):
     object's last read travel), so a new process, or another object on the same session,
     continues the conversation as it is stored. A change is applied to what is stored and
     written as a compare-and-set on the list's version; when another writer came first it is
-    applied again to what that writer left (at most ``CHANGE_ATTEMPTS`` times, then
-    :class:`~mysql_state.StaleStateError`). A change that fails (a message that cannot be
+    applied again to what that writer left, after a short random wait that grows with each
+    collision (at most ``CHANGE_ATTEMPTS`` times, then :class:`~mysql_state.StaleStateError`). A change that fails (a message that cannot be
     stored) leaves the memory as it was: nothing of it stays behind to block the next one.
 
     >>> memory = MysqlMemory(store, user_id="alice", session_id="memory-1")
@@ -261,7 +268,9 @@ class MysqlMemory(InMemoryMemory):
         when ``wrote(result)``: a compare-and-set on the list's version, applied again to what
         another writer left; on any error the content is as it was before the call."""
         stale: Optional[StaleStateError] = None
-        for _ in range(CHANGE_ATTEMPTS):
+        for attempt in range(CHANGE_ATTEMPTS):
+            if attempt:  # writers that collided wait apart: without it they collide again in step
+                await asyncio.sleep(random.uniform(0, min(CHANGE_PAUSE_MAX, CHANGE_PAUSE * 2 ** (attempt - 1))))
             await self._load()
             taken = self._snapshot()
             try:

@@ -232,7 +232,8 @@ def test_two_processes_adding_to_one_memory_keep_every_message(url, database, as
     import multiprocessing
 
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_add_many, args=(url, database, who, 15)) for who in ("a", "b")]
+    writers = ("a", "b", "c", "d")  # four at once: colliding writers wait apart (it used to give up)
+    procs = [ctx.Process(target=_add_many, args=(url, database, who, 15)) for who in writers]
     for p in procs:
         p.start()
     for p in procs:
@@ -240,8 +241,9 @@ def test_two_processes_adding_to_one_memory_keep_every_message(url, database, as
         assert p.exitcode == 0
     content, _ = memory_rows(raw, "u:procs")
     texts = [c[0]["content"] for c in content]
-    assert sorted(texts) == sorted([f"a-{i}" for i in range(15)] + [f"b-{i}" for i in range(15)])
-    assert [t for t in texts if t.startswith("a-")] == [f"a-{i}" for i in range(15)]  # each writer's in order
+    assert sorted(texts) == sorted(f"{who}-{i}" for who in writers for i in range(15))
+    for who in writers:  # each writer's in order
+        assert [t for t in texts if t.startswith(who + "-")] == [f"{who}-{i}" for i in range(15)]
 
 
 def test_a_failed_add_leaves_nothing_behind(astore, raw):
