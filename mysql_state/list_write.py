@@ -405,14 +405,16 @@ def _append_lists_one_trip(cur: Any, t: Table, sid: str, appends: Sequence[tuple
         out[k] = Appended(new_hash.n, stored, new_hash if datas else None)
     rows += [(k, 0, d) for k, d in value_rows]
     hks = [h[0] for h in held]
+    checked = [keys.hash_key(k) for k, datas in sorted(appends) if not datas]  # only their length
     extra = [*(catalog.row(sid) if touch else ()), *((sid, hk, 0, b"-") for hk in hks)]
-    tail = sql.append_lists_one_trip_tail(len(held), len(value_rows))
+    tail = sql.append_lists_one_trip_tail(len(held), len(value_rows), len(checked))
     statements = sql.upsert_rows((t.upsert[0], tail), sid, heads + t.sealer.seal_rows(sid, rows),
                                  t.max_allowed_packet - 1024, extra)
     if len(statements) != 1:
         return None  # more than one packet: the locked way
     statement, params = statements[0]
-    condition = (*hks, *(k for k, _ in value_rows), *hks, *(h[1] for h in held), *hks, *hks, *(h[2] for h in held))
+    condition = (*hks, *(k for k, _ in value_rows), *hks, *(h[1] for h in held), *checked,
+                 *hks, *checked, *hks, *(h[2] for h in held))
     before = None
     if value_rows:
         marks = ", ".join(["%s"] * len(value_rows))

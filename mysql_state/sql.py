@@ -404,7 +404,7 @@ def append_if_one_of_one_trip_tail(count: int) -> str:
     return _one_trip_tail(f"{pick} > 0", f"LAST_INSERT_ID(({NEXT_VERSION}) * 64 + {pick}) DIV 64")
 
 
-def append_lists_one_trip_tail(lists: int, values: int) -> str:
+def append_lists_one_trip_tail(lists: int, values: int, checked: int = 0) -> str:
     """The tail of ONE multi-row upsert that appends to ``lists`` lists of a session and creates
     ``values`` new values beside, the statement carrying its COMMIT (a one-trip packet, as
     :data:`APPEND_ONE_TRIP_TAIL` for one list): every hash row goes first with the sentinel
@@ -412,27 +412,39 @@ def append_lists_one_trip_tail(lists: int, values: int) -> str:
     for it (picked by ``FIELD`` over the hash keys), and is checked again last (a hash row that
     was gone is inserted with the sentinel, which its check row refuses); a value row that is
     already there fails too (the caller then goes the locked way, which writes over it). Every
-    failure is error :data:`APPEND_FAILED`. Parameters: the hash keys, the value keys (when
-    any), the hash keys and their SHA-256s, the hash keys, the hash keys and their new texts.
+    failure is error :data:`APPEND_FAILED`. ``checked`` of the lists get no items (their
+    length is only checked, a compare-and-set's ``at``): their hash rows must have the SHA-256
+    given and are left as they are, version and text, as the locked way leaves them.
+    Parameters: the hash keys, the value keys (when any), the hash keys and their SHA-256s, the
+    checked lists' hash keys (when any), the hash keys, the checked lists' hash keys (when
+    any), the hash keys and their new texts.
 
     >>> append_lists_one_trip_tail(2, 1).count("%s")
     13
+    >>> append_lists_one_trip_tail(2, 0, checked=1).count("%s")
+    14
     """
-    if not 1 <= lists <= MAX_PICKS or values < 0:
-        raise ValueError(f"lists {lists} must be within 1..{MAX_PICKS}, values {values} at least 0")
+    if not 1 <= lists <= MAX_PICKS or values < 0 or not 0 <= checked <= lists:
+        raise ValueError(f"lists {lists} must be within 1..{MAX_PICKS}, values {values} at least 0,"
+                         f" checked {checked} within 0..{lists}")
     hks = ", ".join(["%s"] * lists)
     pick = f"ELT(FIELD(state_key, {hks}), {hks})"
     other = f"IF(session_id = '{CATALOG_SESSION}', version + 1, version)"
     if values:
         other = (f"IF(session_id = '{CATALOG_SESSION}', version + 1,"
                  f" IF(state_key IN ({', '.join(['%s'] * values)}), {_FAIL}, version))")
+    bump, text = NEXT_VERSION, pick
+    if checked:
+        only = ", ".join(["%s"] * checked)
+        bump = f"IF(state_key IN ({only}), version, {NEXT_VERSION})"
+        text = f"IF(state_key IN ({only}), state_data, {pick})"
     return (
         " ON DUPLICATE KEY UPDATE"
         f" version = IF(state_key NOT IN ({hks}), {other},"
-        f" IF(VALUES(state_data) = '', IF(SHA2(state_data, 256) = {pick}, {NEXT_VERSION}, {_FAIL}),"
+        f" IF(VALUES(state_data) = '', IF(SHA2(state_data, 256) = {pick}, {bump}, {_FAIL}),"
         f" IF(state_data = '', {_FAIL}, version))),"
         f" state_data = IF(state_key NOT IN ({hks}), VALUES(state_data),"
-        f" IF(VALUES(state_data) = '', {pick}, state_data))"
+        f" IF(VALUES(state_data) = '', {text}, state_data))"
     )
 
 

@@ -471,8 +471,7 @@ class MysqlAgentStateStore:
             return lengths
         m = self._memory
         snaps = {k: m.snapshots.get((sid, k)) for k, _ in todo}
-        hints = {k: snap.hash if snap is not None else m.hints.get((sid, k))
-                 for k, snap in snaps.items() if all(datas for _, datas in todo)}
+        hints = {k: snap.hash if snap is not None else m.hints.get((sid, k)) for k, snap in snaps.items()}
         began, due = time.monotonic(), m.catalog_due(sid)
         with contextlib.ExitStack() as stack:
             for k in sorted(snaps):  # in key order: two calls never wait on each other

@@ -91,6 +91,37 @@ def test_at_another_length_raises_and_writes_nothing(store, other, raw):
     assert check_list_rows(raw, "u:s", "a") == [1, 2, 9, 4]
 
 
+def test_a_list_only_checked_rides_in_the_one_packet_and_is_left_as_it_is(store, other, raw, driver_commits):
+    """A list given no items but a length (``at``: a compare-and-set on it alone) rides in the
+    one-packet statement (it used to send the whole call the locked way: 3 round trips): its
+    hash row is checked, and left as it is, version and text, as the locked way leaves it."""
+    store.append_lists("u", "s", {"a": [1, 2], "b": [3]})
+    head = raw.query("SELECT state_data, version FROM {t} WHERE session_id = 'u:s' AND state_key = 'a:_hash'")
+    driver_commits.clear()
+    before = raw.com_counts()
+    assert store.append_lists("u", "s", {"a": [], "b": [4]}, at={"a": 2}, values={"v": 1}) == {"a": 2, "b": 2}
+    after = raw.com_counts()
+    assert {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)} == {
+        "Com_select": 1, "Com_insert": 1, "Com_commit": 1}
+    assert driver_commits == []
+    assert raw.query("SELECT state_data, version FROM {t} WHERE session_id = 'u:s' AND state_key = 'a:_hash'") == head
+    assert check_list_rows(raw, "u:s", "a") == [1, 2] and check_list_rows(raw, "u:s", "b") == [3, 4]
+    assert store.append_lists("u", "s", {"a": []}, at={"a": 2}) == {"a": 2}  # checked alone
+    assert raw.query("SELECT state_data, version FROM {t} WHERE session_id = 'u:s' AND state_key = 'a:_hash'") == head
+    # another writer appended to the checked list: stale, nothing of the call written
+    other.append_list("u", "s", "a", ["theirs"])
+    table = raw.query("SELECT * FROM {t} ORDER BY session_id, state_key, item_index")
+    with pytest.raises(StaleStateError, match="expected length 2, but length 3"):
+        store.append_lists("u", "s", {"a": [], "b": [5]}, at={"a": 2})
+    assert raw.query("SELECT * FROM {t} ORDER BY session_id, state_key, item_index") == table
+    # rewritten behind the call to the same length: the packet's check refuses, the locked way
+    # checks the length (2 = 2) and leaves the list as the other writer left it
+    other.save_list("u", "s", "a", ["p", "q", "r"])
+    store.append_lists("u", "s", {"a": [], "b": [5]}, at={"a": 3})
+    assert check_list_rows(raw, "u:s", "a") == ["p", "q", "r"] and check_list_rows(raw, "u:s", "b") == [3, 4, 5]
+    assert no_sentinels(raw)
+
+
 def test_a_value_already_there_or_holding_a_list_is_replaced_as_save_does(store, other, raw):
     """A value key that has a row already (one-packet: refused, then written over the locked
     way) or holds a list (its check, first in the packet, fails: the list is removed, as a

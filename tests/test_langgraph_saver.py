@@ -426,6 +426,30 @@ def test_a_step_is_two_packets_each_carrying_its_commit(saver, raw, driver_commi
     assert saver.store.doctor() == []
 
 
+def test_a_turn_of_a_graph_is_one_packet_per_put_and_per_put_writes(saver, raw, driver_commits):
+    """In a real graph, every call that writes is one packet carrying its COMMIT, the input
+    step's put included (its message log gets no new item, only its length checked: that put
+    used to go the locked way, 3 round trips, the costliest call of a turn)."""
+    graph = chat_graph(saver)
+    calls: list[str] = []
+    put, put_writes = saver.put, saver.put_writes
+    saver.put = lambda *a: (calls.append("put"), put(*a))[1]
+    saver.put_writes = lambda *a: (calls.append("put_writes"), put_writes(*a))[1]
+    for i in range(3):
+        turn(graph, "packets", i)
+    calls.clear()
+    driver_commits.clear()
+    before = raw.com_counts()
+    turn(graph, "packets", 3)
+    after = raw.com_counts()
+    diff = {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
+    assert calls.count("put") == 3 and calls.count("put_writes") == 2, calls
+    assert driver_commits == []
+    assert diff.get("Com_commit") == len(calls), (diff, calls)
+    assert [m.content for m in graph.get_state({"configurable": {"thread_id": "packets"}}).values["messages"]][-2:] == [
+        "hello 3", "reply 7 " + "x" * 200]
+
+
 def test_a_load_by_the_process_that_stored_the_thread_is_sent_only_the_new_messages(saver, store, raw, url, database):
     """The load at the start of a turn reads the whole message log: from the process that
     stored and loaded it before, the store sends only the items after those its last load
