@@ -512,7 +512,9 @@ def _get(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     if not _has_key(store, args):
         raise NotFound(f"{_where(args)} has no key {args.key!r}")
     whole = store.get_list_versioned(user, args.session, args.key)
-    listed = whole.version > 0 or len(whole.value) > 1  # a hash row, or items without one: a list
+    # Not one item: a list (empty, or several items). One item: a list of one, unless the key
+    # holds a single value (a value read as a list is one item with the value's version).
+    listed = len(whole.value) != 1 or args.key not in store.get_prefix(user, args.session, args.key)
     if args.versioned:  # a list whole with its hash row's version, else the value with its own
         found = whole if listed else store.get_versioned(user, args.session, args.key)
         _out(args, _versioned(found), _dumps(_versioned(found)))

@@ -157,9 +157,20 @@ def get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int],
                 learned["known"] = found[1]
             return found[0]
     got = _get(cur, t, sid, k, offset, limit, model, seen_n)
+    if whole and not got[1] and len(got[0]) == 1:  # one row 0, no hash row: a value read as a list
+        got = (got[0], value_version(cur, t, sid, k), *got[2:])
     if learned is not None and whole and model is None:
         learned["known"] = known_of(t, got[3], got[0], got[2])
     return got[:3]
+
+
+def value_version(cur: Any, t: Table, sid: str, k: str) -> int:
+    """The version of the single value under ``k`` (0: none): what a list compare-and-set
+    compares with when a key holds one row and no hash row (a list save replaces the value),
+    so a whole list read of it gives that version, not 0 (the read-modify-write loop of the
+    version read would fail for ever)."""
+    found = values.get(cur, t, sid, k, None)
+    return found[1] if found is not None else 0
 
 
 def _get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int], model: Any,
@@ -328,13 +339,13 @@ def check(t: Table, rows: Any, sid: str, k: str, offset: int, limit: Optional[in
         return _check_whole(t, rows, sid, k, model)
     rows = list(rows)
     head = None
-    if rows and rows[-1][0] == -1:
+    if rows and rows[-1][0] == sql.HEAD_INDEX:
         head = rows.pop()
-    elif rows and rows[0][0] == -1:
+    elif rows and rows[0][0] == sql.HEAD_INDEX:
         head = rows.pop(0)
     if len(rows) > 1 and rows[0][0] > rows[-1][0]:
         rows.reverse()  # a tail is read newest first
-    stored = ListHash.parse(head[1]) if head is not None else None
+    stored = parse_head(sid, k, head[1]) if head is not None else None
     version = int(head[2]) if head is not None else 0
     got = len(rows)
     first, last = (rows[0][0], rows[-1][0]) if rows else (None, None)
@@ -355,16 +366,16 @@ def check(t: Table, rows: Any, sid: str, k: str, offset: int, limit: Optional[in
 
 def _check_whole(t: Table, rows: Any, sid: str, k: str, model: Any) -> Checked:
     """:func:`check` for a whole list read by ``SELECT_ITEMS``: rows ``(item_index, state_data)``
-    in index order, the hash row last with minus its version as index. Item indexes are
+    in index order, the hash row last with ``sql.HEAD_INDEX`` minus its version as index. Item indexes are
     distinct (the primary key) and ordered, so count, first and last prove them ``0..n-1``;
     with no hash row (a list another writer left without one) they still must be, as a window
     read requires."""
     stored, version = None, 0
-    if rows and rows[-1][0] < 0:
+    if rows and rows[-1][0] < sql.HEAD_INDEX:
         head = rows[-1]
         rows = rows[:-1]
-        version = -int(head[0])
-        stored = ListHash.parse(head[1])
+        version = sql.HEAD_INDEX - int(head[0])
+        stored = parse_head(sid, k, head[1])
     if rows or stored is not None:
         got = len(rows)
         n = stored.n if stored is not None else got
@@ -391,11 +402,22 @@ def _check_run(t: Table, items: Sequence[tuple], marked: Optional[str], sid: str
         if parts is None:  # not a hash row: the list has none, and its last item is not JSON
             raise damaged(sid, k, None, 0, got + 1, got + 1, None, None)
         version, first, last, head = parts
-        stored = ListHash.parse(head)
+        stored = parse_head(sid, k, head)
         n = stored.n if stored is not None else got
         if got != n or (n and (first != 0 or last != n - 1)):
             raise damaged(sid, k, stored, 0, n, got, first, last)
     return t.sealer.decode_items(sid, k, items, 0, 0, model), version, stored
+
+
+def parse_head(sid: str, k: str, text: Optional[str]) -> Optional[ListHash]:
+    """What the hash row read with a list says (None: it has none this store reads); a hash
+    row of this store that cannot be read raises :class:`CorruptStateError` (taken for none,
+    the items would go unchecked)."""
+    stored = ListHash.parse(text)
+    if stored is None and ListHash.damaged(text):
+        raise CorruptStateError(f"list {k!r} of session {sid!r} is damaged: its hash row cannot be read "
+                                f"({text[:60]!r}...); save the whole list again to repair it", sid, k)
+    return stored
 
 
 def damaged(sid: str, k: str, stored: Optional[ListHash], start: int, stop: int, got: int,
@@ -466,7 +488,7 @@ def check_many(t: Table, rows: Sequence[tuple], sid: str, value_keys: Sequence[s
     by_key: dict[str, list] = {}
     for (text,) in (*rows[:start], *rows[end:]):
         parts = text[2:].split(mark, 3) if text.startswith(row_mark) else ()
-        if len(parts) == 4 and parts[1].isdigit() and parts[2].isdigit():
+        if len(parts) == 4 and parts[1].removeprefix("-").isdigit() and parts[2].isdigit():  # an index may be < 0 (damage)
             key, index, version, data = parts
             by_key.setdefault(key, []).append((int(index), data, version))
         elif first_hash is None and (_marked(text) if known is None else _marked_since(text)) is not None:
@@ -505,12 +527,14 @@ def check_many(t: Table, rows: Sequence[tuple], sid: str, value_keys: Sequence[s
             else:
                 raise damaged(sid, k, None, 0, len(run), len(run), None, None)
         else:
-            # as SELECT_ITEMS gives it: minus the version as its index (_check_whole reads it so)
-            hash_row = [(-int(r[2]), r[1]) for r in by_key.get(keys.hash_key(k), ())]
+            # as SELECT_ITEMS gives it: HEAD_INDEX minus the version as its index (_check_whole reads it so)
+            hash_row = [(sql.HEAD_INDEX - int(r[2]), r[1]) for r in by_key.get(keys.hash_key(k), ())]
             items = [r[:2] for r in by_key.get(k, [])]
             if not hash_row and not items:
                 continue
             got = check(t, items + hash_row, sid, k, 0, None, None)
+            if not hash_row and len(items) == 1:  # a value read as a list: its version (see get)
+                got = (got[0], int(by_key[k][0][2]), got[2])
         out[k] = got[:2]
         if seen is not None:
             seen[k] = got[2]

@@ -189,6 +189,25 @@ class ListHash:
         except (ValueError, KeyError, TypeError):
             return None
 
+    @staticmethod
+    def damaged(data: Optional[str]) -> bool:
+        """Whether ``data`` is a hash row of this store that cannot be read: it begins as this
+        store's rows begin but is not JSON (cut short), or names a format this store knows and
+        its fields do not parse. Damage, not another writer's row (the Java store's; a newer
+        version's format), which reads as no hash row.
+
+        >>> text = ListHash(3, 5).to_json().decode()
+        >>> ListHash.damaged(text), ListHash.damaged(text[:40]), ListHash.damaged('{"fmt":"java"}')
+        (False, True, False)
+        """
+        if data is None or not data.startswith('{"fmt":"mysql-state/') or ListHash.parse(data) is not None:
+            return False
+        try:
+            obj = orjson.loads(data)
+        except ValueError:
+            return True
+        return not isinstance(obj, dict) or obj.get("fmt") in _VERSION_OF
+
     def extended(self, new_digests: Sequence[int], empty_prefix: bytes = EMPTY_PREFIX) -> "ListHash":
         """The hash after appending items with these digests (O(new items); the checkpoint stays,
         or, in a row of an older format, moves to 0: written as the current format).

@@ -220,14 +220,17 @@ LOCK_ITEMS = (
     "SELECT item_index, state_data FROM {t} WHERE session_id = %s AND state_key = %s"
     " ORDER BY item_index FOR UPDATE"
 )
+#: The index a list read gives its hash row: below every item index (an INT, -2**31 at the
+#: least), so an item row left at a negative index (damage) is never taken for the hash row.
+HEAD_INDEX = -(1 << 32)
 # Reads of a list bring its hash row in the same statement (one snapshot), so the items can
-# be checked against it: rows are (item_index, state_data, version); the hash row has index -1.
-# The whole list: ONE primary-key range over the items and the hash row (``k`` sorts before
-# ``k:_hash`` in every collation), in key order; rows (item_index, state_data), the hash row's
-# first column being minus its version (item indexes are >= 0), so a short read pays no
+# be checked against it: rows are (item_index, state_data, version); the hash row has index
+# HEAD_INDEX. The whole list: ONE primary-key range over the items and the hash row (``k``
+# sorts before ``k:_hash`` in every collation), in key order; rows (item_index, state_data),
+# the hash row's first column being HEAD_INDEX minus its version, so a short read pays no
 # sub-query and no UNION's materialisation (issue 21: 1.5x a bare SELECT at N = 10 before).
 SELECT_ITEMS = (
-    "SELECT IF(state_key = %s, item_index, -GREATEST(version, 1)), state_data FROM {t}"
+    f"SELECT IF(state_key = %s, item_index, {HEAD_INDEX} - GREATEST(version, 1)), state_data FROM {{t}}"
     " WHERE session_id = %s AND state_key IN (%s, %s) ORDER BY state_key, item_index"
 )
 # A long list (its hash row, last seen, says more than list_read.LONG_LIST items): one column, so the
@@ -294,7 +297,7 @@ HEAD_MARK = "\x1f"
 #: A LIMIT no list reaches (item_index is an INT), yet valid SQL: "no limit" in a window.
 NO_LIMIT = 1 << 62
 _HASH_PART = (
-    " UNION ALL SELECT -1, state_data, GREATEST(version, 1) FROM {t}"
+    f" UNION ALL SELECT {HEAD_INDEX}, state_data, GREATEST(version, 1) FROM {{t}}"
     " WHERE session_id = %s AND state_key = %s AND item_index = 0"
 )
 SELECT_WINDOW = (

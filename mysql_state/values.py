@@ -13,7 +13,8 @@ import hashlib
 from typing import Any, Optional, Sequence
 
 from . import keys, sessions, sql
-from .errors import errno_of
+from .errors import CorruptStateError, errno_of
+from .listsync import ListHash
 from .results import UNVERSIONED
 from .table import Table
 
@@ -151,6 +152,12 @@ def value_of(t: Table, sid: str, k: str, rows: Sequence[tuple], model: Any) -> O
     row0 = next((r for r in rows if not r[0]), None)
     if listed is None and row0 is None:
         return None
+    if row0 is None and listed is not None:  # a list with no item 0: empty, or damaged
+        stored = t.sealer.usable(ListHash.parse(listed[1]))[0]
+        if stored is not None and stored.n:
+            raise CorruptStateError(
+                f"list {k!r} of session {sid!r} is damaged: its hash row says {stored.n} items, but "
+                f"item 0 is missing; save the whole list again to repair it", sid, k)
     value = None if row0 is None else t.sealer.decode(sid, k, 0, row0[1], model)
     version = int(listed[2]) if listed is not None else int(row0[2])
     return value, version, listed is not None

@@ -474,3 +474,72 @@ def test_a_typed_read_of_another_shape_is_a_type_error_never_the_value_as_it_was
         store.get_list("u", "shapes", "points", type=Point)
     assert [r for r in rows() if not r[0].startswith("points")] == before  # the reads wrote nothing
     assert store.get_list("u", "shapes", "points") == [{"x": 1}, 2]
+
+
+# ---- 2026-12-07 audit: damage that read as another answer ------------------------------------
+
+
+def test_an_item_row_at_a_negative_index_is_damage_never_the_hash_row(store, raw):
+    """A list read marks its hash row with an index below every INT: an item row left at -1
+    (by hand) was taken for the hash row, and a key holding only it read as an empty list."""
+    raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data) VALUES ('u:s', 'm', -1, '\"x\"')")
+    for read in (lambda: store.get_list("u", "s", "m"), lambda: store.get_list_versioned("u", "s", "m"),
+                 lambda: store.get_many("u", "s", lists=["m"]),
+                 lambda: store.transaction(lambda tx: tx.get_list("u", "s", "m"))):
+        with pytest.raises(CorruptStateError, match="'m'"):
+            read()
+    # in get_many, a list after the first with such a row is named; a value's stray row is not
+    # read (a value is its row 0, as get reads it): it used to raise IndexError
+    store.save_list("u", "t", "a", [1, 2])
+    store.save_list("u", "t", "b", [3, 4])
+    store.save("u", "t", "v", {"n": 1})
+    raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data) VALUES ('u:t', 'b', -1, '5')")
+    raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data) VALUES ('u:t', 'v', -1, '5')")
+    assert store.get_many("u", "t", values=["v"]) == {"v": {"n": 1}} == {"v": store.get("u", "t", "v")}
+    assert store.get_many("u", "t", values=["v"], lists=["a"]) == {"v": {"n": 1}, "a": [1, 2]}
+    with pytest.raises(CorruptStateError, match="'b'"):
+        store.get_many("u", "t", values=["v"], lists=["a", "b"])
+
+
+def test_get_of_a_list_whose_item_0_is_lost_raises_never_the_default(store, raw):
+    store.save_list("u", "s", "m", ["a", "b", "c"])
+    raw.execute("DELETE FROM {t} WHERE session_id = 'u:s' AND state_key = 'm' AND item_index = 0")
+    for read in (lambda: store.get("u", "s", "m", default="DEFAULT"), lambda: store.get_versioned("u", "s", "m"),
+                 lambda: store.get_many("u", "s", values=["m"]),
+                 lambda: store.transaction(lambda tx: tx.get("u", "s", "m"))):
+        with pytest.raises(CorruptStateError, match="3 items, but item 0 is missing"):
+            read()
+    store.save_list("u", "s", "e", [])
+    assert store.get("u", "s", "e", default="DEFAULT") == "DEFAULT"  # an empty list has no item 0: no damage
+
+
+def test_a_hash_row_of_this_store_cut_short_is_damage_not_another_writers_row(store, raw):
+    """A hash row that begins as this store's but does not parse was read as "no hash row this
+    store reads" (the Java store's), which only checks for gaps: a list that also lost its last
+    item read as the shorter list. The next whole save repairs it."""
+    store.save_list("u", "s", "m", ["a", "b", "c"])
+    raw.execute("DELETE FROM {t} WHERE session_id = 'u:s' AND state_key = 'm' AND item_index = 2")
+    raw.execute("UPDATE {t} SET state_data = LEFT(state_data, 40) WHERE session_id = 'u:s' AND state_key = 'm:_hash'")
+    for read in (lambda: store.get_list("u", "s", "m"), lambda: store.get_list("u", "s", "m", offset=-1),
+                 lambda: store.get_list("u", "s", "m", offset=0, limit=1),
+                 lambda: store.get_many("u", "s", lists=["m"], versioned=True)):
+        with pytest.raises(CorruptStateError, match="its hash row cannot be read"):
+            read()
+    store.save_list("u", "s", "m", ["a", "b", "c"])
+    assert check_list_rows(raw, "u:s", "m") == ["a", "b", "c"] and store.get_list("u", "s", "m") == ["a", "b", "c"]
+
+
+def test_a_value_read_as_a_list_gives_the_version_a_list_compare_and_set_compares_with(store, raw):
+    """A key holding one value, read as a list, gave version 0 while a list compare-and-set
+    compares with the value's version: the read-modify-write loop failed every time."""
+    store.save("u", "s", "m", "first")
+    store.save("u", "s", "m", "second")
+    assert store.get_versioned("u", "s", "m").version == 2
+    assert tuple(store.get_list_versioned("u", "s", "m")) == (["second"], 2)
+    assert store.get_many("u", "s", lists=["m"], versioned=True)["m"] == (["second"], 2)
+    store.save("u", "s", "x", "other")
+    assert store.get_many("u", "s", lists=["x", "m"], versioned=True)["m"] == (["second"], 2)  # not the first list
+    items, version = store.get_list_versioned("u", "s", "m")
+    assert store.save_list_if_version("u", "s", "m", items + ["more"], version) > 0
+    assert check_list_rows(raw, "u:s", "m") == ["second", "more"]
+    assert store.save_list_if_version("u", "s", "m", ["lost"], version) == -1
