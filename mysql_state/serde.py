@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import enum
 import math
 import types
 import typing
@@ -48,7 +49,7 @@ def non_finite(obj: Any, depth: int = 0) -> Optional[float]:
     kind = type(obj)
     if kind is float:
         return None if math.isfinite(obj) else obj
-    if kind in _ATOMS or depth > 200:
+    if kind in _ATOMS or depth > 300:  # deeper than orjson writes (254): such data was refused
         return None
     if kind is dict:
         items: Iterable[Any] = obj.values()
@@ -64,6 +65,8 @@ def non_finite(obj: Any, depth: int = 0) -> Optional[float]:
         items = (getattr(obj, f.name) for f in dataclasses.fields(obj))
     elif hasattr(obj, "model_dump") and hasattr(type(obj), "model_validate"):
         items = obj.model_dump().values()
+    elif isinstance(obj, enum.Enum):  # written as its value (a float Enum is a float, above)
+        items = (obj.value,)
     else:
         return None
     for v in items:

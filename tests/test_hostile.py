@@ -290,3 +290,25 @@ def test_missing_keys_are_refused_before_any_connection(store, raw):
     with pytest.raises(TypeError, match="values must be a mapping"):
         store.save_many("u", "s", values=[1])
     assert store.stats.transactions == before and raw.rows() == []
+
+
+def test_a_nan_inside_an_enum_or_nested_deep_is_refused_and_writes_nothing(store, raw):
+    """orjson writes NaN and infinities as null: a plain NaN was refused, one inside an Enum's
+    value or nested deeper than 200 levels was stored as null (audit of 2026-12-07)."""
+    import enum
+
+    class Score(enum.Enum):
+        UNKNOWN = float("nan")
+        ODD = {"x": float("inf")}
+
+    deep: object = float("nan")
+    for _ in range(210):
+        deep = [deep]
+    for value in (Score.UNKNOWN, Score.ODD, deep):
+        with pytest.raises(ValueError, match="JSON cannot represent"):
+            store.save("u", "s", "k", value)
+        with pytest.raises(ValueError, match="item 1 of list 'l'"):
+            store.save_list("u", "s", "l", [1, value, 3])
+        with pytest.raises(ValueError, match="JSON cannot represent"):
+            store.append_list("u", "s", "l", [value])
+    assert raw.rows("u:s") == []
