@@ -56,7 +56,12 @@ def quote_table(database: str, table: str) -> str:
     return f"`{database}`.`{table}`"
 
 
-def _check_text(value: object, what: str) -> str:
+def check_text(value: object, what: str) -> str:
+    """``value`` if it is a str that utf8mb4 can store, else the error naming ``what``.
+
+    >>> check_text("ns/", "prefix")
+    'ns/'
+    """
     if not isinstance(value, str):
         raise TypeError(f"{what} must be a str, got {type(value).__name__}: {value!r}")
     try:
@@ -77,7 +82,7 @@ def user_part(user_id: Optional[str]) -> str:
     """
     if user_id is None:
         return ANONYMOUS
-    _check_text(user_id, "user_id")
+    check_text(user_id, "user_id")
     if not user_id.strip():
         return ANONYMOUS
     if SEPARATOR in user_id:
@@ -102,7 +107,7 @@ def pack(user_id: Optional[str], session_id: str) -> str:
     ('alice:s1', '__anon__:s1')
     """
     user = user_part(user_id)
-    _check_text(session_id, "session_id")
+    check_text(session_id, "session_id")
     if not session_id.strip():
         raise ValueError(f"session_id {session_id!r} is blank")
     packed = user + SEPARATOR + session_id
@@ -130,7 +135,7 @@ def state_key(key: str, *, is_list: bool = False, exact: bool = True) -> str:
     >>> state_key("memory", is_list=True)
     'memory'
     """
-    _check_text(key, "key")
+    check_text(key, "key")
     if not key.strip():
         raise ValueError(f"key {key!r} is blank")
     if key.endswith(HASH_SUFFIX) or (not exact and _loose(key).rstrip(" ").endswith(HASH_SUFFIX)):

@@ -1065,9 +1065,26 @@ def select_prefix(table: str, session: str, prefix: str, exact: bool) -> Stateme
     if not prefix:
         return head + " ORDER BY state_key", (session,)
     if exact:
-        return head + " AND state_key >= %s AND state_key < %s ORDER BY state_key", (
-            session, prefix, prefix[:-1] + chr(ord(prefix[-1]) + 1))
+        above = above_prefix(prefix)
+        if above is None:  # the prefix is all U+10FFFF: no key sorts above every key it starts
+            return head + " AND state_key >= %s ORDER BY state_key", (session, prefix)
+        return head + " AND state_key >= %s AND state_key < %s ORDER BY state_key", (session, prefix, above)
     return head + " AND state_key LIKE %s ESCAPE '!' ORDER BY state_key", (session, like_prefix(prefix))
+
+
+def above_prefix(prefix: str) -> Optional[str]:
+    r"""The least string above every string that starts with ``prefix``, in code point order
+    (a binary utf8mb4 collation's): its last character that is not U+10FFFF moved to the next
+    code point, the surrogates (no text holds them) skipped; None when there is none.
+
+    >>> above_prefix("ns/"), above_prefix("a\ud7ff"), above_prefix("a\U0010ffff"), above_prefix("\U0010ffff")
+    ('ns0', 'a\ue000', 'b', None)
+    """
+    head = prefix.rstrip("\U0010ffff")
+    if not head:
+        return None
+    nxt = ord(head[-1]) + 1
+    return head[:-1] + chr(0xE000 if 0xD800 <= nxt <= 0xDFFF else nxt)
 
 
 def sessions_of_user(prefix: str, exact: bool) -> Statement:

@@ -292,8 +292,7 @@ class MysqlAgentStateStore:
         t = self.table
         sid, _ = args.ids(t, user_id, session_id)
         args.flag(versioned, "versioned")
-        if not isinstance(prefix, str):
-            raise TypeError(f"prefix must be a str, got {type(prefix).__name__}: {prefix!r}")
+        keys.check_text(prefix, "prefix")
         found = self._db.run(lambda cur: value_engine.prefix_values(cur, t, sid, prefix), "get_prefix", write=False,
                              consistency=consistency, session=sid)  # decoded inside: its errors are counted
         return {k: VersionedState(v, n) if versioned else v for k, v, n in found}

@@ -437,6 +437,21 @@ def test_get_prefix_reads_one_key_range_of_values(store):
         store.get_prefix("u", "s", 5)
 
 
+def test_get_prefix_ending_before_the_surrogates_or_at_the_last_code_point(store):
+    """The range's upper bound was the prefix's last character plus one: U+D7FF gave a lone
+    surrogate (UnicodeEncodeError) and U+10FFFF no character at all (ValueError); a lone
+    surrogate in the prefix raised the codec's error, not one naming the prefix."""
+    store.save("u", "s", "\ud7ffa", 1)
+    store.save("u", "s", "\ue000", 2)
+    store.save("u", "s", "\U0010ffffz", 3)
+    store.save("u", "s", "\U0010ffff\U0010ffff", 4)
+    assert store.get_prefix("u", "s", "\ud7ff") == {"\ud7ffa": 1}
+    assert store.get_prefix("u", "s", "\U0010ffff") == {"\U0010ffff\U0010ffff": 4, "\U0010ffffz": 3}
+    assert store.get_prefix("u", "s", "\U0010ffff\U0010ffff") == {"\U0010ffff\U0010ffff": 4}
+    with pytest.raises(ValueError, match="prefix '\\\\ud800' is not valid Unicode"):
+        store.get_prefix("u", "s", "\ud800")
+
+
 # ---- values that would change silently --------------------------------------------------
 
 
