@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import re
 import sys
@@ -124,11 +125,21 @@ def count(text: str) -> int:
     return n
 
 
+#: 19 digits in a row: maybe an integer beyond 64 bits (2**63 has 19).
+_LONG_DIGITS = re.compile(r"\d{19}")
+
+
 def _json(text: str) -> Any:
+    """A JSON document given on the command line, its integers exact: orjson reads an integer
+    beyond 64 bits as a float (1e+23 for 99999999999999999999999), which would be saved as
+    another number; Python's reader keeps it, and the store then refuses it as the API does."""
     try:
-        return orjson.loads(text)
+        value = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         raise ValueError(f"{text!r} is not a JSON document ({exc})") from None
+    if _LONG_DIGITS.search(text):  # valid JSON (orjson read it): read again, integers exact
+        value = json.loads(text)
+    return value
 
 
 class Parser(argparse.ArgumentParser):

@@ -28,7 +28,7 @@ import contextlib
 import contextvars
 from typing import Any, Iterator, Mapping, Optional, Sequence
 
-from . import args, keys, list_read, list_write, locks, sessions, values
+from . import args, keys, list_read, list_write, locks, serde, sessions, values
 from .errors import CorruptStateError, NestedTransactionError
 from .table import Table
 
@@ -101,7 +101,7 @@ class Transaction:
     def get(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None,
             default: Any = None) -> Any:
         """The value at ``key``, its row locked until the transaction ends."""
-        t, model = self._table, type
+        t, model = self._table, serde.check_type(type)
         sid, k = args.key_ids(t, user_id, session_id, key)
         found = values.value_of(t, sid, k, values.read_for_update(self._cur, t, sid, k), model)
         if found is None:
@@ -112,7 +112,7 @@ class Transaction:
     def get_list(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None, *,
                  offset: int = 0, limit: Optional[int] = None) -> list:
         """The list's items (a window as in the store); its hash row locked until the end."""
-        t, model = self._table, type
+        t, model = self._table, serde.check_type(type)
         sid, k = args.key_ids(t, user_id, session_id, key, is_list=True)
         offset, limit = args.window(offset, limit)
         list_read.read_hash(self._cur, t, sid, k, lock=True)

@@ -500,3 +500,16 @@ def test_an_operator_s_save_list_archives_what_it_drops_with_keep_history(store,
     assert done.returncode == 0, done.stderr
     assert [h.value for h in store.get_history("carol", "chat-2", "memory")] == [{"i": 1}]
     assert store.get_list("carol", "chat-2", "memory") == [{"i": 0}]
+
+
+def test_an_integer_beyond_64_bits_is_refused_never_saved_as_a_float(store, raw, url, database):
+    """orjson reads 99999999999999999999999 as 1e+23: the CLI saved another number, where the
+    API refuses the integer. Now the CLI refuses it too; 64-bit integers stay exact."""
+    for command, value in (("save", "99999999999999999999999"), ("save-list", "[1, 18446744073709551616]"),
+                           ("append-list", "[18446744073709551616]")):
+        out = cli(url, database, command, "u", "s", "k", value)
+        assert out.returncode == 2 and "64-bit" in out.stderr, (command, out)
+    assert raw.rows("u:s") == []
+    assert cli(url, database, "save", "u", "s", "k", '{"a": 1234567890123456789}').returncode == 0
+    assert raw.query("SELECT state_data FROM {t} WHERE session_id = 'u:s' AND state_key = 'k'") == [
+        ('{"a":1234567890123456789}',)]

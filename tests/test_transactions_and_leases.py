@@ -297,3 +297,16 @@ def other_store(url, database, store):
     s = MysqlAgentStateStore.from_url(url, database)
     yield s
     s.close()
+
+
+def test_a_transactions_reads_check_their_type_as_the_stores_do(store):
+    """tx.get(..., "int") handed back the stored value unchecked where store.get refuses the
+    type (audit of 2026-12-07)."""
+    store.save("u", "s", "k", "7")
+    store.save_list("u", "s", "l", [1])
+    for bad in ("int", 5):
+        with pytest.raises(TypeError, match="type must be a class"):
+            store.transaction(lambda tx: tx.get("u", "s", "k", bad))
+        with pytest.raises(TypeError, match="type must be a class"):
+            store.transaction(lambda tx: tx.get_list("u", "s", "l", bad))
+    assert store.transaction(lambda tx: tx.get("u", "s", "k", str)) == "7"
