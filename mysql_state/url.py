@@ -60,6 +60,15 @@ TLS_KEYS = ("ssl_mode", "ssl_ca", "ssl_cert", "ssl_key")
 _PYMYSQL_TLS_KEYS = ("ssl", "ssl_disabled", "ssl_verify_cert", "ssl_verify_identity", "ssl_capath",
                      "ssl_key_password")
 _TIMEOUTS = ("connect_timeout", "read_timeout", "write_timeout")
+#: pymysql keywords the store sets itself, or that change what rows read back as: refused (the
+#: database is ``database_name=`` or the URL's; the others would break its reads, its
+#: transactions or its one-packet writes).
+_OWN_KEYS = {"database": "give database_name= or put it in the URL", "db": "give database_name= or put it in the URL",
+             "charset": "the store always uses utf8mb4", "use_unicode": "the store reads text as str",
+             "autocommit": "the store sets it per pool", "cursorclass": "the store reads rows as tuples",
+             "conv": "the store reads rows with pymysql's own conversions",
+             "client_flag": "the store sets the flags its one-packet writes need",
+             "defer_connect": "the store opens its connections itself"}
 
 
 # ---- redaction ---------------------------------------------------------------------------------
@@ -400,6 +409,9 @@ def connect_args(url: str, host_index: int = 0, **overrides: Any) -> tuple[dict,
     ``overrides`` are pymysql keywords, plus ``ssl_mode``/``ssl_ca``/``ssl_cert``/``ssl_key``
     which win over the URL's parameters; the SSLContext is built here, before any connection.
     """
+    own = sorted(k for k in _OWN_KEYS if k in overrides)
+    if own:
+        raise ValueError("; ".join(f"{k}= is not an option: {_OWN_KEYS[k]}" for k in own) + "; nothing connected")
     clash = sorted(k for k in _PYMYSQL_TLS_KEYS if k in overrides)
     if clash:
         raise ValueError(f"{clash} are pymysql's TLS options; use ssl_mode, ssl_ca, ssl_cert and "

@@ -312,3 +312,14 @@ def test_a_nan_inside_an_enum_or_nested_deep_is_refused_and_writes_nothing(store
         with pytest.raises(ValueError, match="JSON cannot represent"):
             store.append_list("u", "s", "l", [value])
     assert raw.rows("u:s") == []
+
+
+@pytest.mark.parametrize("keyword", ["database", "db", "charset", "use_unicode", "autocommit", "cursorclass",
+                                     "conv", "client_flag", "defer_connect"])
+def test_a_pymysql_keyword_the_store_sets_itself_is_refused_before_connecting(url, keyword):
+    """database="other" raised "the database was dropped while the store was open",
+    use_unicode=False broke every read, autocommit= got DBUtils' "multiple values" (audit of
+    2026-12-07): each is refused naming the keyword, nothing connected."""
+    with pytest.raises(ValueError, match=f"{keyword}= is not an option"):
+        MysqlAgentStateStore.from_url(url.replace("mysql://root@", "mysql://root:s3cret@"), database_name="x",
+                                      **{keyword: None})
