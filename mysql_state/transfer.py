@@ -170,6 +170,9 @@ def parse(text: str, number: int) -> tuple:
         if not isinstance(obj, dict) or set(obj) != set(COLUMNS):
             raise ValueError(f"its keys must be exactly {list(COLUMNS)}")
         when = [None if obj[c] is None else dt.datetime.fromisoformat(obj[c]) for c in ("created_at", "updated_at")]
+        if any(w is not None and w.tzinfo is not None for w in when):  # the column keeps no offset: it would go
+            raise ValueError("created_at and updated_at must be the table's DATETIME as an export writes it, "
+                             f"without a UTC offset, got {obj['created_at']!r}, {obj['updated_at']!r}")
         sid, key, index, data, version = (obj[c] for c in COLUMNS[:5])
         if not isinstance(sid, str) or not isinstance(key, str) or not isinstance(data, str):
             raise ValueError("session_id, state_key and state_data must be strings")
@@ -203,8 +206,13 @@ def check_row(sid: str, key: str, index: int, data: str, version: int) -> None:
                              f" ({keys.CATALOG_SESSION!r}, {keys.HISTORY_PREFIX!r}<digest>)")
     elif not _is_packed_id(sid):
         raise ValueError(f"session_id {sid[:60]!r} is not a valid '<user>:<session>' id")
-    if key.endswith(keys.HASH_SUFFIX) or is_sealed(data):
-        return  # a hash row's format is the writer's (a foreign one reads as missing); sealed rows are opaque
+    if key.endswith(keys.HASH_SUFFIX):
+        if index != 0 or key[: -len(keys.HASH_SUFFIX)].endswith(keys.HASH_SUFFIX):
+            raise ValueError(f"a hash row is row 0 of '<key>:_hash' for a key that does not end with "
+                             f"{keys.HASH_SUFFIX!r}, got state_key {key[:60]!r}, item_index {index}")
+        return  # a hash row's format is the writer's (a foreign one reads as missing)
+    if is_sealed(data):
+        return  # sealed rows are opaque
     try:
         orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -265,13 +273,19 @@ class _KeyRows:
     def hash(self) -> bool:
         return self.head is not None
 
-    def add(self, state_key: str, index: int, data: str) -> None:
+    def add(self, state_key: str, index: int, data: str) -> bool:
+        """Take the row; False when the import holds it already (the same primary key)."""
         if state_key.endswith(keys.HASH_SUFFIX):
+            if self.head is not None:
+                return False
             self.head = data
+        elif index < self.next or (self.extra is not None and index in self.extra):
+            return False
         elif self.extra is None and index == self.next:
             self.next += 1
-        elif index >= self.next:
+        else:
             self.extra = (self.extra or set()) | {index}
+        return True
 
     def torn(self) -> Optional[str]:
         """Why the key's rows are not a whole value or list (None: they are): a list must hold
@@ -350,7 +364,9 @@ def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict
         sid = row[0]
         if keys.is_packed(sid):
             sessions.add(sid)
-            held.setdefault((sid, _base_key(row[1])), _KeyRows()).add(row[1], row[2], row[3])
+            if not held.setdefault((sid, _base_key(row[1])), _KeyRows()).add(row[1], row[2], row[3]):
+                raise ValueError(f"import: line {number} repeats the row ({sid[:60]!r}, {row[1][:60]!r}, {row[2]}) "
+                                 "of an earlier line (an export holds each row once); nothing was imported")
         elif sid == keys.CATALOG_SESSION:
             reserved.setdefault("c" + row[1], (row[1], number))
         else:

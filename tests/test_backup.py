@@ -208,6 +208,10 @@ def _hostile(good: dict) -> dict:
         "history of a session not imported": dict(good, session_id=keys.history_session("mallory:x")),
         "id without ':' that is not the store's": dict(good, session_id="plain"),
         "blank session of a packed id": dict(good, session_id=sid.split(":")[0] + ":  "),
+        "timestamp with a UTC offset (the column keeps none)": dict(good, created_at="2026-01-01T00:00:00+05:00"),
+        "hash row past row 0": dict(good, state_key=good["state_key"] + ":_hash", item_index=5),
+        "hash row of a hash row": dict(good, state_key=good["state_key"] + ":_hash:_hash"),
+        "a row the import holds already": dict(good, state_data='"another"'),
     }
 
 
