@@ -9,6 +9,8 @@ exactly as outside one.
 
 from __future__ import annotations
 
+import collections.abc
+
 import datetime as dt
 import inspect
 from typing import Any, Mapping, Optional, Sequence
@@ -201,8 +203,8 @@ def export_sessions(t: Table, user_id: Any, sessions: Any) -> Optional[list[str]
         if user_id is not catalog.ALL_USERS:
             keys.user_prefix(user_id)  # validates
         return None
-    if isinstance(sessions, str):
-        raise TypeError("sessions must be a list of session ids, not one str")
+    if isinstance(sessions, str) or not isinstance(sessions, collections.abc.Iterable):
+        raise TypeError(f"sessions must be a list of session ids, got {type(sessions).__name__}: {sessions!r}")
     if user_id is catalog.ALL_USERS:
         raise ValueError("export(sessions=...) needs user_id: session ids belong to one user "
                          "(pass user_id=None for the anonymous user's sessions)")

@@ -16,7 +16,7 @@ from typing import Any, Optional, Sequence
 import orjson
 
 from . import keys, sql, values
-from .errors import CorruptStateError
+from .errors import CorruptStateError, WrongTypeError
 from .listsync import ListHash, total_after
 from .sealer import as_bytes
 from .table import Table
@@ -439,9 +439,11 @@ def read_hash(cur: Any, t: Table, sid: str, k: str, *, lock: bool) -> tuple[Opti
     return row, t.sealer.usable(ListHash.parse(row[0] if row else None))[0]
 
 
-def length(cur: Any, t: Table, sid: str, k: str, *, lock: bool = False) -> int:
+def length(cur: Any, t: Table, sid: str, k: str, *, lock: bool = False, operation: Optional[str] = None) -> int:
     """Number of items: from the hash row (no scan of the items), else counted; ``lock``
-    (a transaction) locks the hash row and reads one keyed with an unknown key as missing."""
+    (a transaction) locks the hash row and reads one keyed with an unknown key as missing.
+    ``operation`` (an append of no items): a key that holds a single value raises
+    :class:`WrongTypeError` naming it, as the append of items does."""
     cur.execute(t.statements["LOCK_HASH_ROW" if lock else "SELECT_HASH_ROW"], (sid, keys.hash_key(k)))
     row = cur.fetchone()
     stored = ListHash.parse(row[0] if row else None)
@@ -450,7 +452,12 @@ def length(cur: Any, t: Table, sid: str, k: str, *, lock: bool = False) -> int:
     if stored is not None:
         return stored.n
     cur.execute(t.statements["COUNT_ITEMS"], (sid, k))
-    return int(cur.fetchone()[0])
+    n = int(cur.fetchone()[0])
+    if operation is not None and row is None and n == 1:  # no hash row, one row: a value if it is row 0
+        cur.execute(t.statements["SELECT_ITEM"], (sid, k, 0))
+        if cur.fetchone() is not None:
+            raise WrongTypeError(sid, k, operation)
+    return n
 
 
 def read_many(cur: Any, t: Table, sid: str, value_keys: Sequence[str], list_keys: Sequence[str],

@@ -428,8 +428,9 @@ class MysqlAgentStateStore:
         """
         t = self.table
         sid, k, datas = args.prepare_append(t, user_id, session_id, key, items)
-        if not datas:
-            return self.list_length(user_id, session_id, key)
+        if not datas:  # its length, as list_length reads it; a value under the key is refused
+            return self._db.run(lambda cur: list_read.length(cur, t, sid, k, operation="append_list"),
+                                f"append_list {k!r}", write=False, session=sid)
         cache_key = (sid, k)
         snap = self._memory.snapshots.get(cache_key)
         hint = snap.hash if snap is not None else self._memory.hints.get(cache_key)
@@ -465,7 +466,8 @@ class MysqlAgentStateStore:
         sid, todo, want, value_rows = args.append_lists(t, user_id, session_id, appends, at, values)
         empty = [k for k, datas in todo if not datas and k not in want]
         todo = [(k, datas) for k, datas in todo if datas or k in want]
-        lengths = {k: self.list_length(user_id, session_id, k) for k in empty}
+        lengths = {k: self._db.run(lambda cur, k=k: list_read.length(cur, t, sid, k, operation="append_lists"),
+                                   f"append_lists {k!r}", write=False, session=sid) for k in empty}
         if not todo and not value_rows:
             return lengths
         m = self._memory
@@ -821,9 +823,10 @@ class MysqlAgentStateStore:
         """
         t = self.table
         sid, k = args.key_ids(t, user_id, session_id, key, is_list=True)
+        given = offset
         offset, limit = args.window(offset, limit)
         if offset < 0:
-            raise ValueError(f"offset {offset} must be >= 0 for the history")
+            raise ValueError(f"offset {given} must be >= 0 for the history")
         return history.read(self._db, t, sid, k, offset, limit)
 
     def fork(self, user_id: Optional[str], session_id: str, new_session_id: str, *,

@@ -181,7 +181,7 @@ class Transaction:
         sid, k, datas = args.prepare_append(self._table, user_id, session_id, key, items)
         self._wrote(sid, k, appended=True)
         if not datas:
-            return self.list_length(user_id, session_id, key)
+            return list_read.length(self._cur, self._table, sid, k, lock=True, operation="append_list")
         return list_write.append(self._cur, self._table, sid, k, datas)[1].n
 
     def append_lists(self, user_id: Optional[str], session_id: str, appends: Mapping[str, Sequence[Any]], *,
@@ -198,7 +198,8 @@ class Transaction:
             self._wrote(sid, k, appended=True)
         for k, _ in value_rows:
             self._wrote(sid, k)
-        lengths = {k: self.list_length(user_id, session_id, k) for k, datas in todo if not datas and k not in want}
+        lengths = {k: list_read.length(self._cur, self._table, sid, k, lock=True, operation="append_lists")
+                   for k, datas in todo if not datas and k not in want}
         todo = [(k, datas) for k, datas in todo if datas or k in want]
         absent = [(k, values[k]) for k, _ in value_rows if (sid, k) in self._absent]  # type: ignore[index]
         value_rows = [r for r in value_rows if (sid, r[0]) not in self._absent]

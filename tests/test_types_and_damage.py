@@ -543,3 +543,19 @@ def test_a_value_read_as_a_list_gives_the_version_a_list_compare_and_set_compare
     assert store.save_list_if_version("u", "s", "m", items + ["more"], version) > 0
     assert check_list_rows(raw, "u:s", "m") == ["second", "more"]
     assert store.save_list_if_version("u", "s", "m", ["lost"], version) == -1
+
+
+def test_an_append_of_no_items_to_a_value_is_refused_as_an_append_of_items_is(store, raw):
+    """append_list(..., []) on a key holding one value answered 1 (its rows counted) where an
+    append of items raises WrongTypeError (audit of 2026-12-07)."""
+    store.save("u", "s", "plan", {"step": 1})
+    before = raw.rows("u:s")
+    for call in (lambda: store.append_list("u", "s", "plan", []), lambda: store.append_lists("u", "s", {"plan": []}),
+                 lambda: store.transaction(lambda tx: tx.append_list("u", "s", "plan", [])),
+                 lambda: store.transaction(lambda tx: tx.append_lists("u", "s", {"plan": []}))):
+        with pytest.raises(WrongTypeError, match="append_list"):
+            call()
+    assert raw.rows("u:s") == before
+    store.save_list("u", "s", "one", ["x"])  # a list of one item is a list
+    assert store.append_list("u", "s", "one", []) == 1 and store.append_lists("u", "s", {"one": []}) == {"one": 1}
+    assert store.append_list("u", "s", "absent", []) == 0
