@@ -237,7 +237,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="create the database and table when missing (create_if_not_exist=True): a new server, "
                         "a restore into a fresh database")
     p.add_argument("--keep-history", action="store_true",
-                   help="archive what a shrinking save-list drops (keep_history=True), as the application's "
+                   help="archive what a save-list drops, shrunk or replaced items (keep_history=True), as the application's "
                         "store does when it keeps history; `get --history` reads it")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sv = _command(sub, "server", None)

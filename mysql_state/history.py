@@ -1,4 +1,4 @@
-"""History kept (``keep_history=True``): what a shrinking list save dropped, archived.
+"""History kept (``keep_history=True``): what a list save dropped (shrunk or replaced items), archived.
 
 A save that makes a list shorter (a compaction, a truncation, a clear) archives, in its own
 transaction and server-side, every stored item from the first changed index to the old end,
@@ -31,10 +31,12 @@ class HistoryItem(NamedTuple):
 
 
 def first_dropped(plan: Plan) -> Optional[int]:
-    """The first stored index a shrinking save replaces or removes; None when it archives nothing."""
+    """The first stored index a save replaces or removes (a shrink, or an edit that keeps the
+    length or grows it: a compaction into a summary and as many turns); None when it archives
+    nothing (an append, an unchanged list)."""
     if plan.kind == "clear":
         return 0
-    if plan.kind != "shrink":
+    if plan.kind not in ("shrink", "suffix"):
         return None
     changed = [i for i, _ in plan.upserts]
     if plan.delete_from is not None:

@@ -105,7 +105,7 @@ class MysqlAgentStateStore:
         reads keep so that the next read is sent only what is new (0 turns both off).
         ``encryption`` (a :class:`Keyring`) encrypts every value and list item at rest
         (AES-256-GCM, see :mod:`mysql_state.crypto`); rows written without it read as they are.
-        ``keep_history`` archives what a shrinking list save drops (see :meth:`get_history`).
+        ``keep_history`` archives what a list save drops, shrunk or replaced (see :meth:`get_history`).
         """
         parts = wiring.given(pool, hosts, replicas, pool_timeout=pool_timeout, retries=retries,
                              session_wait=session_wait)
@@ -812,7 +812,7 @@ class MysqlAgentStateStore:
 
     def get_history(self, user_id: Optional[str], session_id: str, key: str, *, offset: int = 0,
                     limit: Optional[int] = None) -> list[HistoryItem]:
-        """What shrinking saves of a list archived (``keep_history=True``), oldest first, as
+        """What saves of a list dropped (``keep_history=True``), oldest first, as
         ``HistoryItem(value, archived_at)``; readable whatever this store's ``keep_history``.
 
         >>> with MysqlAgentStateStore.from_url(url, keep_history=True) as s:
@@ -981,7 +981,7 @@ class MysqlAgentStateStore:
 
     @property
     def keep_history(self) -> bool:
-        """Whether shrinking list saves archive what they drop (see :meth:`get_history`).
+        """Whether list saves archive what they drop (see :meth:`get_history`).
 
         >>> store.keep_history
         False

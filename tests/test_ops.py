@@ -309,6 +309,28 @@ def test_keep_history_archives_what_shrinking_saves_drop(url, database, raw):
         assert store.get_history("u", "s", "m") == [] and len(store.get_history("u", "t", "m")) == 8
 
 
+def test_a_compaction_that_keeps_the_length_archives_what_it_replaced(url, database, raw):
+    """[t0..t3] -> [summary, t3, new, ok] keeps 4 items: it saved as a "suffix" and archived
+    nothing, where the same compaction one item shorter archived t0..t3 (audit of 2026-12-07).
+    Every stored item from the first one changed is archived, from a warm and a cold process;
+    an append, and a cold save of the list as it is, archive nothing."""
+    turns = [{"t": i} for i in range(4)]
+    with MysqlAgentStateStore.from_url(url, database_name=database, keep_history=True) as store:
+        store.save_list("u", "s", "m", turns)
+        report = store.save_list_report("u", "s", "m", [{"summary": 1}, turns[3], {"t": "new"}, {"t": "ok"}])
+        assert report.kind == "suffix"
+        assert [h.value for h in store.get_history("u", "s", "m")] == turns
+        store.append_list("u", "s", "m", [{"t": "more"}])
+        assert len(store.get_history("u", "s", "m")) == 4
+        last = store.get_list("u", "s", "m")
+        with MysqlAgentStateStore.from_url(url, database_name=database, keep_history=True) as cold:
+            cold.save_list("u", "s", "m", last)  # as it is: nothing dropped
+            assert len(cold.get_history("u", "s", "m")) == 4
+            cold.save_list("u", "s", "m", last[:-1] + [{"t": "edited"}])  # the last item edited
+            assert [h.value for h in cold.get_history("u", "s", "m")][4:] == [{"t": "more"}]
+    assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id LIKE '__history__%%'")[0][0] == 5
+
+
 # ---- migrations and the doctor ---------------------------------------------------------------
 
 
