@@ -902,3 +902,27 @@ def test_prune_delete_removes_the_threads_whole_and_leaves_the_others(saver, raw
         assert saver.get_tuple({"configurable": {"thread_id": t}}) is None
     assert history(g, "pr-keep") == keep
     assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = %s", (keys.pack(None, "pr-keep"),))[0][0] > 0
+
+
+def test_a_bytearray_in_a_list_channel_is_stored_and_read_back(store):
+    """A bytearray item crashed put (its serialised form, a bytearray, is unhashable), and so
+    did a load of a thread that held one (audit of 2026-12-07): both as InMemorySaver."""
+
+    class S(TypedDict):
+        items: Annotated[list, operator.add]
+
+    def build(saver):
+        g = StateGraph(S)
+        g.add_node("n", lambda s: {"items": [bytearray(b"from node"), b"raw"]})
+        g.add_edge(START, "n")
+        return g.compile(checkpointer=saver)
+
+    cfg = {"configurable": {"thread_id": "bytes"}}
+    want = build(InMemorySaver()).invoke({"items": [b"x"]}, cfg)
+    assert build(MysqlSaver(store)).invoke({"items": [b"x"]}, cfg) == want
+    assert build(MysqlSaver(store)).get_state(cfg).values == want  # a new saver: the load
+    plain = MysqlSaver(store)
+    plain.check_edits = False  # written without fingerprints: the load still makes them
+    build(plain).invoke({"items": [b"y"]}, {"configurable": {"thread_id": "bytes-2"}})
+    assert build(MysqlSaver(store)).get_state({"configurable": {"thread_id": "bytes-2"}}).values == {
+        "items": [b"y", bytearray(b"from node"), b"raw"]}

@@ -370,7 +370,8 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         if None in states:
             serde = self.serde.serde if isinstance(self.serde, EncryptedSerializer) else self.serde
             for pos in [p for p, m in enumerate(states) if m is None]:
-                states[pos] = tuple(serde.dumps_typed(items[pos]))
+                kind, data = serde.dumps_typed(items[pos])
+                states[pos] = (kind, bytes(data))  # bytes: a bytearray item comes back as one, unhashable
         return list(map(hash, states))
 
     def _marks_of(self, where: tuple, last: _Last) -> list:
