@@ -926,3 +926,26 @@ def test_a_bytearray_in_a_list_channel_is_stored_and_read_back(store):
     build(plain).invoke({"items": [b"y"]}, {"configurable": {"thread_id": "bytes-2"}})
     assert build(MysqlSaver(store)).get_state({"configurable": {"thread_id": "bytes-2"}}).values == {
         "items": [b"y", bytearray(b"from node"), b"raw"]}
+
+
+def test_the_last_special_write_wins_whatever_the_writers_clock(store, monkeypatch):
+    """A task's calls were ordered by each process's clock (the row key): a process whose clock
+    ran behind wrote an interrupt that sorted before the stale one it replaced, and the stale
+    one was read (audit of 2026-12-07). A special write now has one row per (task, index),
+    written over: the last committed wins. (A regular write made twice for one task keeps the
+    first by the writers' clocks: langgraph.md.)"""
+    import time as time_module
+
+    a, b = MysqlSaver(store), MysqlSaver(store)
+    conf = {"thread_id": "skew", "checkpoint_ns": ""}
+    ck = {"v": 4, "id": "1f" + "0" * 34, "ts": "", "channel_values": {}, "channel_versions": {}, "versions_seen": {}}
+    stored = a.put({"configurable": conf}, ck, {"source": "loop", "step": 0}, {})
+    a.put_writes(stored, [("__interrupt__", "first question"), ("out", 1)], "task-1")
+    real = time_module.time_ns
+    monkeypatch.setattr(time_module, "time_ns", lambda: real() - 60 * 10**9)  # b's clock: a minute behind
+    b.put_writes(stored, [("__interrupt__", "second question"), ("out", 2)], "task-1")
+    monkeypatch.setattr(time_module, "time_ns", real)
+    for reader in (a, b, MysqlSaver(store)):
+        got = reader.get_tuple({"configurable": conf})
+        assert [w[2] for w in got.pending_writes if w[1] == "__interrupt__"] == ["second question"]
+        assert len([w for w in got.pending_writes if w[1] == "out"]) == 1  # one per (task, index)

@@ -615,18 +615,27 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         Write indexes are LangGraph's: the position in ``writes``, or ``WRITES_IDX_MAP``'s
         negative index for the special channels (error, interrupt, resume, scheduled). Read
         back, a regular write stored twice counts once (the first), a special one is replaced
-        (the last), as in LangGraph's own savers.
+        (the last), as in LangGraph's own savers: a special write has a row per (task, index)
+        that each call writes over, so the last one committed wins whichever process, and
+        whichever clock, wrote it.
         """
         thread, ns = self._where(config)
         cid = config["configurable"]["checkpoint_id"]
         rows = [{"i": WRITES_IDX_MAP.get(ch, i), "ch": ch, "v": to_row(self.serde, v)} for i, (ch, v) in enumerate(writes)]
-        if rows:
+        regular = [r for r in rows if r["i"] >= 0]
+        special = {layout.special_write_key(ns, cid, str(task_id), r["i"]): {"cp": cid, "task": task_id, "path": task_path,
+                                                                          "w": [r]} for r in rows if r["i"] < 0}
+        if regular:
             key = layout.writes_key(ns, cid, str(task_id), self._next_seq())
-            row = {"cp": cid, "task": task_id, "path": task_path, "w": rows}
+            row = {"cp": cid, "task": task_id, "path": task_path, "w": regular}
+            if special:  # both, in one transaction
+                self.store.save_many(self.user_id, thread, values={key: row, **special})
             # a new key (a per-process increasing number): created in one statement and its
             # COMMIT; there already (the same call made again), written over as before
-            if self.store.save_if_version(self.user_id, thread, key, row, 0) == UNVERSIONED:
+            elif self.store.save_if_version(self.user_id, thread, key, row, 0) == UNVERSIONED:
                 self.store.save(self.user_id, thread, key, row)
+        elif special:
+            self.store.save_many(self.user_id, thread, values=special)
 
     # ---- reading checkpoints -------------------------------------------------------------------
 

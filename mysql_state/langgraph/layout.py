@@ -44,6 +44,7 @@ __all__ = [
     "checkpoint_key",
     "checkpoint_prefix",
     "writes_key",
+    "special_write_key",
     "writes_prefix",
     "blob_key",
     "log_key",
@@ -143,6 +144,13 @@ def writes_prefix(ns: str, checkpoint_id: Optional[str] = None) -> str:
 def writes_key(ns: str, checkpoint_id: str, task_id: str, seq: int) -> str:
     """The row of one ``put_writes`` call: a task's writes; ``seq`` orders a task's calls."""
     return writes_prefix(ns, checkpoint_id) + f"{_fit(task_id, _ID_CHARS)}/{seq:020d}"
+
+
+def special_write_key(ns: str, checkpoint_id: str, task_id: str, index: int) -> str:
+    """The row of a task's special write (``index`` < 0: an interrupt, a resume, an error),
+    written over by each call that makes one: the last one committed is the one read, whatever
+    the clocks of the processes that wrote them (after every :func:`writes_key` of the task)."""
+    return writes_prefix(ns, checkpoint_id) + f"{_fit(task_id, _ID_CHARS)}/x{-index:03d}"
 
 
 def blob_key(ns: str, channel: str, version: str) -> str:
