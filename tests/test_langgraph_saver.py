@@ -949,3 +949,30 @@ def test_the_last_special_write_wins_whatever_the_writers_clock(store, monkeypat
         got = reader.get_tuple({"configurable": conf})
         assert [w[2] for w in got.pending_writes if w[1] == "__interrupt__"] == ["second question"]
         assert len([w for w in got.pending_writes if w[1] == "out"]) == 1  # one per (task, index)
+
+
+def test_a_checkpoint_row_the_index_lists_and_the_table_lost_is_damage_not_no_state(saver, raw):
+    """A checkpoint row deleted behind the saver's back while the thread's index still lists
+    it: get_tuple answered None (a new conversation) and list left it out silently (audit of
+    2026-12-07). A row deleted with its index entry (delete_thread) is no checkpoint, as is an
+    id no checkpoint has."""
+    graph = chat_graph(saver)
+    for i in range(3):
+        turn(graph, "lost", i)
+    cfg = {"configurable": {"thread_id": "lost", "checkpoint_ns": ""}}
+    newest = saver.get_tuple(cfg).config["configurable"]["checkpoint_id"]
+    older = [t.config["configurable"]["checkpoint_id"] for t in saver.list(cfg)][3]
+    raw.execute("DELETE FROM {t} WHERE session_id = %s AND state_key = %s",
+                (keys.pack(None, "lost"), f"cp/~/{older}"))
+    with pytest.raises(CorruptStateError, match="missing, but the thread's index lists it"):
+        list(saver.list(cfg))
+    assert saver.get_tuple(cfg).config["configurable"]["checkpoint_id"] == newest  # the newest is there
+    raw.execute("DELETE FROM {t} WHERE session_id = %s AND state_key = %s",
+                (keys.pack(None, "lost"), f"cp/~/{newest}"))
+    for read in (lambda: saver.get_tuple(cfg), lambda: MysqlSaver(saver.store).get_tuple(cfg),
+                 lambda: graph.get_state({"configurable": {"thread_id": "lost"}})):
+        with pytest.raises(CorruptStateError, match="missing"):
+            read()
+    assert saver.get_tuple({"configurable": {"thread_id": "lost", "checkpoint_ns": "", "checkpoint_id": "1f-none"}}) is None
+    saver.delete_thread("lost")
+    assert saver.get_tuple(cfg) is None and list(saver.list(cfg)) == []

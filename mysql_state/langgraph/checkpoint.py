@@ -657,7 +657,11 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             key = layout.checkpoint_key(ns, cid)
             record = self.store.get(u, thread, key)
             if record is None:
-                return None
+                if get_checkpoint_id(config):  # an id the caller names: none such
+                    return None
+                if attempt == READ_ATTEMPTS - 1:  # the index lists it, the row is not there: damage
+                    self._missing(thread, [key])
+                continue  # the newest one, pruned or deleted between the two reads: read again
             try:
                 return self._load(thread, [self._record(thread, key, record)], learn=True)[0]
             except _LogShort:  # the row and its log read apart: another process pruned or deleted between
@@ -784,10 +788,28 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         return self.store.get_list(self.user_id, thread, layout.index_key(ns))
 
     def _records(self, thread: str, ns: str, ids: Sequence[str]) -> list[dict]:
-        """Checkpoint rows by id, in the order given (missing ones left out), one statement."""
+        """Checkpoint rows by id, in the order given, one statement. Ids read from the index
+        whose rows are missing: left out when the index no longer lists them (a prune or a
+        delete by another process between the two reads), else read once more, and a row the
+        index lists that is still missing is damage (:class:`CorruptStateError`), never a
+        checkpoint silently left out."""
         wanted = [layout.checkpoint_key(ns, i) for i in ids]
         found = self.store.get_many(self.user_id, thread, values=wanted) if wanted else {}
+        if len(found) < len(wanted):
+            listed = {e[0] for e in self._index(thread, ns)}
+            gone = [k for i, k in zip(ids, wanted) if k not in found and i in listed]
+            if gone:
+                found.update(self.store.get_many(self.user_id, thread, values=gone))
+                self._missing(thread, [k for k in gone if k not in found])
         return [self._record(thread, k, found[k]) for k in wanted if k in found]
+
+    def _missing(self, thread: str, lost: Sequence[str]) -> None:
+        """Checkpoint rows the thread's index lists and the table does not hold: damage."""
+        if lost:
+            sid = keys.pack(self.user_id, thread)
+            raise CorruptStateError(f"LangGraph checkpoint row {lost[0]!r} of session {sid!r} is missing, but the "
+                                    "thread's index lists it: the row was deleted behind the saver's back (doctor, "
+                                    "or delete_thread and start again)", sid, lost[0])
 
     def _namespaces(self, thread: str) -> list[str]:
         rows = self.store.get_prefix(self.user_id, thread, layout.RECORDS)
