@@ -69,6 +69,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from . import keys, serde
 from ._adapt import AnyStore, as_async, open_store
+from .errors import CorruptStateError
 
 __all__ = ["MysqlSessionService", "encode_id", "decode_id"]
 
@@ -326,6 +327,12 @@ class MysqlSessionService(BaseSessionService):
             rows, meta, data = await self.store.transaction(locked)
             if meta is None:
                 return None
+            if not _agree(meta, data, config):  # under the lock no append comes between: lost events
+                sid = keys.pack(ids.owner, ids.events)
+                raise CorruptStateError(
+                    f"ADK session {ids.session_id!r} of app {ids.app_name!r}: its events (session {sid!r}) do not "
+                    f"end with the event its row says was appended last ({meta.get('last')!r}): events were lost "
+                    "behind the store's back; nothing of it was returned", sid, EVENTS)
         events = [Event.model_validate(e) for e in _from(data, config.after_timestamp if config else None)]
         return _session(ids, meta, rows.get(APP_KEY) or {}, rows.get(ids.user_key) or {}, events)
 

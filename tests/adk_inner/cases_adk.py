@@ -573,3 +573,28 @@ def test_a_non_finite_float_in_state_is_refused_naming_the_state_key(svc, raw) -
         assert (await svc.get_session(app_name=APP, user_id=USER, session_id="nan-1")).events == []
 
     run(go())
+
+
+def test_events_lost_behind_the_stores_back_are_damage_not_a_shorter_session(svc, raw) -> None:
+    """The session's row names the event appended last; events deleted by hand (the whole list,
+    or its hash row and last event) came back as a session with fewer or no events, once the
+    locked read agreed no better (audit of 2026-12-07). Now CorruptStateError."""
+    from mysql_state import CorruptStateError
+
+    async def go():
+        for sid in ("lost-all", "lost-last"):
+            s = await svc.create_session(app_name=APP, user_id=USER, session_id=sid)
+            for i in range(4):
+                await svc.append_event(s, Event(author="user", invocation_id=f"inv{i}",
+                                                content=types.Content(role="user", parts=[types.Part(text=f"m{i}")])))
+        events = lambda sid: f"adk.{encode_id(APP)}:e:{encode_id(USER)}:{encode_id(sid)}"  # noqa: E731
+        raw.execute("DELETE FROM {t} WHERE session_id = %s", (events("lost-all"),))
+        raw.execute("DELETE FROM {t} WHERE session_id = %s AND (state_key = 'events:_hash' OR item_index = 3)",
+                    (events("lost-last"),))
+        for sid in ("lost-all", "lost-last"):
+            with pytest.raises(CorruptStateError, match="events were lost"):
+                await svc.get_session(app_name=APP, user_id=USER, session_id=sid)
+        s = await svc.create_session(app_name=APP, user_id=USER, session_id="whole")  # an intact one reads
+        assert (await svc.get_session(app_name=APP, user_id=USER, session_id="whole")).id == s.id
+
+    run(go())
