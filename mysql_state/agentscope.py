@@ -40,6 +40,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from . import keys
 from .aio import AsyncMysqlAgentStateStore
+from .errors import CorruptStateError
 from .results import SaveReport as ListSaveReport
 from .store import MysqlAgentStateStore
 
@@ -137,6 +138,13 @@ class AgentStateRepository:
         found = await self.store.get_many(
             user_id, session_id, values=[self.state_key], lists=[self.context_key], versioned=True
         )
+        if (self.state_key in found) != (self.context_key in found):  # a save writes both, in one transaction
+            lost = self.context_key if self.state_key in found else self.state_key
+            sid = keys.pack(user_id, session_id)
+            raise CorruptStateError(
+                f"AgentScope state of session {sid!r} is half there: {lost!r} is missing while the other key "
+                "is stored (a save writes both in one transaction: it was lost behind the store's back); "
+                "nothing of it was returned", sid, lost)
         rest, version = found.get(self.state_key, (None, 0))
         context = found[self.context_key].value if self.context_key in found else []
         if rest is None and not context:

@@ -551,3 +551,32 @@ def test_repository_round_trips_load_one_save_two(astore, raw, url, database):
         await other.aclose()
 
     run(go())
+
+
+@pytest.mark.parametrize("lost", ["state row", "context rows"])
+def test_half_a_state_lost_behind_the_stores_back_is_damage_not_a_state(astore, raw, lost):
+    """A save writes the state row and the context list in one transaction; with one of them
+    deleted by hand, load gave the other with defaults for the rest (summary '', version 0, or
+    an empty context) as if whole (audit of 2026-12-07). Now CorruptStateError naming the key."""
+    from mysql_state import CorruptStateError
+
+    repo = AgentStateRepository(astore)
+
+    async def go():
+        state = await repo.load("alice", "half")
+        state.context.append(UserMsg("alice", "hi"))
+        state.summary = "greeted"
+        await repo.save("alice", "half", state)
+        empty = await repo.load("alice", "empty")  # a state saved with no message reads back
+        await repo.save("alice", "empty", empty)
+        assert (await repo.load("alice", "empty")).context == []
+        if lost == "state row":
+            raw.execute("DELETE FROM {t} WHERE session_id = 'alice:half' AND state_key = %s", (STATE_KEY,))
+        else:
+            raw.execute("DELETE FROM {t} WHERE session_id = 'alice:half' AND state_key IN (%s, %s)",
+                        (CONTEXT_KEY, CONTEXT_KEY + ":_hash"))
+        with pytest.raises(CorruptStateError, match="half there") as caught:
+            await repo.load_versioned("alice", "half")
+        assert caught.value.key == (STATE_KEY if lost == "state row" else CONTEXT_KEY)
+
+    asyncio.run(go())
