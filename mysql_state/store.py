@@ -736,7 +736,8 @@ class MysqlAgentStateStore:
     def forget_user(self, user_id: Optional[str], *, batch: int = 500) -> int:
         """Erase a user (None: the anonymous one): every row of every session, history and
         catalog included, each session whole as :meth:`delete` deletes one, ``batch`` sessions
-        per transaction, safe to re-run; the rows removed.
+        per transaction, safe to re-run; the rows removed. A blank ``user_id`` is refused
+        (elsewhere it names the anonymous user): an empty variable erases nothing here.
 
         >>> store.save("erin", "s-1", "plan", 1)
         >>> store.save_list("erin", "s-2", "memory", ["a"])
@@ -745,6 +746,9 @@ class MysqlAgentStateStore:
         >>> store.list_session_ids("erin")
         set()
         """
+        if isinstance(user_id, str) and not user_id.strip():
+            raise ValueError(f"forget_user: user_id {user_id!r} is blank; pass None to erase the anonymous "
+                             "user's sessions (a blank id is refused here, not taken for it); nothing was erased")
         prefix = keys.user_prefix(user_id)
         catalog.check_count("batch", batch)
         removed = sessions.forget_user(self._db, self.table, prefix, batch, f"forget_user {user_id!r}")

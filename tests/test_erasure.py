@@ -297,3 +297,16 @@ def test_forget_user_on_the_java_table_finds_sessions_spelled_like_another_user_
         left = raw.query("SELECT CAST(session_id AS BINARY), state_key FROM {t} WHERE session_id <> '__catalog__'")
         assert left == [(b"Alice:s1", "a")], left
         assert s.list_session_ids("carol") == set()
+
+
+def test_forget_user_refuses_a_blank_id_rather_than_erase_the_anonymous_user(store, raw) -> None:
+    """Elsewhere a blank user id names the anonymous user; in forget_user an empty variable
+    would then erase every anonymous session (audit of 2026-12-07): refused, nothing erased."""
+    store.save(None, "a", "k", 1)
+    store.save("", "b", "k", 2)
+    before = raw.all_rows()
+    for blank in ("", "   "):
+        with pytest.raises(ValueError, match="blank; pass None"):
+            store.forget_user(blank)
+    assert raw.all_rows() == before
+    assert store.forget_user(None) > 0 and store.list_session_ids(None) == set()
