@@ -65,6 +65,7 @@ OPERATIONS = (
     "get_prefix",
     "transaction",
     "list_length",
+    "key_kind",
     "exists",
     "delete",
     "delete_keys",
@@ -242,6 +243,7 @@ class AsyncMysqlAgentStateStore:
     get_prefix = mirror(MysqlAgentStateStore.get_prefix)
     transaction = mirror(MysqlAgentStateStore.transaction)  # fn(tx) is synchronous, run in the thread
     list_length = mirror(MysqlAgentStateStore.list_length)
+    key_kind = mirror(MysqlAgentStateStore.key_kind)
     exists = mirror(MysqlAgentStateStore.exists)
     delete = mirror(MysqlAgentStateStore.delete)
     delete_keys = mirror(MysqlAgentStateStore.delete_keys)

@@ -164,6 +164,7 @@ COMMAND_HELP = {
                      "object (store.get_many)"),
     "get-prefix": ((), "the values of one session whose key starts with PREFIX, as one JSON object (store.get_prefix)"),
     "list-length": (("length",), "a list's length (store.list_length)"),
+    "key-kind": ((), "what a key holds: list, value, or exit 1 when absent (store.key_kind)"),
     "save": ((), "store one JSON value at a key (store.save); --if-version N: only if the key's version is N "
                  "(store.save_if_version), exit 1 when it is not"),
     "save-list": ((), "store a whole list, given as a JSON array (store.save_list); --if-version N as save's "
@@ -265,6 +266,7 @@ def _parser() -> argparse.ArgumentParser:
     gp = _command(sub, "get-prefix", _get_prefix, ("session", "prefix"), "[--user U] USER SESSION PREFIX")
     gp.add_argument("--versioned", action="store_true", help='each as {"value": ..., "version": N}')
     _command(sub, "list-length", _length, ("session", "key"), "[--user U] USER SESSION KEY")
+    _command(sub, "key-kind", _kind, ("session", "key"), "[--user U] USER SESSION KEY")
     sv1 = _command(sub, "save", _save, ("session", "key", "value"), "[--user U] USER SESSION KEY JSON [--if-version N]")
     sv2 = _command(sub, "save-list", _save_list, ("session", "key", "value"),
                    "[--user U] USER SESSION KEY JSON_ARRAY [--if-version N]")
@@ -500,7 +502,7 @@ def _sessions(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
 
 
 def _has_key(store: MysqlAgentStateStore, args: argparse.Namespace) -> bool:
-    return store.get_versioned(_user(args.user), args.session, args.key).version != 0
+    return store.key_kind(_user(args.user), args.session, args.key) is not None
 
 
 def _get(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
@@ -520,14 +522,13 @@ def _get(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
         items = [{"value": h.value, "archived_at": h.archived_at} for h in found]
         _out(args, items, "\n".join(f"{h['archived_at']}  {_dumps(h['value'])}" for h in items))
         return 0
-    if not _has_key(store, args):
+    kind = store.key_kind(user, args.session, args.key)
+    if kind is None:
         raise NotFound(f"{_where(args)} has no key {args.key!r}")
-    whole = store.get_list_versioned(user, args.session, args.key)
-    # Not one item: a list (empty, or several items). One item: a list of one, unless the key
-    # holds a single value (a value read as a list is one item with the value's version).
-    listed = len(whole.value) != 1 or args.key not in store.get_prefix(user, args.session, args.key)
+    listed = kind == "list"
     if args.versioned:  # a list whole with its hash row's version, else the value with its own
-        found = whole if listed else store.get_versioned(user, args.session, args.key)
+        found = (store.get_list_versioned(user, args.session, args.key) if listed
+                 else store.get_versioned(user, args.session, args.key))
         _out(args, _versioned(found), _dumps(_versioned(found)))
         return 0
     if listed:
@@ -552,6 +553,14 @@ def _info(store: MysqlAgentStateStore, user: Optional[str], session: str) -> dic
         if page.next_cursor is None:
             return dict(user_id=user, session_id=session, keys="(no catalog row: run doctor --fix)")
         cursor = page.next_cursor
+
+
+def _kind(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
+    kind = store.key_kind(_user(args.user), args.session, args.key)
+    if kind is None:
+        raise NotFound(f"{_where(args)} has no key {args.key!r}")
+    _out(args, kind, kind)
+    return 0
 
 
 def _length(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:

@@ -1,11 +1,12 @@
 """History kept (``keep_history=True``): what a list save dropped (shrunk or replaced items), archived.
 
-A save that makes a list shorter (a compaction, a truncation, a clear) archives, in its own
-transaction and server-side, every stored item from the first changed index to the old end,
-in item order, under the session's history id (:func:`keys.history_session`): ``state_key``
-is the list's key, ``item_index`` the archive order, ``state_data`` the item's JSON unchanged,
-``created_at`` the time it was archived. A save that keeps or grows the length archives
-nothing. ``get_list`` never sees these rows; deleting the key, deleting or pruning the session,
+A save that makes a list shorter (a compaction, a truncation, a clear) or replaces any of its
+stored items (a compaction into as many items, an edit) archives, in its own transaction and
+server-side, every stored item from the first changed index to the old end, in item order,
+under the session's history id (:func:`keys.history_session`): ``state_key`` is the list's
+key, ``item_index`` the archive order, ``state_data`` the item's JSON unchanged,
+``created_at`` the time it was archived. An append archives nothing. ``get_list`` never sees
+these rows; deleting the key, deleting or pruning the session,
 and ``forget_user`` remove them. A list written without a hash row of ours (the Java store) is
 read before a shrinking save so that what it drops is archived as well.
 """

@@ -158,19 +158,21 @@ def get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int],
             return found[0]
     got = _get(cur, t, sid, k, offset, limit, model, seen_n)
     if whole and not got[1] and len(got[0]) == 1:  # one row 0, no hash row: a value read as a list
-        got = (got[0], value_version(cur, t, sid, k), *got[2:])
+        got = (got[0], value_version(cur, t, sid, k, got[0][0], model), *got[2:])
     if learned is not None and whole and model is None:
         learned["known"] = known_of(t, got[3], got[0], got[2])
     return got[:3]
 
 
-def value_version(cur: Any, t: Table, sid: str, k: str) -> int:
-    """The version of the single value under ``k`` (0: none): what a list compare-and-set
-    compares with when a key holds one row and no hash row (a list save replaces the value),
-    so a whole list read of it gives that version, not 0 (the read-modify-write loop of the
-    version read would fail for ever)."""
-    found = values.get(cur, t, sid, k, None)
-    return found[1] if found is not None else 0
+def value_version(cur: Any, t: Table, sid: str, k: str, value: Any, model: Any) -> int:
+    """The version of the single value under ``k`` that a whole list read found as its one
+    item (``value``): what a list compare-and-set compares with when a key holds one row and
+    no hash row (a list save replaces the value), so the read gives that version, not 0 (the
+    read-modify-write loop of the version read would fail for ever). Read in a second
+    statement: when the key no longer holds that value alone (another writer came between),
+    0, which no compare-and-set over what is stored now accepts."""
+    found = values.get(cur, t, sid, k, model)
+    return found[1] if found is not None and not found[2] and found[0] == value else 0
 
 
 def _get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int], model: Any,
@@ -453,9 +455,9 @@ def length(cur: Any, t: Table, sid: str, k: str, *, lock: bool = False, operatio
         return stored.n
     cur.execute(t.statements["COUNT_ITEMS"], (sid, k))
     n = int(cur.fetchone()[0])
-    if operation is not None and row is None and n == 1:  # no hash row, one row: a value if it is row 0
-        cur.execute(t.statements["SELECT_ITEM"], (sid, k, 0))
-        if cur.fetchone() is not None:
+    if operation is not None and row is None and n == 1:  # maybe a value: asked in one statement
+        _, is_list, row0 = values.key_head(cur, t, sid, k, lock=lock)
+        if row0 and not is_list:
             raise WrongTypeError(sid, k, operation)
     return n
 

@@ -73,10 +73,11 @@ SELECT_VALUE = (
 SELECT_VALUE_FOR_UPDATE = SELECT_VALUE + " FOR UPDATE"
 # Before a value replaces whatever is under a key: wait for a list writer (it holds the hash
 # row) and learn whether list rows remain. Reads at most three rows, whatever the list's size.
-LOCK_KEY_HEAD = (
+KEY_HEAD = (
     "SELECT state_key = %s, item_index, GREATEST(version, 1) FROM {t}"
-    " WHERE session_id = %s AND state_key IN (%s, %s) AND item_index <= 1 FOR UPDATE"
+    " WHERE session_id = %s AND state_key IN (%s, %s) AND item_index <= 1"
 )
+LOCK_KEY_HEAD = KEY_HEAD + " FOR UPDATE"
 # Remove what a list left under a key that now holds a single value (items 1.. and the hash row).
 DELETE_LIST_REMAINS = (
     "DELETE FROM {t} WHERE session_id = %s"

@@ -581,6 +581,23 @@ class MysqlAgentStateStore:
         return self._db.run(lambda cur: list_read.length(cur, t, sid, k), f"list_length {k!r}", write=False,
                             consistency=consistency, session=sid)
 
+    def key_kind(self, user_id: Optional[str], session_id: str, key: str, *,
+                 consistency: str = "strong") -> Optional[str]:
+        """What ``key`` holds: ``"list"`` (a hash row, or items without one), ``"value"`` (a single
+        row 0), or None when absent; one statement, as Redis's TYPE. A list of one item and a
+        value read alike through ``get_list``: this tells them apart.
+
+        >>> store.save("alice", "kind-1", "plan", {"step": 1})
+        >>> store.save_list("alice", "kind-1", "memory", ["only item"])
+        >>> [store.key_kind("alice", "kind-1", k) for k in ("plan", "memory", "nothing")]
+        ['value', 'list', None]
+        """
+        t = self.table
+        sid, k = args.key_ids(t, user_id, session_id, key)
+        _, is_list, row0 = self._db.run(lambda cur: value_engine.key_head(cur, t, sid, k, lock=False),
+                                        f"key_kind {k!r}", write=False, consistency=consistency, session=sid)
+        return "list" if is_list else ("value" if row0 else None)
+
     def pop_list(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None) -> Any:
         """Remove and return the last item, atomically (None when empty); the hash row stays
         exact, a concurrent ``append_list`` is never lost, no item is popped twice.

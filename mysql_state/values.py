@@ -22,14 +22,15 @@ __all__ = ["key_head", "write", "write_if_seen", "digest", "start_over", "create
            "get", "prefix_values"]
 
 
-def key_head(cur: Any, t: Table, sid: str, k: str) -> tuple[int, bool, bool]:
-    """Lock what is under ``k``: (its version, 0 when absent; is it a list; was there a row 0).
+def key_head(cur: Any, t: Table, sid: str, k: str, *, lock: bool = True) -> tuple[int, bool, bool]:
+    """What is under ``k``, in one statement: (its version, 0 when absent; is it a list; was
+    there a row 0). A list is a hash row (of any writer), or items past row 0 without one.
 
-    Waits for a list writer (who holds the hash row), so that rows it inserted are
+    ``lock``: waits for a list writer (who holds the hash row), so that rows it inserted are
     committed, hence seen, by the DELETE that follows.
     """
     hk = keys.hash_key(k)
-    cur.execute(t.statements["LOCK_KEY_HEAD"], (hk, sid, k, hk))
+    cur.execute(t.statements["LOCK_KEY_HEAD" if lock else "KEY_HEAD"], (hk, sid, k, hk))
     rows = cur.fetchall()
     hash_version = next((int(r[2]) for r in rows if r[0]), 0)
     row0 = next((int(r[2]) for r in rows if not r[0] and r[1] == 0), 0)

@@ -513,3 +513,21 @@ def test_an_integer_beyond_64_bits_is_refused_never_saved_as_a_float(store, raw,
     assert cli(url, database, "save", "u", "s", "k", '{"a": 1234567890123456789}').returncode == 0
     assert raw.query("SELECT state_data FROM {t} WHERE session_id = 'u:s' AND state_key = 'k'") == [
         ('{"a":1234567890123456789}',)]
+
+
+def test_get_and_key_kind_tell_a_value_from_a_list_of_one_by_the_key_alone(store, raw, url, database):
+    """`get` told a list of one from a value by reading every value whose key starts with KEY:
+    a damaged sibling (`plan2`) made `get plan` fail (review of 2026-12-07). `key-kind` and
+    `get` ask about the one key."""
+    store.save("cu", "s1", "plan", {"step": 1})
+    store.save_list("cu", "s1", "memory", [{"only": 1}])
+    store.save("cu", "s1", "plan2", 2)
+    raw.execute("UPDATE {t} SET state_data = '{not json' WHERE session_id = 'cu:s1' AND state_key = 'plan2'")
+    out = cli(url, database, "get", "cu", "s1", "plan")
+    assert out.returncode == 0 and orjson.loads(out.stdout) == {"step": 1}, out
+    out = cli(url, database, "get", "cu", "s1", "memory")
+    assert out.returncode == 0 and out.stdout.splitlines() == ['{"only":1}'], out
+    assert [cli(url, database, "key-kind", "cu", "s1", k).stdout.strip() for k in ("plan", "memory")] == ["value", "list"]
+    out = cli(url, database, "key-kind", "cu", "s1", "nothing")
+    assert out.returncode == 1 and "has no key 'nothing'" in out.stderr
+    assert store.key_kind("cu", "s1", "plan2") == "value"  # a damaged value is still a value

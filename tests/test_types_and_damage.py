@@ -556,6 +556,65 @@ def test_an_append_of_no_items_to_a_value_is_refused_as_an_append_of_items_is(st
         with pytest.raises(WrongTypeError, match="append_list"):
             call()
     assert raw.rows("u:s") == before
+    for call in (lambda: store.append_lists("u", "s", {"plan": []}, at={"plan": 1}),  # LangGraph's form
+                 lambda: store.transaction(lambda tx: tx.append_lists("u", "s", {"plan": []}, at={"plan": 1}))):
+        with pytest.raises(WrongTypeError, match="append_lists"):
+            call()
+    assert raw.rows("u:s") == before
     store.save_list("u", "s", "one", ["x"])  # a list of one item is a list
     assert store.append_list("u", "s", "one", []) == 1 and store.append_lists("u", "s", {"one": []}) == {"one": 1}
     assert store.append_list("u", "s", "absent", []) == 0
+
+
+def test_an_append_of_no_items_never_takes_a_list_of_one_being_created_for_a_value(store, other):
+    """The value check of an empty append read the hash row, the count and row 0 in three
+    statements: a list of one created between them looked like a value (WrongTypeError ~3 %
+    of the time against a writer that creates and deletes it; review of 2026-12-07). One
+    statement decides now."""
+    import threading
+    import time
+
+    stop, refused = threading.Event(), []
+
+    def writer():
+        while not stop.is_set():
+            other.save_list("u", "race", "k", ["only item"])
+            other.delete("u", "race", "k")
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        end = time.monotonic() + 2.0
+        while time.monotonic() < end:
+            try:
+                assert store.append_list("u", "race", "k", []) in (0, 1)
+            except WrongTypeError as exc:
+                refused.append(exc)
+    finally:
+        stop.set()
+        t.join()
+    assert refused == []
+
+
+def test_a_value_read_as_a_list_while_a_list_replaces_it_gets_no_version_of_the_list(store, other, raw, monkeypatch):
+    """The version of a value read as a list is read in a second statement: another writer's
+    list saved between the two gave the old value the new list's version, and a compare-and-set
+    with it wrote over that list (review of 2026-12-07). The version is now the value's only
+    when the key still holds that value alone, else 0 (stale for any compare-and-set)."""
+    from mysql_state import values
+
+    store.save("u", "s", "m", "old value")
+    real, fired = values.get, []
+
+    def between(*a, **kw):  # the other writer commits between the read and its version
+        if not fired:
+            fired.append(1)
+            other.save_list("u", "s", "m", ["a", "b"])
+        return real(*a, **kw)
+
+    monkeypatch.setattr(values, "get", between)
+    items, version = store.get_list_versioned("u", "s", "m")
+    monkeypatch.setattr(values, "get", real)
+    assert fired and (items, version) == (["old value"], 0)
+    assert store.save_list_if_version("u", "s", "m", items + ["mine"], version) == -1
+    assert check_list_rows(raw, "u:s", "m") == ["a", "b"]
