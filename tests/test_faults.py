@@ -27,10 +27,12 @@ def check_list_rows(raw: Raw, sid: str, key: str) -> list:
     """Rows of a list are exactly 0..n-1 and the hash row matches them; returns the items."""
     import orjson
 
-    items = raw.query("SELECT item_index, state_data FROM {t} WHERE session_id=%s AND state_key=%s ORDER BY item_index",
-                      (sid, key))
+    # one statement, one snapshot: two reads could see a commit land between them
+    rows = raw.query("SELECT state_key, item_index, state_data FROM {t} WHERE session_id=%s AND state_key IN (%s, %s)"
+                     " ORDER BY state_key, item_index", (sid, key, key + ":_hash"))
+    items = [(r[1], r[2]) for r in rows if r[0] == key]
+    hash_rows = [(r[2],) for r in rows if r[0] == key + ":_hash"]
     assert [r[0] for r in items] == list(range(len(items)))
-    hash_rows = raw.query("SELECT state_data FROM {t} WHERE session_id=%s AND state_key=%s", (sid, key + ":_hash"))
     assert len(hash_rows) == 1
     stored = ListHash.parse(hash_rows[0][0])
     assert stored is not None and verify(stored, [r[1].encode() for r in items])
