@@ -426,9 +426,12 @@ def damaged(sid: str, k: str, stored: Optional[ListHash], start: int, stop: int,
             first: Optional[int], last: Optional[int]) -> CorruptStateError:
     """The error of a list whose rows disagree with its hash row."""
     said = f"its hash row says {stored.n} items" if stored is not None else "it has no hash row of this store"
+    want = max(0, stop - start)
+    what = (f"{want - got} of them missing" if got < want else f"{got - want} rows too many" if got > want
+            else "numbered outside that range")
     return CorruptStateError(
-        f"list {k!r} of session {sid!r} is damaged: {said}, but items {start}..{stop - 1} are "
-        f"{got} rows numbered {first}..{last}; save the whole list again to repair it",
+        f"list {k!r} of session {sid!r} is damaged: {said}; items {start}..{stop - 1} should be {want} rows, "
+        f"but {got} are stored, numbered {first}..{last} ({what}); save the whole list again to repair it",
         sid, k,
     )
 

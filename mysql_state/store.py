@@ -18,11 +18,13 @@ from __future__ import annotations
 import collections.abc
 import contextlib
 import functools
+import inspect
 import time
 from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
 
 from . import args, catalog, history, keys, list_read, list_write, locks, migrations, retention, schema, serde
 from . import sessions, transfer, wiring
+from . import url as url_module  # (``url`` is a parameter name of from_url)
 from . import values as value_engine  # (``values`` is a parameter name of the public API)
 from .catalog import ALL_USERS, SessionPage
 from .crypto import Keyring
@@ -196,6 +198,7 @@ class MysqlAgentStateStore:
         False
         """
         cls._options(database_name, table_name, snapshot_bytes, create_if_not_exist, encryption, keep_history)
+        url_module.check_keywords(connect_kwargs, inspect.signature(cls.from_url).parameters)
         parts, url_database = wiring.from_url(
             url, replica_urls, pool_size=pool_size, pool_timeout=pool_timeout, connect_timeout=connect_timeout,
             read_timeout=read_timeout, write_timeout=write_timeout, retries=retries, session_wait=session_wait,

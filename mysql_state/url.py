@@ -403,6 +403,29 @@ def parse_url(url: str) -> tuple[dict, Optional[str]]:
     return parsed.kwargs(0), parsed.database
 
 
+def check_keywords(given: Any, own: Any) -> None:
+    """``from_url``'s keywords beyond its own options (``own``: their names) go to
+    ``pymysql.connect``: one that it does not take either is a TypeError naming it and the
+    closest option, before any connection (the driver's own error names neither ``from_url``
+    nor its options).
+
+    >>> check_keywords({"pool_sise": 3}, ["pool_size", "pool_timeout"])
+    Traceback (most recent call last):
+    ...
+    TypeError: from_url() got an unexpected keyword argument 'pool_sise' (did you mean 'pool_size'?): besides its own options (docs/api.md), a keyword must be one pymysql.connect takes
+    """
+    import difflib
+    import inspect
+
+    taken = {*inspect.signature(pymysql.connections.Connection.__init__).parameters, *TLS_KEYS} - {"self"}
+    for name in given:
+        if name not in taken:
+            close = difflib.get_close_matches(name, [*own, *sorted(taken)], n=1)
+            raise TypeError(f"from_url() got an unexpected keyword argument {name!r}"
+                            + (f" (did you mean {close[0]!r}?)" if close else "")
+                            + ": besides its own options (docs/api.md), a keyword must be one pymysql.connect takes")
+
+
 def connect_args(url: str, host_index: int = 0, **overrides: Any) -> tuple[dict, Optional[str]]:
     """Keyword arguments for :func:`connect` (host ``host_index``), and the URL's database.
 

@@ -323,3 +323,15 @@ def test_a_pymysql_keyword_the_store_sets_itself_is_refused_before_connecting(ur
     with pytest.raises(ValueError, match=f"{keyword}= is not an option"):
         MysqlAgentStateStore.from_url(url.replace("mysql://root@", "mysql://root:s3cret@"), database_name="x",
                                       **{keyword: None})
+
+
+def test_a_misspelt_option_of_from_url_names_itself_and_the_closest_option(url):
+    """from_url(url, pool_sise=3) raised the driver's "Connection.__init__() got an unexpected
+    keyword argument" when the first connection opened, naming neither from_url nor its
+    options (a new user's walk-through, 2026-12-07)."""
+    from mysql_state import AsyncMysqlAgentStateStore
+
+    with pytest.raises(TypeError, match="'pool_sise' \\(did you mean 'pool_size'\\?\\)"):
+        MysqlAgentStateStore.from_url(url, pool_sise=3)
+    with pytest.raises(TypeError, match="'init_comand' \\(did you mean 'init_command'\\?\\)"):
+        AsyncMysqlAgentStateStore.from_url(url, init_comand="SET @x = 1")
