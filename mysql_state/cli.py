@@ -399,6 +399,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         _err("interrupted")
         return 130
+    except BrokenPipeError:  # the reader went (`| head`): stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit fails no more
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by it
     except Exception as exc:  # noqa: BLE001 - a CLI prints one line, never a traceback
         _err(f"{type(exc).__name__}: {_one_line(str(exc), url)}")
         return 2

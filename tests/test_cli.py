@@ -531,3 +531,14 @@ def test_get_and_key_kind_tell_a_value_from_a_list_of_one_by_the_key_alone(store
     out = cli(url, database, "key-kind", "cu", "s1", "nothing")
     assert out.returncode == 1 and "has no key 'nothing'" in out.stderr
     assert store.key_kind("cu", "s1", "plan2") == "value"  # a damaged value is still a value
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(store, url, database):
+    """`mysql-state export | head -2` printed "BrokenPipeError: [Errno 32] Broken pipe" (a new
+    user's walk-through, 2026-12-07): the command stops quietly, as Unix tools do."""
+    store.save_list("u", "s", "big", list(range(20000)))
+    done = subprocess.run(["bash", "-c", f"'{sys.executable}' -m mysql_state export --url '{url}' --database "
+                                         f"'{database}' | head -2; exit ${{PIPESTATUS[0]}}"],
+                          capture_output=True, text=True, timeout=120)
+    assert len(done.stdout.splitlines()) == 2
+    assert done.stderr == "" and done.returncode == 141, (done.returncode, done.stderr)
