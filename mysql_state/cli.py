@@ -252,7 +252,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--cursor", help="the next page: the next_cursor of the page before (printed on stderr, or in --json)")
     _command(sub, "exists", _exists, ("session",), "[--user U] USER SESSION")
     g = _command(sub, "get", _get, ("session", "key?"),
-                 "[--user U] USER SESSION [KEY] [--offset N] [--limit N] [--tail N] [--history]")
+                 "[--user U] USER SESSION [KEY] [--offset N] [--limit N] [--tail N] [--history] [--versioned]")
     g.add_argument("--offset", type=int, default=0, help="a list's first item; negative counts from the end")
     g.add_argument("--limit", type=count, default=None, help="at most N items of a list")
     g.add_argument("--tail", type=count, help="only the last N items of a list")
