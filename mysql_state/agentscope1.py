@@ -67,6 +67,9 @@ __all__ = ["MysqlSession", "MysqlMemory", "SESSION_KEY"]
 #: The value key of a saved session: ``{module name: state dict}`` with memories swapped out.
 SESSION_KEY = "agentscope1.session"
 _LIST_REF = "__mysql_state_list__"
+#: A module's own dict that looks like a reference (its one key is ``_LIST_REF`` or this) is
+#: saved wrapped in ``{_ESCAPED: dict}``, so it loads back as the dict it was.
+_ESCAPED = "__mysql_state_escaped__"
 
 
 def _async(store: AsyncMysqlAgentStateStore | MysqlAgentStateStore) -> AsyncMysqlAgentStateStore:
@@ -132,7 +135,8 @@ class MysqlSession(SessionBase):
                 lists[key] = obj["content"]
                 return {**obj, "content": {_LIST_REF: key}}
             if isinstance(obj, dict):
-                return {k: lift(v, (*path, str(k))) for k, v in obj.items()}
+                lifted = {k: lift(v, (*path, str(k))) for k, v in obj.items()}
+                return {_ESCAPED: lifted} if set(obj) in ({_LIST_REF}, {_ESCAPED}) else lifted
             return obj
 
         states = {name: lift(module.state_dict(), (name,)) for name, module in state_modules_mapping.items()}
@@ -191,6 +195,8 @@ class MysqlSession(SessionBase):
             if isinstance(obj, dict):
                 if set(obj) == {_LIST_REF}:
                     return lists.get(obj[_LIST_REF], [])
+                if set(obj) == {_ESCAPED} and isinstance(obj[_ESCAPED], dict):  # a module's own dict
+                    return {k: lower(v) for k, v in obj[_ESCAPED].items()}
                 return {k: lower(v) for k, v in obj.items()}
             return obj
 
@@ -199,11 +205,22 @@ class MysqlSession(SessionBase):
                 module.load_state_dict(lower(states[name]))
 
 
+def _message_row(msg: Msg) -> dict:
+    """``msg.to_dict()`` with the message's ``invocation_id`` (the model response's id a
+    ReActAgent sets), which ``to_dict`` leaves out and ``Msg.from_dict`` reads back: the memory
+    is read again at every call, so without it the id was gone right after the write."""
+    row = msg.to_dict()
+    if getattr(msg, "invocation_id", None) is not None:
+        row["invocation_id"] = msg.invocation_id
+    return row
+
+
 class MysqlMemory(InMemoryMemory):
     """``InMemoryMemory`` whose content is written through to the store, one row per message.
 
     The list at ``key`` holds ``[msg.to_dict(), marks]`` per message (the layout of
-    ``InMemoryMemory.state_dict()``); the compressed summary is the value ``key + ".summary"``.
+    ``InMemoryMemory.state_dict()``, the message's ``invocation_id`` kept in its dict); the
+    compressed summary is the value ``key + ".summary"``.
     Every call reads the stored memory (one statement; only the rows added since this
     object's last read travel), so a new process, or another object on the same session,
     continues the conversation as it is stored. A change is applied to what is stored and
@@ -288,7 +305,7 @@ class MysqlMemory(InMemoryMemory):
         raise stale
 
     async def _flush(self, expected: Optional[int] = None) -> None:
-        rows = [[msg.to_dict(), list(marks)] for msg, marks in self.content]
+        rows = [[_message_row(msg), list(marks)] for msg, marks in self.content]
         report = await self.store.save_list_report(self.user_id, self.session_id, self.key, rows,
                                                    expected_version=expected)
         self.last_plan, self._version, self._pending_content = report, report.version, False
@@ -411,6 +428,18 @@ class MysqlMemory(InMemoryMemory):
         await self._load()
         await super().update_compressed_summary(summary)
         await self.store.save(self.user_id, self.session_id, self.summary_key, summary)
+
+    def state_dict(self) -> dict:
+        """``InMemoryMemory.state_dict()`` of the content last read or written, each message's
+        ``invocation_id`` kept in its dict (``Msg.to_dict`` leaves it out; ``Msg.from_dict``,
+        hence ``load_state_dict`` of any memory, reads it back).
+
+        >>> memory = MysqlMemory(store, user_id="alice", session_id="state-1")
+        >>> asyncio.run(memory.add(Msg("bot", "hi", "assistant", invocation_id="resp_1")))
+        >>> memory.state_dict()["content"][0][0]["invocation_id"]
+        'resp_1'
+        """
+        return {**super().state_dict(), "content": [[_message_row(msg), marks] for msg, marks in self.content]}
 
     def load_state_dict(self, state_dict: dict, strict: bool = True) -> None:
         """Replace the content (e.g. from a session); written to the store on the next change

@@ -431,3 +431,46 @@ def test_the_modules_docstring_examples_run(url: str, database: str, monkeypatch
     result = run_examples("mysql_state.agentscope1", url, database, monkeypatch, extras)
     assert result.attempted > 0, "mysql_state.agentscope1 lost its examples"
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed (see above)"
+
+
+def test_a_messages_invocation_id_is_kept_as_inmemorymemory_keeps_it(astore, raw):
+    """Msg.to_dict() leaves out invocation_id (a ReActAgent sets it to the model response's id);
+    the memory is read again at every call, so it was gone right after the write (audit of
+    2026-12-07). It is kept in the row, read back by Msg.from_dict, in this process and a new one."""
+    async def go():
+        m = MysqlMemory(astore, session_id="inv", user_id="u")
+        await m.add(Msg("assistant", "hi", "assistant", invocation_id="resp_1"))
+        await m.add(Msg("u", "plain", "user"))
+        assert [x.invocation_id for x in await m.get_memory(prepend_summary=False)] == ["resp_1", None]
+        fresh = MysqlMemory(astore, session_id="inv", user_id="u")
+        assert [x.invocation_id for x in await fresh.get_memory(prepend_summary=False)] == ["resp_1", None]
+
+    run(go())
+    content, _ = memory_rows(raw, "u:inv")
+    assert content[0][0]["invocation_id"] == "resp_1" and "invocation_id" not in content[1][0]
+
+
+def test_a_modules_dict_that_looks_like_a_memory_reference_loads_back_as_it_was(astore):
+    """A module state holding {"__mysql_state_list__": <a memory's list key>} loaded back as
+    that memory's messages (audit of 2026-12-07): such a dict is saved escaped, and loads back
+    unchanged, as JSONSession gives it."""
+    from agentscope.module import StateModule
+
+    class Holder(StateModule):
+        def __init__(self, extra):
+            super().__init__()
+            self.extra = extra
+            self.register_state("extra")
+
+    async def go():
+        session, memory = MysqlSession(astore), InMemoryMemory()
+        await memory.add(Msg("u", "x", "user"))
+        key = session.key + ".memory"
+        tricky = {"a": {"__mysql_state_list__": key}, "b": {"__mysql_state_escaped__": {"c": 1}}, "d": [1]}
+        await session.save_session_state("look", user_id="u", memory=memory, h=Holder(tricky))
+        memory2, h2 = InMemoryMemory(), Holder(None)
+        await session.load_session_state("look", user_id="u", memory=memory2, h=h2)
+        assert h2.extra == tricky
+        assert [m.get_text_content() for m in await memory2.get_memory()] == ["x"]
+
+    run(go())
