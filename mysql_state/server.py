@@ -63,11 +63,16 @@ def init_datadir(binary: str, datadir: str, user: Optional[str] = None) -> None:
     ``user`` is the account the server will run as (needed, and only allowed, as root).
     """
     install = find_binary("mariadb-install-db", "mysql_install_db")
+    mariadb = "mariadb" in os.path.basename(binary)
+    if mariadb and not install:  # mariadbd has no --initialize-insecure: say what is missing
+        raise RuntimeError(f"{binary} needs mariadb-install-db to initialise a datadir, and it is not on PATH "
+                           "(nor in /usr/sbin, /usr/local/sbin): install MariaDB's server package whole "
+                           "(apt-get install mariadb-server), or put it on PATH; nothing was created")
     os.makedirs(datadir)
     if user is not None and user != "root":
         shutil.chown(datadir, user, user)
     as_user = [f"--user={user}"] if user is not None else []
-    if install and "mariadb" in os.path.basename(binary):
+    if install and mariadb:
         # A tmpdir of its own: bootstraps running side by side in /tmp collided on temp tables.
         tmpdir = os.path.join(os.path.dirname(datadir), "bootstrap-tmp")
         os.makedirs(tmpdir, exist_ok=True)
@@ -78,8 +83,10 @@ def init_datadir(binary: str, datadir: str, user: Optional[str] = None) -> None:
     else:  # MySQL: mysqld --initialize-insecure
         cmd = [binary, "--no-defaults", "--initialize-insecure", f"--datadir={datadir}", *as_user]
     out = subprocess.run(cmd, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise RuntimeError(f"could not initialise a datadir with {cmd[0]}: {out.stderr[-2000:]}")
+    if out.returncode != 0:  # a half-made datadir would trip every later start: removed
+        shutil.rmtree(datadir, ignore_errors=True)
+        raise RuntimeError(f"could not initialise a datadir with {cmd[0]} (the half-made {datadir} was "
+                           f"removed): {out.stderr[-2000:]}")
 
 
 def read_error_log(base: str) -> str:
