@@ -226,8 +226,9 @@ class MysqlMemory(InMemoryMemory):
     continues the conversation as it is stored. A change is applied to what is stored and
     written as a compare-and-set on the list's version; when another writer came first it is
     applied again to what that writer left, after a short random wait that grows with each
-    collision (at most ``CHANGE_ATTEMPTS`` times, then :class:`~mysql_state.StaleStateError`). A change that fails (a message that cannot be
-    stored) leaves the memory as it was: nothing of it stays behind to block the next one.
+    collision (at most ``CHANGE_ATTEMPTS`` times, then :class:`~mysql_state.StaleStateError`).
+    A change that fails (a message that cannot be stored) leaves the memory as it was: nothing
+    of it stays behind to block the next one.
 
     >>> memory = MysqlMemory(store, user_id="alice", session_id="memory-1")
     >>> asyncio.run(memory.add(Msg("alice", "hi", "user")))

@@ -500,7 +500,8 @@ def check_many(t: Table, rows: Sequence[tuple], sid: str, value_keys: Sequence[s
     by_key: dict[str, list] = {}
     for (text,) in (*rows[:start], *rows[end:]):
         parts = text[2:].split(mark, 3) if text.startswith(row_mark) else ()
-        if len(parts) == 4 and parts[1].removeprefix("-").isdigit() and parts[2].isdigit():  # an index may be < 0 (damage)
+        # an index may be < 0 (damage): read, so that the check names it
+        if len(parts) == 4 and parts[1].removeprefix("-").isdigit() and parts[2].isdigit():
             key, index, version, data = parts
             by_key.setdefault(key, []).append((int(index), data, version))
         elif first_hash is None and (_marked(text) if known is None else _marked_since(text)) is not None:

@@ -623,8 +623,8 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         cid = config["configurable"]["checkpoint_id"]
         rows = [{"i": WRITES_IDX_MAP.get(ch, i), "ch": ch, "v": to_row(self.serde, v)} for i, (ch, v) in enumerate(writes)]
         regular = [r for r in rows if r["i"] >= 0]
-        special = {layout.special_write_key(ns, cid, str(task_id), r["i"]): {"cp": cid, "task": task_id, "path": task_path,
-                                                                          "w": [r]} for r in rows if r["i"] < 0}
+        special = {layout.special_write_key(ns, cid, str(task_id), r["i"]):
+                   {"cp": cid, "task": task_id, "path": task_path, "w": [r]} for r in rows if r["i"] < 0}
         if regular:
             key = layout.writes_key(ns, cid, str(task_id), self._next_seq())
             row = {"cp": cid, "task": task_id, "path": task_path, "w": regular}
