@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import datetime
 import re
 import uuid
 from typing import Any, Optional
@@ -332,7 +333,9 @@ class MysqlSessionService(BaseSessionService):
                 raise CorruptStateError(
                     f"ADK session {ids.session_id!r} of app {ids.app_name!r}: its events (session {sid!r}) do not "
                     f"end with the event its row says was appended last ({meta.get('last')!r}): events were lost "
-                    "behind the store's back; nothing of it was returned", sid, EVENTS)
+                    "behind the store's back (a store-level prune or delete of the events session does that: "
+                    "prune and erase ADK sessions with MysqlSessionService.prune / forget_user / delete_session); "
+                    "nothing of it was returned", sid, EVENTS)
         events = [Event.model_validate(e) for e in _from(data, config.after_timestamp if config else None)]
         return _session(ids, meta, rows.get(APP_KEY) or {}, rows.get(ids.user_key) or {}, events)
 
@@ -382,6 +385,79 @@ class MysqlSessionService(BaseSessionService):
             t.delete(ids.owner, INDEX, ids.session_key)
 
         await self.store.transaction(tx)
+
+    # ---- the operator's calls, for ADK's layout ---------------------------------------------------
+    #
+    # Every ADK user of an app is one store user (``adk.<app>``) and every session's row sits in
+    # the app's shared index session: the store's own forget_user(user) finds no ADK user, and
+    # its prune, which deletes whole store sessions, would take a session's events and leave its
+    # row. These two do it ADK's way.
+
+    async def forget_user(self, *, app_name: str, user_id: str) -> int:
+        """Erase one ADK user of an app: every session of theirs (events and row, as
+        :meth:`delete_session` deletes one; also events left without a row) and their ``user:``
+        state, none of it looking like the app's activity. The app's shared ``app:`` state
+        stays. Returns the sessions erased; safe to re-run (0 the second time).
+
+        >>> service = MysqlSessionService(store)
+        >>> _ = asyncio.run(service.create_session(app_name="app", user_id="erin", state={"user:x": 1}))
+        >>> asyncio.run(service.forget_user(app_name="app", user_id="erin"))
+        1
+        >>> asyncio.run(service.list_sessions(app_name="app", user_id="erin")).sessions, asyncio.run(
+        ...     service.get_user_state(app_name="app", user_id="erin"))
+        ([], {})
+        """
+        ids = _Ids(app_name, user_id)
+        if not isinstance(user_id, str) or not user_id.strip():
+            raise ValueError(f"forget_user: user_id {user_id!r} is blank; nothing was erased")
+        rows_prefix, events_prefix = "s:" + encode_id(user_id) + ":", "e:" + encode_id(user_id) + ":"
+        sessions = {decode_id(k[len(rows_prefix):]) for k in await self.store.get_prefix(ids.owner, INDEX, rows_prefix)}
+        sessions |= {decode_id(sid[len(events_prefix):]) for sid in await self.store.list_session_ids(ids.owner)
+                     if sid.startswith(events_prefix)}
+        for session_id in sorted(sessions):
+            one = _Ids(app_name, user_id, session_id)
+
+            def tx(t: Any, one: _Ids = one) -> None:  # one transaction per session, as delete_session
+                t.delete(one.owner, one.events)
+                t.delete(one.owner, INDEX, one.session_key, maintenance=True)
+
+            await self.store.transaction(tx)
+        await self.store.transaction(lambda t: t.delete(ids.owner, INDEX, ids.user_key, maintenance=True))
+        return len(sessions)
+
+    async def prune(self, *, app_name: str, older_than: datetime.timedelta) -> int:
+        """Delete the sessions of an app whose last event (``last_update_time``) is older than
+        ``older_than`` before now, each whole as :meth:`delete_session` deletes it; the
+        sessions deleted. (The store's ``prune`` works on store sessions: on ADK's layout it
+        would take a session's events and leave its row, which then reads as damage.)
+
+        >>> import datetime
+        >>> service = MysqlSessionService(store)
+        >>> asyncio.run(service.prune(app_name="app", older_than=datetime.timedelta(days=365)))
+        0
+        """
+        if not isinstance(older_than, datetime.timedelta) or older_than < datetime.timedelta(0):
+            raise ValueError(f"prune: older_than must be a timedelta of 0 or more, got {older_than!r}")
+        cutoff = platform_time.get_time() - older_than.total_seconds()
+        ids = _Ids(app_name, "")
+        rows = await self.store.get_prefix(ids.owner, INDEX, "s:")
+        gone = 0
+        for key, meta in sorted(rows.items()):
+            if not (isinstance(meta, dict) and meta.get("update_time", cutoff) < cutoff):
+                continue
+            user_part, session_part = key[2:].split(":", 1)
+            one = _Ids(app_name, decode_id(user_part), decode_id(session_part))
+
+            def tx(t: Any, one: _Ids = one) -> bool:  # the row read again, locked: an append since keeps it
+                now = t.get(one.owner, INDEX, one.session_key)
+                if not isinstance(now, dict) or now.get("update_time", cutoff) >= cutoff:
+                    return False
+                t.delete(one.owner, one.events)
+                t.delete(one.owner, INDEX, one.session_key, maintenance=True)
+                return True
+
+            gone += bool(await self.store.transaction(tx))
+        return gone
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         """The user's ``user:`` state, keys without the prefix ({} when none)."""

@@ -598,3 +598,56 @@ def test_events_lost_behind_the_stores_back_are_damage_not_a_shorter_session(svc
         assert (await svc.get_session(app_name=APP, user_id=USER, session_id="whole")).id == s.id
 
     run(go())
+
+
+def test_forget_user_erases_one_adk_user_and_nothing_else(svc, store, raw) -> None:
+    """Every ADK user of an app is one store user (adk.<app>): the store's forget_user(user)
+    erased none of them, and forget_user("adk.<app>") every user (operator audit of
+    2026-12-07). The adapter's forget_user erases one user's sessions, events and user: state;
+    the app: state and the other users stay."""
+    async def go():
+        for user in ("alice", "bob"):
+            for sid in ("s1", "s2"):
+                s = await svc.create_session(app_name=APP, user_id=user, session_id=sid,
+                                             state={"app:theme": "dark", "user:lang": user, "k": sid})
+                await svc.append_event(s, delta_event({"x": 1}))
+        owner = f"adk.{encode_id(APP)}"
+        raw.execute("DELETE FROM {t} WHERE session_id = %s AND state_key = %s",  # events left without a row
+                    (f"{owner}:index", f"s:{encode_id('alice')}:{encode_id('s2')}"))
+        assert store.forget_user("alice") == 0  # the store's: no such store user
+        assert await svc.forget_user(app_name=APP, user_id="alice") == 2
+        left = raw.query("SELECT session_id, state_key FROM {t} WHERE session_id LIKE %s OR state_key LIKE %s",
+                         (f"%:e:{encode_id('alice')}:%", f"%:{encode_id('alice')}%"))
+        assert left == []
+        assert (await svc.list_sessions(app_name=APP, user_id="alice")).sessions == []
+        assert await svc.get_user_state(app_name=APP, user_id="alice") == {}
+        bob = await svc.get_session(app_name=APP, user_id="bob", session_id="s1")
+        assert bob.state == {"app:theme": "dark", "user:lang": "bob", "k": "s1", "x": 1} and len(bob.events) == 1
+        assert await svc.forget_user(app_name=APP, user_id="alice") == 0
+        with pytest.raises(ValueError, match="blank"):
+            await svc.forget_user(app_name=APP, user_id=" ")
+
+    run(go())
+
+
+def test_prune_deletes_idle_adk_sessions_whole(svc, raw) -> None:
+    """The store's prune deletes whole store sessions: on ADK's layout it took an idle
+    session's events and left its row in the app's index, which then read as damage (operator
+    audit of 2026-12-07). The adapter's prune deletes a session's events and row together, by
+    its last_update_time; an active one stays."""
+    import datetime as dt
+
+    async def go():
+        old = await svc.create_session(app_name=APP, user_id=USER, session_id="idle")
+        await svc.append_event(old, delta_event({"x": 1}, timestamp=time.time() - 3 * 86400))
+        live = await svc.create_session(app_name=APP, user_id=USER, session_id="live")
+        await svc.append_event(live, delta_event({"x": 2}))
+        assert await svc.prune(app_name=APP, older_than=dt.timedelta(days=1)) == 1
+        assert await svc.get_session(app_name=APP, user_id=USER, session_id="idle") is None
+        assert [s.id for s in (await svc.list_sessions(app_name=APP, user_id=USER)).sessions] == ["live"]
+        assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id LIKE %s", ("%:e:%idle",))[0][0] == 0
+        assert len((await svc.get_session(app_name=APP, user_id=USER, session_id="live")).events) == 1
+        with pytest.raises(ValueError, match="timedelta"):
+            await svc.prune(app_name=APP, older_than=-1)
+
+    run(go())
