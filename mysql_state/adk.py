@@ -407,9 +407,9 @@ class MysqlSessionService(BaseSessionService):
         ...     service.get_user_state(app_name="app", user_id="erin"))
         ([], {})
         """
+        if not isinstance(user_id, str):  # a blank id is an ordinary ADK user (create_session takes it)
+            raise TypeError(f"forget_user: user_id must be a str, got {type(user_id).__name__}: {user_id!r}")
         ids = _Ids(app_name, user_id)
-        if not isinstance(user_id, str) or not user_id.strip():
-            raise ValueError(f"forget_user: user_id {user_id!r} is blank; nothing was erased")
         rows_prefix, events_prefix = "s:" + encode_id(user_id) + ":", "e:" + encode_id(user_id) + ":"
         sessions = {decode_id(k[len(rows_prefix):]) for k in await self.store.get_prefix(ids.owner, INDEX, rows_prefix)}
         sessions |= {decode_id(sid[len(events_prefix):]) for sid in await self.store.list_session_ids(ids.owner)

@@ -360,7 +360,7 @@ def check(t: Table, rows: Any, sid: str, k: str, offset: int, limit: Optional[in
     stop = n if limit is None or offset < 0 else min(n, offset + limit)
     want = max(0, stop - start)
     if got != want or (got and (first != start or last != stop - 1)):
-        raise damaged(sid, k, stored, start, stop, got, first, last)
+        raise damaged(sid, k, stored, start, stop, got, first, last, sum(start <= r[0] < stop for r in rows))
     if offset < 0 and limit is not None:
         rows = rows[:limit]
     return t.sealer.decode_items(sid, k, rows, 1, start, model), version, stored
@@ -383,7 +383,7 @@ def _check_whole(t: Table, rows: Any, sid: str, k: str, model: Any) -> Checked:
         n = stored.n if stored is not None else got
         first, last = (rows[0][0], rows[-1][0]) if rows else (None, None)
         if got != n or (n and (first != 0 or last != n - 1)):
-            raise damaged(sid, k, stored, 0, n, got, first, last)
+            raise damaged(sid, k, stored, 0, n, got, first, last, sum(0 <= r[0] < n for r in rows))
     return t.sealer.decode_items(sid, k, rows, 1, 0, model), version, stored
 
 
@@ -423,12 +423,16 @@ def parse_head(sid: str, k: str, text: Optional[str]) -> Optional[ListHash]:
 
 
 def damaged(sid: str, k: str, stored: Optional[ListHash], start: int, stop: int, got: int,
-            first: Optional[int], last: Optional[int]) -> CorruptStateError:
-    """The error of a list whose rows disagree with its hash row."""
+            first: Optional[int], last: Optional[int], inside: Optional[int] = None) -> CorruptStateError:
+    """The error of a list whose rows disagree with its hash row; ``inside``: how many of the
+    rows have an index in ``start..stop-1`` (None: not known), which names what is wrong."""
     said = f"its hash row says {stored.n} items" if stored is not None else "it has no hash row of this store"
     want = max(0, stop - start)
-    what = (f"{want - got} of them missing" if got < want else f"{got - want} rows too many" if got > want
-            else "numbered outside that range")
+    if inside is not None:
+        parts = [f"{want - inside} missing" if inside < want else "", f"{got - inside} outside it" if got > inside else ""]
+        what = " and ".join(p for p in parts if p) or "in another order"
+    else:
+        what = "some missing, or numbered outside it"
     return CorruptStateError(
         f"list {k!r} of session {sid!r} is damaged: {said}; items {start}..{stop - 1} should be {want} rows, "
         f"but {got} are stored, numbered {first}..{last} ({what}); save the whole list again to repair it",

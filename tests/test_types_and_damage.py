@@ -618,3 +618,16 @@ def test_a_value_read_as_a_list_while_a_list_replaces_it_gets_no_version_of_the_
     assert fired and (items, version) == (["old value"], 0)
     assert store.save_list_if_version("u", "s", "m", items + ["mine"], version) == -1
     assert check_list_rows(raw, "u:s", "m") == ["a", "b"]
+
+
+def test_the_damage_message_counts_what_is_missing_and_what_lies_outside(store, raw):
+    """The message named the missing rows from the count alone: with an item renumbered past
+    the end and two lost it said 2 missing (review of 2026-12-07). It counts the rows inside
+    the range."""
+    store.save_list("u", "s", "m", ["a", "b", "c", "d", "e"])
+    raw.execute("UPDATE {t} SET item_index = 9 WHERE session_id = 'u:s' AND state_key = 'm' AND item_index = 2")
+    raw.execute("DELETE FROM {t} WHERE session_id = 'u:s' AND state_key = 'm' AND item_index IN (3, 4)")
+    with pytest.raises(CorruptStateError, match=r"numbered 0\.\.9 \(3 missing and 1 outside it\)"):
+        store.get_list("u", "s", "m")
+    with pytest.raises(CorruptStateError, match=r"\(3 missing and 1 outside it\)"):
+        store.get_list("u", "s", "m", offset=0, limit=5)

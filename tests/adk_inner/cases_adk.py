@@ -624,8 +624,12 @@ def test_forget_user_erases_one_adk_user_and_nothing_else(svc, store, raw) -> No
         bob = await svc.get_session(app_name=APP, user_id="bob", session_id="s1")
         assert bob.state == {"app:theme": "dark", "user:lang": "bob", "k": "s1", "x": 1} and len(bob.events) == 1
         assert await svc.forget_user(app_name=APP, user_id="alice") == 0
-        with pytest.raises(ValueError, match="blank"):
-            await svc.forget_user(app_name=APP, user_id=" ")
+        s = await svc.create_session(app_name=APP, user_id=" ", state={"user:email": "x@y"})  # an ADK user too
+        assert await svc.forget_user(app_name=APP, user_id=" ") == 1
+        assert await svc.get_session(app_name=APP, user_id=" ", session_id=s.id) is None
+        assert await svc.get_user_state(app_name=APP, user_id=" ") == {}
+        with pytest.raises(TypeError, match="user_id must be a str"):
+            await svc.forget_user(app_name=APP, user_id=None)
 
     run(go())
 
