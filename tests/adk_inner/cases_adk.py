@@ -655,3 +655,12 @@ def test_prune_deletes_idle_adk_sessions_whole(svc, raw) -> None:
             await svc.prune(app_name=APP, older_than=-1)
 
     run(go())
+
+
+def test_a_misspelt_from_url_option_names_the_adapters_own(url: str) -> None:
+    """from_url(create_table=True) got no hint, and create_if_not_exist= a "multiple values"
+    error (review of 2026-12-07): both name the adapter's create_tables."""
+    with pytest.raises(TypeError, match="did you mean 'create_tables'"):
+        MysqlSessionService.from_url(url, create_table=True)
+    with pytest.raises(TypeError, match="option for it is create_tables="):
+        MysqlSessionService.from_url(url, create_if_not_exist=True)
