@@ -197,6 +197,13 @@ def _events_in(t: Any, ids: "_Ids", config: Optional[GetSessionConfig]) -> list:
         ids.owner, ids.events, EVENTS)
 
 
+def _delete_whole(t: Any, ids: "_Ids", maintenance: bool = False) -> None:
+    """Delete a session in the transaction ``t``: its events and its row in the app's index;
+    ``maintenance`` (an erasure, a prune): the index session's activity stays as it is."""
+    t.delete(ids.owner, ids.events)
+    t.delete(ids.owner, INDEX, ids.session_key, maintenance=maintenance)
+
+
 def _strip(session_id: Optional[str]) -> Optional[str]:
     return session_id.strip() if session_id else session_id
 
@@ -379,12 +386,7 @@ class MysqlSessionService(BaseSessionService):
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         """Remove the session and its events (one transaction); absent is fine."""
         ids = _Ids(app_name, user_id, _strip(session_id))
-
-        def tx(t: Any) -> None:
-            t.delete(ids.owner, ids.events)
-            t.delete(ids.owner, INDEX, ids.session_key)
-
-        await self.store.transaction(tx)
+        await self.store.transaction(lambda t: _delete_whole(t, ids))
 
     # ---- the operator's calls, for ADK's layout ---------------------------------------------------
     #
@@ -414,14 +416,9 @@ class MysqlSessionService(BaseSessionService):
         sessions = {decode_id(k[len(rows_prefix):]) for k in await self.store.get_prefix(ids.owner, INDEX, rows_prefix)}
         sessions |= {decode_id(sid[len(events_prefix):]) for sid in await self.store.list_session_ids(ids.owner)
                      if sid.startswith(events_prefix)}
-        for session_id in sorted(sessions):
+        for session_id in sorted(sessions):  # one transaction per session, as delete_session
             one = _Ids(app_name, user_id, session_id)
-
-            def tx(t: Any, one: _Ids = one) -> None:  # one transaction per session, as delete_session
-                t.delete(one.owner, one.events)
-                t.delete(one.owner, INDEX, one.session_key, maintenance=True)
-
-            await self.store.transaction(tx)
+            await self.store.transaction(lambda t, one=one: _delete_whole(t, one, maintenance=True))
         await self.store.transaction(lambda t: t.delete(ids.owner, INDEX, ids.user_key, maintenance=True))
         return len(sessions)
 
@@ -452,8 +449,7 @@ class MysqlSessionService(BaseSessionService):
                 now = t.get(one.owner, INDEX, one.session_key)
                 if not isinstance(now, dict) or now.get("update_time", cutoff) >= cutoff:
                     return False
-                t.delete(one.owner, one.events)
-                t.delete(one.owner, INDEX, one.session_key, maintenance=True)
+                _delete_whole(t, one, maintenance=True)
                 return True
 
             gone += bool(await self.store.transaction(tx))

@@ -462,10 +462,8 @@ def length(cur: Any, t: Table, sid: str, k: str, *, lock: bool = False, operatio
         return stored.n
     cur.execute(t.statements["COUNT_ITEMS"], (sid, k))
     n = int(cur.fetchone()[0])
-    if operation is not None and row is None and n == 1:  # maybe a value: asked in one statement
-        _, is_list, row0 = values.key_head(cur, t, sid, k, lock=lock)
-        if row0 and not is_list:
-            raise WrongTypeError(sid, k, operation)
+    if operation is not None and row is None and n == 1 and values.kind(cur, t, sid, k, lock=lock) == "value":
+        raise WrongTypeError(sid, k, operation)  # asked in one statement: a list of one being made is no value
     return n
 
 

@@ -456,8 +456,7 @@ def append_many(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[
             if stored is not None:
                 n = stored.n
             else:  # no hash row of ours: count the items (a new list has none); a value is refused
-                _, is_list, row0 = values.key_head(cur, t, sid, k)
-                if row0 and not is_list:
+                if values.kind(cur, t, sid, k) == "value":
                     raise WrongTypeError(sid, k, "append_lists")
                 cur.execute(t.statements["COUNT_ITEMS"], (sid, k))
                 n = int(cur.fetchone()[0])

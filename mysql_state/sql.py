@@ -572,9 +572,10 @@ UPSERT_ROWS_TAIL = f" ON DUPLICATE KEY UPDATE state_data = VALUES(state_data), v
 
 # ---- history (keep_history=True) -----------------------------------------------------------
 
-# A save that shrinks or replaces items archives the stored items from the first changed index to the old end, in
-# the same transaction, server-side (the items never cross the network): they go under the
-# session's history id, numbered after what the key already has there.
+# A save that shrinks a list or replaces items archives the stored items from the first
+# changed index to the old end, in the same transaction, server-side (the items never cross
+# the network): they go under the session's history id, numbered after what the key already
+# has there.
 NEXT_ARCHIVE_INDEX = "SELECT COALESCE(MAX(item_index) + 1, 0) FROM {t} WHERE session_id = %s AND state_key = %s"
 # Rows copied server-side (a fork, an archive) of an encrypted store are sealed again for their
 # new place: read here, re-encrypted, written back by primary key.

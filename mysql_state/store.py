@@ -432,8 +432,7 @@ class MysqlAgentStateStore:
         t = self.table
         sid, k, datas = args.prepare_append(t, user_id, session_id, key, items)
         if not datas:  # its length, as list_length reads it; a value under the key is refused
-            return self._db.run(lambda cur: list_read.length(cur, t, sid, k, operation="append_list"),
-                                f"append_list {k!r}", write=False, session=sid)
+            return self._length(sid, k, "append_list")
         cache_key = (sid, k)
         snap = self._memory.snapshots.get(cache_key)
         hint = snap.hash if snap is not None else self._memory.hints.get(cache_key)
@@ -469,8 +468,7 @@ class MysqlAgentStateStore:
         sid, todo, want, value_rows = args.append_lists(t, user_id, session_id, appends, at, values)
         empty = [k for k, datas in todo if not datas and k not in want]
         todo = [(k, datas) for k, datas in todo if datas or k in want]
-        lengths = {k: self._db.run(lambda cur, k=k: list_read.length(cur, t, sid, k, operation="append_lists"),
-                                   f"append_lists {k!r}", write=False, session=sid) for k in empty}
+        lengths = {k: self._length(sid, k, "append_lists") for k in empty}
         if not todo and not value_rows:
             return lengths
         m = self._memory
@@ -579,10 +577,15 @@ class MysqlAgentStateStore:
         >>> store.list_length("alice", "length-1", "memory")
         2
         """
+        sid, k = args.key_ids(self.table, user_id, session_id, key, is_list=True)
+        return self._length(sid, k, None, consistency)
+
+    def _length(self, sid: str, k: str, operation: Optional[str], consistency: str = "strong") -> int:
+        """:func:`list_read.length` in one read (``operation``: an append of no items, which
+        refuses a value under the key)."""
         t = self.table
-        sid, k = args.key_ids(t, user_id, session_id, key, is_list=True)
-        return self._db.run(lambda cur: list_read.length(cur, t, sid, k), f"list_length {k!r}", write=False,
-                            consistency=consistency, session=sid)
+        return self._db.run(lambda cur: list_read.length(cur, t, sid, k, operation=operation),
+                            f"{operation or 'list_length'} {k!r}", write=False, consistency=consistency, session=sid)
 
     def key_kind(self, user_id: Optional[str], session_id: str, key: str, *,
                  consistency: str = "strong") -> Optional[str]:
@@ -597,9 +600,8 @@ class MysqlAgentStateStore:
         """
         t = self.table
         sid, k = args.key_ids(t, user_id, session_id, key)
-        _, is_list, row0 = self._db.run(lambda cur: value_engine.key_head(cur, t, sid, k, lock=False),
-                                        f"key_kind {k!r}", write=False, consistency=consistency, session=sid)
-        return "list" if is_list else ("value" if row0 else None)
+        return self._db.run(lambda cur: value_engine.kind(cur, t, sid, k, lock=False), f"key_kind {k!r}",
+                            write=False, consistency=consistency, session=sid)
 
     def pop_list(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None) -> Any:
         """Remove and return the last item, atomically (None when empty); the hash row stays

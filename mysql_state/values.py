@@ -18,7 +18,7 @@ from .listsync import ListHash
 from .results import UNVERSIONED
 from .table import Table
 
-__all__ = ["key_head", "write", "write_if_seen", "digest", "start_over", "create", "compare_and_set", "insert_new", "get", "read_for_update", "value_of",
+__all__ = ["key_head", "kind", "write", "write_if_seen", "digest", "start_over", "create", "compare_and_set", "insert_new", "get", "read_for_update", "value_of",
            "get", "prefix_values"]
 
 
@@ -36,6 +36,13 @@ def key_head(cur: Any, t: Table, sid: str, k: str, *, lock: bool = True) -> tupl
     row0 = next((int(r[2]) for r in rows if not r[0] and r[1] == 0), 0)
     is_list = bool(hash_version) or any(not r[0] and r[1] == 1 for r in rows)
     return (hash_version or row0), is_list, bool(row0)
+
+
+def kind(cur: Any, t: Table, sid: str, k: str, *, lock: bool = True) -> Optional[str]:
+    """What ``k`` holds, by :func:`key_head` (one statement): ``"list"``, ``"value"`` (a
+    single row 0) or None when absent."""
+    _, is_list, row0 = key_head(cur, t, sid, k, lock=lock)
+    return "list" if is_list else ("value" if row0 else None)
 
 
 def write(cur: Any, t: Table, sid: str, k: str, text: str, expected: Optional[int] = None) -> int:
