@@ -188,6 +188,21 @@ class MysqlStateWarning(UserWarning):
     """A configuration that works but weakens a guarantee (e.g. a case-insensitive table)."""
 
 
+def caller_stacklevel() -> int:
+    """The ``stacklevel`` that makes a ``warnings.warn`` (called by the function that calls
+    this) point at the first line outside this package: the user's own call, so that warning
+    filters by module and the once-per-location default act on the caller's code, whatever
+    path inside the package led there."""
+    import os
+    import sys
+
+    package = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
 # Client/server error numbers that mean "the connection is gone" (MySQL and MariaDB).
 #   0     pymysql InterfaceError on a closed connection
 #   1053  server shutdown in progress        1927  MariaDB: connection killed

@@ -36,6 +36,7 @@ from .errors import (
     DUPLICATE_KEY,
     CommitUnknownError,
     MysqlStateWarning,
+    caller_stacklevel,
     PoolTimeoutError,
     ServerUnavailableError,
     StoreClosedError,
@@ -161,7 +162,7 @@ class Connector:
                 "exhausted; create it with blocking=False so the store can bound the wait "
                 f"(pool_timeout={pool_timeout}s)",
                 MysqlStateWarning,
-                stacklevel=3,
+                stacklevel=caller_stacklevel(),
             )
 
     # ---- checkout --------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import warnings
 from typing import Any, NamedTuple
 
 from . import keys, sql
-from .errors import DUPLICATE_COLUMN, MysqlStateWarning, SchemaNotFoundError, errno_of
+from .errors import DUPLICATE_COLUMN, MysqlStateWarning, SchemaNotFoundError, caller_stacklevel, errno_of
 
 __all__ = ["Found", "set_up", "key_collation_exact"]
 
@@ -63,7 +63,7 @@ def set_up(cur: Any, db: str, table: str, create: bool) -> Found:
             f"trailing spaces): ids that differ only so would share rows. Make it exact "
             f"with: {fix}",
             MysqlStateWarning,
-            stacklevel=4,  # set_up, the store's call of it, Connector.run, the store's set-up
+            stacklevel=caller_stacklevel(),
         )
     return Found(collation, max_allowed_packet, exact)
 

@@ -4,12 +4,17 @@
 
 TLS follows ``mysql --ssl-mode`` rather than pymysql's own defaults:
 
-* no option: ``PREFERRED`` (TLS when the server offers it, else clear text, nothing verified);
+* no option: ``PREFERRED`` (TLS when the server offers it, else clear text, nothing verified;
+  a Unix socket connection stays clear text, as the MySQL client's does);
 * ``ssl-ca`` without a mode: ``VERIFY_CA``;
 * ``REQUIRED``: encrypted, the certificate is not verified;
-* ``VERIFY_CA``: encrypted, the certificate must chain to ``ssl-ca`` (or the system store);
+* ``VERIFY_CA``: encrypted, the certificate must chain to ``ssl-ca``, which it needs (the MySQL
+  client refuses the mode without one; for the system's CAs, name their bundle);
 * ``VERIFY_IDENTITY``: as ``VERIFY_CA``, and the certificate must name the host connected to;
-* ``REQUIRED`` and ``VERIFY_*`` refuse, before any credential is sent, a server without TLS.
+* ``REQUIRED`` and ``VERIFY_*`` refuse, before any credential is sent, a server without TLS;
+* ``ssl-ca`` with a mode below ``VERIFY_CA`` (``DISABLED`` included) is a warning: nothing is
+  verified with it;
+* a private key protected by a pass phrase is refused (nothing could type it in).
 
 Secrets: no message raised here contains the password, and no exception raised here chains
 another whose message could (errors are raised outside ``except`` blocks). :func:`redact`
@@ -29,7 +34,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import pymysql
 from pymysql.constants import CLIENT
 
-from .errors import SSL_CONNECTION_ERROR as CR_SSL_CONNECTION_ERROR, MysqlStateWarning, tls_failure
+from .errors import SSL_CONNECTION_ERROR as CR_SSL_CONNECTION_ERROR, MysqlStateWarning, caller_stacklevel, tls_failure
 
 __all__ = [
     "SSL_MODES",
@@ -199,6 +204,10 @@ def tls_options(ssl_mode: Optional[str] = None, ssl_ca: Optional[str] = None,
         raise ValueError("ssl-key needs ssl-cert (the client certificate it belongs to)")
     if mode is None:
         mode = VERIFY_CA if ssl_ca else PREFERRED
+    if mode in (VERIFY_CA, VERIFY_IDENTITY) and not ssl_ca:
+        raise ValueError(f"ssl-mode={mode} needs ssl-ca, the CA certificate the server's must chain to "
+                         "(the MySQL client refuses this mode without one); to trust the system's CAs, "
+                         "name their bundle, e.g. ssl-ca=/etc/ssl/certs/ca-certificates.crt")
     return TlsOptions(mode, ssl_ca or None, ssl_cert or None, ssl_key or None)
 
 
@@ -207,15 +216,18 @@ def ssl_context(tls: TlsOptions) -> Optional[ssl.SSLContext]:
     key is a ValueError at start-up rather than at the first connection.
 
     PREFERRED and REQUIRED verify nothing (as the MySQL client); VERIFY_* verify the chain
-    against ``ssl-ca`` or, without one, the system trust store; VERIFY_IDENTITY also the host.
-    An ``ssl-ca`` given with PREFERRED or REQUIRED is still read (a file that cannot be read
-    is the same ValueError) and, as the MySQL client does, a warning says that nothing is
-    verified with it.
+    against ``ssl-ca`` (:func:`tls_options` requires it); VERIFY_IDENTITY also the host.
+    An ``ssl-ca`` given with DISABLED, PREFERRED or REQUIRED is still read (a file that
+    cannot be read is the same ValueError) and, as the MySQL client does, a warning says that
+    nothing is verified with it. A private key protected by a pass phrase is a ValueError
+    (OpenSSL would otherwise prompt on the terminal, or fail with an unclear error).
     """
     if tls.mode == DISABLED:
         for name, path in (("ssl-ca", tls.ca), ("ssl-cert", tls.cert), ("ssl-key", tls.key)):
             if path is not None and not _readable(path):  # read in every mode, as documented
                 raise ValueError(f"{name} {path!r} cannot be read (ssl-mode=DISABLED does not use it)")
+        if tls.ca:
+            _unverified(tls.mode)
         return None
     problem: Optional[str] = None
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
@@ -225,10 +237,7 @@ def ssl_context(tls: TlsOptions) -> Optional[ssl.SSLContext]:
         # Python 3.13 turns on strict X.509 checks that MySQL's auto-generated certs fail.
         ctx.verify_flags &= ~getattr(ssl, "VERIFY_X509_STRICT", 0)
         try:
-            if tls.ca:
-                ctx.load_verify_locations(cafile=tls.ca)
-            else:
-                ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
+            ctx.load_verify_locations(cafile=tls.ca)
         except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
             problem = f"ssl-ca {tls.ca!r} could not be loaded ({type(exc).__name__}: {exc.args[-1] if exc.args else ''})"
     else:
@@ -240,18 +249,34 @@ def ssl_context(tls: TlsOptions) -> Optional[ssl.SSLContext]:
             except (OSError, ValueError) as exc:
                 problem = f"ssl-ca {tls.ca!r} could not be loaded ({type(exc).__name__}: {exc.args[-1] if exc.args else ''})"
             else:
-                warnings.warn(f"ssl-ca is given with ssl-mode={tls.mode}: no verification of the server's "
-                              "certificate is done (as the MySQL client warns); use ssl-mode=VERIFY_CA or "
-                              "VERIFY_IDENTITY to verify it", MysqlStateWarning, stacklevel=4)
+                _unverified(tls.mode)
     if problem is None and tls.cert:
         try:
-            ctx.load_cert_chain(tls.cert, tls.key)
+            ctx.load_cert_chain(tls.cert, tls.key, password=_no_pass_phrase)
+        except _PassPhrase:
+            problem = (f"ssl-key {tls.key or tls.cert!r} is protected by a pass phrase, which nothing can type "
+                       "in here; give the key without one (openssl pkey -in key.pem -out plain-key.pem), "
+                       "readable by the service's user only")
         except (OSError, ValueError) as exc:
             problem = (f"ssl-cert {tls.cert!r} / ssl-key {tls.key!r} could not be loaded "
                        f"({type(exc).__name__}: {exc.args[-1] if exc.args else ''})")
     if problem is not None:  # raised outside the except: nothing chained
         raise ValueError(problem)
     return ctx
+
+
+class _PassPhrase(Exception):
+    """The private key asked for a pass phrase."""
+
+
+def _no_pass_phrase() -> bytes:
+    raise _PassPhrase  # called by OpenSSL only for a key protected by a pass phrase
+
+
+def _unverified(mode: str) -> None:
+    warnings.warn(f"ssl-ca is given with ssl-mode={mode}: no verification of the server's certificate "
+                  "is done (as the MySQL client warns); use ssl-mode=VERIFY_CA or VERIFY_IDENTITY to "
+                  "verify it", MysqlStateWarning, stacklevel=caller_stacklevel())
 
 
 def _readable(path: str) -> bool:
@@ -355,6 +380,8 @@ def parse(url: str) -> ParsedUrl:
     for key, values in parse_qs(parts.query, keep_blank_values=True).items():
         query[key.replace("-", "_").lower()] = values[-1]
     unix_socket = query.pop("unix_socket", None)
+    if unix_socket is not None and not unix_socket.strip():
+        raise _bad(url, "unix_socket must name a socket file, got ''")
     timeouts: dict = {}
     for name in _TIMEOUTS:
         if name in query:
@@ -448,8 +475,13 @@ def connect_args(url: str, host_index: int = 0, **overrides: Any) -> tuple[dict,
     tls = tls_options(**raw_tls)
     kwargs = parsed.kwargs(host_index)
     kwargs.update(overrides)
+    socket = kwargs.get("unix_socket")
+    if socket is not None and (not isinstance(socket, str) or not socket.strip()):
+        raise ValueError(f"unix_socket must name a socket file, got {socket!r}")
     kwargs["ssl_mode"] = tls.mode
     kwargs["ssl"] = ssl_context(tls)
+    if socket and tls.mode == PREFERRED:  # the MySQL client's rule: PREFERRED does not encrypt a socket
+        kwargs["ssl"] = None
     return kwargs, parsed.database
 
 

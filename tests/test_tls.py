@@ -154,8 +154,68 @@ def test_verify_identity_refuses_a_host_the_certificate_does_not_name(tls):
     assert UNNAMED_HOST in str(exc)
 
 
-def test_verify_without_a_ca_uses_the_system_store_which_does_not_know_the_test_ca(tls):
-    refused(tls.url(query="ssl-mode=VERIFY_CA"))
+@pytest.mark.parametrize("mode", ["VERIFY_CA", "verify_identity"])
+def test_a_verifying_mode_without_a_ca_is_refused_before_connecting_as_the_mysql_client_does(tls, mode):
+    """The MySQL client refuses VERIFY_* without --ssl-ca (error 2026, "CA certificate is
+    required"): nothing is trusted by default; the error names the mode and what to give."""
+    for kw, query in (({}, f"ssl-mode={mode}"), ({"ssl_mode": mode}, "")):
+        with pytest.raises(ValueError, match=f"ssl-mode={mode.upper()} needs ssl-ca") as info:
+            open_store(tls.url(query=query), **kw)
+        assert "ca-certificates.crt" in str(info.value)
+    with open_store(tls.url(query=f"ssl-mode={mode}"), ssl_ca=tls.certs.ca) as store:  # a CA by keyword
+        assert cipher(store)
+
+
+def test_disabled_with_a_ca_is_warned_about_at_the_callers_line(plain):
+    """As the MySQL client warns for every mode below VERIFY_CA, DISABLED included; the warning
+    names the caller's own line (not a line of the library)."""
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".pem") as ca:
+        ca.write("not used\n")
+        ca.flush()
+        sep = "&" if "?" in plain else "?"
+        with pytest.warns(MysqlStateWarning, match="ssl-mode=DISABLED: no verification") as seen:
+            open_store(plain + f"{sep}ssl-mode=DISABLED&ssl-ca={ca.name}").close()
+    assert {w.filename for w in seen} == {__file__}
+
+
+def test_the_warning_for_a_ca_that_is_not_used_points_at_the_caller(tls):
+    with pytest.warns(MysqlStateWarning) as seen:
+        open_store(tls.url(query=f"ssl-mode=REQUIRED&ssl-ca={tls.certs.ca}")).close()
+    assert {w.filename for w in seen} == {__file__}
+
+
+def test_preferred_does_not_encrypt_a_unix_socket_and_required_does(tls):
+    """The MySQL client's rule: a socket connection is not encrypted under PREFERRED (the
+    default); REQUIRED or stricter encrypts it."""
+    base = f"mysql://root@localhost/{tls.url().rsplit('/', 1)[1]}?unix_socket={tls.server.socket}"
+    with open_store(base) as store:
+        roundtrip(store)
+        assert cipher(store) == ""
+    with open_store(base + "&ssl-mode=PREFERRED") as store:
+        assert cipher(store) == ""
+    with open_store(base + "&ssl-mode=REQUIRED") as store:
+        roundtrip(store)
+        assert cipher(store)
+
+
+def test_a_blank_unix_socket_is_refused_not_ignored(tls):
+    with pytest.raises(ValueError, match="unix_socket must name a socket file"):
+        open_store(tls.url(query="unix_socket="))
+    with pytest.raises(ValueError, match="unix_socket must name a socket file"):
+        open_store(tls.url(), unix_socket=" ")
+
+
+def test_a_key_protected_by_a_pass_phrase_is_a_clear_error_and_never_a_prompt(tls, tmp_path):
+    """OpenSSL would prompt on the terminal (a service hangs) or fail unclearly: refused,
+    naming ssl-key, in a fresh process whose stdin is a terminal-less pipe too."""
+    key = tmp_path / "client-enc.key"
+    subprocess.run(["openssl", "pkey", "-in", tls.certs.client_key, "-aes256", "-passout", "pass:phrase",
+                    "-out", str(key)], check=True, capture_output=True, timeout=60)
+    with pytest.raises(ValueError, match="ssl-key .*client-enc.key.* is protected by a pass phrase") as info:
+        open_store(tls.url("x509", X509_PASSWORD), ssl_cert=tls.certs.client_cert, ssl_key=str(key))
+    assert "phrase'" not in str(info.value) and X509_PASSWORD not in str(info.value)
 
 
 def test_x509_user_connects_only_with_a_client_certificate(tls):
