@@ -135,7 +135,8 @@ def _redact_query(rest: str) -> str:
 
 
 #: The credentials of any URL in a text (``scheme://user:password@``): what :func:`scrub` masks.
-_CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s/@:]*:)[^\s@]*@")
+#: Up to the LAST ``@`` of the URL: a password with an unencoded ``@`` (and ``/``) is hidden whole.
+_CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s/@:'\"]*:)[^\s'\"]*@")
 #: A password at least this long is masked wherever it appears in a text; a shorter one only
 #: where it stands alone (not inside a word: a one-letter password must not garble every word).
 _MASK_ANYWHERE = 8
@@ -148,6 +149,8 @@ def scrub(text: str, url: Optional[str] = None) -> str:
     ours (the CLI passes every message through it).
 
     >>> scrub("invalid choice: 'mysql://app:s3cr3t@db:3306/x'")
+    "invalid choice: 'mysql://app:***@db:3306/x'"
+    >>> scrub("invalid choice: 'mysql://app:pa@ss/w0rd@db:3306/x'")  # an unencoded '@' and '/'
     "invalid choice: 'mysql://app:***@db:3306/x'"
     >>> scrub("no session 'nope' (password e)", "mysql://op:e@db/x")
     "no session 'nope' (password ***)"
@@ -319,7 +322,7 @@ def _bad(url: str, why: str) -> ValueError:
     hint = ""
     _, sep, rest = url.partition("://")
     end = min((i for i in (rest.find("/"), rest.find("?"), rest.find("#")) if i >= 0), default=len(rest))
-    if sep and "@" in rest[end:] and "@" not in rest[:end]:
+    if sep and "@" in rest[end:]:
         hint = " (a password containing / ? # or @ must be percent-encoded, e.g. / as %2F)"
     return ValueError(f"URL {redact(url)}: {why}{hint}")
 
@@ -361,7 +364,7 @@ def parse(url: str) -> ParsedUrl:
     if parts.scheme.split("+")[0].lower() not in ("mysql", "mariadb"):
         raise _bad(url, "must start with mysql:// (or mariadb://)")
     names = [pair.partition("=")[0] for pair in parts.query.split("&")]
-    if "@" not in parts.netloc and ("@" in parts.path or "@" in parts.fragment or any("@" in n for n in names)):
+    if "@" in parts.path or "@" in parts.fragment or ("@" not in parts.netloc and any("@" in n for n in names)):
         raise _bad(url, "an '@' after the host part")  # _bad's hint: a password with / ? or # unencoded
     if parts.fragment or url.endswith("#"):
         raise _bad(url, "a '#' has no meaning in it")

@@ -369,6 +369,10 @@ def test_a_store_uses_the_first_host_of_a_list(plain, database):
 def test_redact():
     assert redact("mysql://app:s3cr%40t@db:3306/x?ssl-mode=REQUIRED") == "mysql://app:***@db:3306/x?ssl-mode=REQUIRED"
     assert redact("mysql://app:a/b@c@db/x") == "mysql://app:***@db/x"
+    assert redact("mysql://app:a@b/c@db/x") == "mysql://app:***@db/x"
+    with pytest.raises(ValueError, match="an '@' after the host part .*percent-encoded") as info:
+        parse_url("mysql://app:a@Secret/Tail99x@db:3306/x")
+    assert "Secret" not in str(info.value) and "Tail99x" not in str(info.value)
     assert redact("mysql://app@db/x") == "mysql://app@db/x"
 
 
@@ -399,6 +403,7 @@ def failing_urls(tls, plain) -> dict[str, tuple[str, dict]]:
         "port out of range": (f"mysql://u:{SECRET}@127.0.0.1:99999/db", {}),
         "port not a number": (f"mysql://u:{SECRET}@127.0.0.1:abc/db", {}),
         "unencoded slash": (f"mysql://u:{SECRET}/x@127.0.0.1:1/db", {}),
+        "unencoded at and slash": (f"mysql://u:pw@{SECRET}/x@127.0.0.1:1/db", {}),
         "unknown mode": (f"mysql://{user_host}/db?ssl-mode=sometimes", {}),
         "unreachable": (f"mysql://u:{SECRET}@127.0.0.1:1/db", {}),
         "access denied": (f"mysql://tls:{SECRET}@127.0.0.1:{tls.port}/db", {}),
@@ -433,6 +438,16 @@ def test_cli_prints_one_line_without_the_password(tls, plain):
         assert SECRET not in out.stdout + out.stderr, f"{name}: {out.stderr}"
         assert out.stdout == "" and len(out.stderr.splitlines()) == 1, f"{name}: {out.stderr}"
         assert "Traceback" not in out.stderr and out.stderr.startswith("mysql-state: "), name
+
+
+def test_a_url_typed_where_the_command_goes_is_echoed_without_any_of_its_password():
+    """argparse echoes the refused command: the password, unencoded '@' and '/' included, is
+    masked whole (up to the URL's last '@')."""
+    for url in (f"mysql://u:{SECRET}@127.0.0.1:1/db", f"mysql://u:pw@{SECRET}/x@127.0.0.1:1/db"):
+        out = subprocess.run([sys.executable, "-m", "mysql_state", url, "sessions"], capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 2 and "invalid choice" in out.stderr, out.stderr
+        assert SECRET not in out.stderr and "u:***@127.0.0.1:1/db" in out.stderr, out.stderr
 
 
 def test_cli_with_tls_works(tls):
