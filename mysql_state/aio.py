@@ -207,6 +207,11 @@ class AsyncMysqlAgentStateStore:
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         if self._closed:
+            if self._close_store and self._shut.is_set():
+                # Closed with the store it wrapped: the sync store, closed, opens no connection,
+                # so its method runs here and answers as it would (its argument errors first,
+                # then StoreClosedError; metrics() still counts): the twin cannot drift.
+                return fn(*args, **kwargs)
             raise StoreClosedError("this AsyncMysqlAgentStateStore is closed (aclose was called); "
                                    "it runs no new operation")
         ctx = contextvars.copy_context()

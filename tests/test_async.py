@@ -652,6 +652,48 @@ def test_a_cancelled_lease_wait_ends_its_thread_and_aclose_does_not_hang(url, da
     assert _lock_is_free(url, database)
 
 
+def test_a_closed_twin_answers_as_the_closed_sync_store_does(url, database):
+    """Closed, the sync store still checks arguments first (a ValueError naming the value) and
+    still reports its metrics; the twin, closed with it, raised StoreClosedError for all: the
+    same call, another error. With close_store=False the sync store stays open, and the
+    closed twin refuses every call."""
+    calls = [("metrics", ()), ("get", ("u", "s", "")), ("save", ("u", "s", "k:_hash", 1)),
+             ("get", ("u", "s", "k")), ("save_list", ("u", "s", "m", [1]))]
+
+    def outcome(fn, *args):
+        try:
+            return "ok", type(fn(*args)).__name__
+        except Exception as exc:  # noqa: BLE001 - compared
+            return type(exc).__name__, str(exc)
+
+    async def go():
+        sync = MysqlAgentStateStore.from_url(url, database_name=database, create_if_not_exist=True)
+        sync.close()
+        twin = AsyncMysqlAgentStateStore.from_url(url, database_name=database)
+        await twin.aclose()
+        for name, args in calls:
+            async def call(*a, name=name):
+                return await getattr(twin, name)(*a)
+            got = outcome(getattr(sync, name), *args)
+            try:
+                mine = "ok", type(await call(*args)).__name__
+            except Exception as exc:  # noqa: BLE001 - compared
+                mine = type(exc).__name__, str(exc)
+            assert mine == got, (name, args)
+        assert outcome(sync.get, "u", "s", "")[0] == "ValueError" and outcome(sync.get, "u", "s", "k")[0] == (
+            "StoreClosedError")
+        kept = MysqlAgentStateStore.from_url(url, database_name=database)
+        alone = AsyncMysqlAgentStateStore(kept, close_store=False)
+        await alone.aclose()
+        for name, args in calls:
+            with pytest.raises(StoreClosedError, match="aclose was called"):
+                await getattr(alone, name)(*args)
+        assert kept.exists("u", "nothing-here") is False  # still open: the twin's close left it
+        kept.close()
+
+    run(go())
+
+
 def test_a_lease_left_by_a_cancelled_task_or_after_aclose_is_released(url, database, store):
     """The release at the block's end went through the store's worker queue: a task cancelled
     while it was queued dropped it, and after aclose() it raised StoreClosedError; either way
