@@ -8,6 +8,7 @@
     mysql-state get-many USER SESSION [--value K]... [--list K]...; get-prefix USER SESSION PREFIX
     mysql-state list-length USER SESSION KEY
     mysql-state save USER SESSION KEY JSON [--if-version N]; save-list USER SESSION KEY JSON_ARRAY [--if-version N]
+    mysql-state save-many USER SESSION [--value KEY JSON]... [--list KEY JSON_ARRAY]... [--if-version KEY N]...
     mysql-state append-list USER SESSION KEY JSON...; pop-list USER SESSION KEY
     mysql-state delete USER SESSION [KEY...] [--maintenance] [--yes]  # a whole session asks (or needs --yes)
     mysql-state fork USER SESSION NEW_SESSION [--new-user U]
@@ -44,7 +45,7 @@ import orjson
 
 from .catalog import ALL_USERS
 from .crypto import Keyring
-from .errors import DecryptionError, MysqlStateError, SchemaNotFoundError, SessionNotFoundError
+from .errors import DecryptionError, MysqlStateError, SchemaNotFoundError, SessionNotFoundError, StaleStateError
 from .results import UNVERSIONED
 from .store import MysqlAgentStateStore
 from .url import scrub
@@ -169,6 +170,8 @@ COMMAND_HELP = {
                  "(store.save_if_version), exit 1 when it is not"),
     "save-list": ((), "store a whole list, given as a JSON array (store.save_list); --if-version N as save's "
                       "(store.save_list_if_version)"),
+    "save-many": ((), "several values and lists of one session in ONE transaction, all or nothing "
+                      "(store.save_many); --if-version KEY N: a compare-and-set of that key"),
     "append-list": ((), "add items, each a JSON document, at a list's end; prints the new length (store.append_list)"),
     "pop-list": ((), "remove a list's last item and print it; exit 1 when the list is empty (store.pop_list)"),
     "delete": (("rm",), "delete one key, several keys in one transaction (store.delete_keys), or (asking first) a "
@@ -253,7 +256,7 @@ def _parser() -> argparse.ArgumentParser:
     _command(sub, "exists", _exists, ("session",), "[--user U] USER SESSION")
     g = _command(sub, "get", _get, ("session", "key?"),
                  "[--user U] USER SESSION [KEY] [--offset N] [--limit N] [--tail N] [--history] [--versioned]")
-    g.add_argument("--offset", type=int, default=0, help="a list's first item; negative counts from the end")
+    g.add_argument("--offset", type=int, default=None, help="a list's first item; negative counts from the end")
     g.add_argument("--limit", type=count, default=None, help="at most N items of a list")
     g.add_argument("--tail", type=count, help="only the last N items of a list")
     g.add_argument("--history", action="store_true", help="the list's archived items instead")
@@ -273,6 +276,14 @@ def _parser() -> argparse.ArgumentParser:
     for c in (sv1, sv2):
         c.add_argument("--if-version", type=int, metavar="N",
                        help="write only if the key's version is N (0: only if absent); exit 1 when it is not")
+    sm = _command(sub, "save-many", _save_many, ("session",),
+                  "[--user U] USER SESSION [--value KEY JSON]... [--list KEY JSON_ARRAY]... [--if-version KEY N]...")
+    sm.add_argument("--value", nargs=2, action="append", default=[], metavar=("KEY", "JSON"),
+                    help="a value to save (repeatable)")
+    sm.add_argument("--list", nargs=2, action="append", default=[], metavar=("KEY", "JSON_ARRAY"),
+                    help="a whole list to save (repeatable)")
+    sm.add_argument("--if-version", nargs=2, action="append", default=[], metavar=("KEY", "N"),
+                    help="save only if KEY's version is N (0: only if absent); else exit 1, nothing written")
     _command(sub, "append-list", _append_list, ("session", "key", "items*"), "[--user U] USER SESSION KEY JSON...")
     _command(sub, "pop-list", _pop_list, ("session", "key"), "[--user U] USER SESSION KEY")
     d = _command(sub, "delete", _delete, ("session", "keys*"), "[--user U] USER SESSION [KEY...] [--yes] [--maintenance]")
@@ -508,8 +519,28 @@ def _has_key(store: MysqlAgentStateStore, args: argparse.Namespace) -> bool:
     return store.key_kind(_user(args.user), args.session, args.key) is not None
 
 
+def _window_options(args: argparse.Namespace) -> list[str]:
+    """The window options of ``get`` given: --offset, --limit, --tail."""
+    return [f"--{name}" for name in ("offset", "limit", "tail") if getattr(args, name) is not None]
+
+
+def _check_get_options(args: argparse.Namespace) -> None:
+    """``get``'s options that cannot go together, or with no KEY, refused (exit 2) before any
+    read: none is ever dropped in silence."""
+    window = _window_options(args)
+    if args.key is None and (window or args.history or args.versioned):
+        given = window + ["--history"] * args.history + ["--versioned"] * args.versioned
+        raise ValueError(f"{', '.join(given)} apply to a KEY; without one, get shows the session's catalog entry")
+    if args.tail is not None and (args.offset is not None or args.limit is not None):
+        raise ValueError("--tail N is the last N items: it does not go with --offset or --limit")
+    if args.versioned and (window or args.history):
+        raise ValueError(f"--versioned reads a value or a whole list with its version: it does not go with "
+                         f"{', '.join(window + ['--history'] * args.history)}")
+
+
 def _get(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     user = _user(args.user)
+    _check_get_options(args)
     if args.key is None:
         if not store.exists(user, args.session):
             raise NotFound(f"no {_where(args)}")
@@ -519,8 +550,8 @@ def _get(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     if args.history:
         if not store.exists(user, args.session):
             raise NotFound(f"no {_where(args)}")
-        found = store.get_history(user, args.session, args.key, offset=args.offset, limit=args.limit)
-        if args.tail:
+        found = store.get_history(user, args.session, args.key, offset=args.offset or 0, limit=args.limit)
+        if args.tail:  # alone (_check_get_options): the last N archived items
             found = found[-args.tail:]
         items = [{"value": h.value, "archived_at": h.archived_at} for h in found]
         _out(args, items, "\n".join(f"{h['archived_at']}  {_dumps(h['value'])}" for h in items))
@@ -534,8 +565,11 @@ def _get(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
                  else store.get_versioned(user, args.session, args.key))
         _out(args, _versioned(found), _dumps(_versioned(found)))
         return 0
+    if not listed and _window_options(args):
+        raise ValueError(f"key {args.key!r} holds a value, not a list: {', '.join(_window_options(args))} "
+                         "apply to a list's items")
     if listed:
-        offset = -args.tail if args.tail else args.offset
+        offset = -args.tail if args.tail else args.offset or 0
         items = store.get_list(user, args.session, args.key, offset=offset, limit=args.limit)
         _out(args, items, "\n".join(_dumps(i) for i in items))
         return 0
@@ -590,8 +624,48 @@ def _save_list(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     if args.if_version is not None:
         version = store.save_list_if_version(_user(args.user), args.session, args.key, values, args.if_version)
         return _if_version(args, version)
-    store.save_list(_user(args.user), args.session, args.key, values)
-    _out(args, {"saved": len(values)}, f"saved {len(values)} item{'' if len(values) == 1 else 's'} at {args.key!r}")
+    report = store.save_list_report(_user(args.user), args.session, args.key, values)
+    _out(args, {"saved": len(values), **_report(report)},
+         f"saved {len(values)} item{'' if len(values) == 1 else 's'} at {args.key!r} ({_written(report)}, "
+         f"version {report.version})")
+    return 0
+
+
+def _written(report: Any) -> str:
+    """What a list save wrote, in words: ``append: 1 row written``."""
+    return f"{report.kind}: {report.rows_written} row{'' if report.rows_written == 1 else 's'} written"
+
+
+def _report(report: Any) -> dict:
+    """A :class:`~mysql_state.results.SaveReport` as JSON."""
+    return {"kind": report.kind, "rows_written": report.rows_written, "version": report.version,
+            "delete_from": report.delete_from}
+
+
+def _save_many(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
+    values = {k: _json(v) for k, v in args.value}
+    lists: dict = {}
+    for k, v in args.list:
+        lists[k] = _json(v)
+        if not isinstance(lists[k], list):
+            raise ValueError(f"--list {k} takes a JSON array, got {v!r}")
+    if not values and not lists:
+        raise ValueError("save-many needs at least one --value KEY JSON or --list KEY JSON_ARRAY")
+    expected: dict = {}
+    for k, n in args.if_version:
+        try:
+            expected[k] = int(n)
+        except ValueError:
+            raise ValueError(f"--if-version {k} takes a version number, got {n!r}") from None
+    try:
+        saved = store.save_many(_user(args.user), args.session, values, lists, expected_versions=expected or None)
+    except StaleStateError as exc:
+        _out(args, {"saved": False, "key": exc.key, "expected": exc.expected, "stored": exc.stored},
+             f"not saved: {exc}")
+        return NOT_FOUND
+    out = {"saved": True, "versions": saved.versions, "lists": {k: _report(r) for k, r in saved.items()}}
+    _out(args, out, "\n".join(f"saved {k!r} at version {v}" + (f" ({_written(saved[k])})" if k in saved else "")
+                              for k, v in sorted(saved.versions.items())))
     return 0
 
 

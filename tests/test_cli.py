@@ -542,3 +542,52 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(store, url, database
                           capture_output=True, text=True, timeout=120)
     assert len(done.stdout.splitlines()) == 2
     assert done.stderr == "" and done.returncode == 141, (done.returncode, done.stderr)
+
+
+def test_get_refuses_options_that_do_not_go_together_and_drops_none_in_silence(store, raw, url, database):
+    """--tail with --offset/--limit (--tail won), a window on a value (ignored), --versioned
+    with a window or --history (ignored), and any of them without KEY: exit 2, one line naming
+    the options, nothing read."""
+    store.save_list("carol", "s1", "mem", ["a", "b", "c", "d"])
+    store.save("carol", "s1", "plan", {"x": 1})
+    for args, words in (
+            (["mem", "--offset", "1", "--limit", "1", "--tail", "1"], ("--tail", "--offset")),
+            (["mem", "--tail", "1", "--limit", "2"], ("--tail", "--limit")),
+            (["plan", "--offset", "3", "--limit", "1"], ("'plan'", "value", "--offset", "--limit")),
+            (["plan", "--tail", "1"], ("'plan'", "--tail")),
+            (["mem", "--versioned", "--tail", "1"], ("--versioned", "--tail")),
+            (["mem", "--history", "--versioned"], ("--versioned", "--history")),
+            (["--offset", "1"], ("--offset", "KEY"))):
+        one_line_error(cli(url, database, "get", "carol", "s1", *args), 2, *words)
+    ok = cli(url, database, "get", "carol", "s1", "mem", "--offset", "1", "--limit", "2")
+    assert ok.returncode == 0 and [orjson.loads(x) for x in ok.stdout.splitlines()] == ["b", "c"]
+    ok = cli(url, database, "get", "carol", "s1", "mem", "--tail", "1")
+    assert ok.returncode == 0 and [orjson.loads(x) for x in ok.stdout.splitlines()] == ["d"]
+    ok = cli(url, database, "get", "carol", "s1", "plan", "--versioned")
+    assert ok.returncode == 0 and orjson.loads(ok.stdout)["value"] == {"x": 1}
+
+
+def test_save_many_and_the_save_list_report_from_the_shell(store, raw, url, database):
+    """save_many (all or nothing, with a compare-and-set) and save_list_report had no command."""
+    done = cli(url, database, "--json", "save-many", "dora", "s1", "--value", "plan", '{"s":1}',
+               "--list", "mem", "[1,2,3]")
+    assert done.returncode == 0, done.stderr
+    out = orjson.loads(done.stdout)
+    assert out["versions"] == {"mem": 1, "plan": 1} and out["lists"]["mem"]["rows_written"] == 3
+    assert store.get("dora", "s1", "plan") == {"s": 1} and store.get_list("dora", "s1", "mem") == [1, 2, 3]
+    stale = cli(url, database, "save-many", "dora", "s1", "--value", "plan", '{"s":2}', "--list", "mem", "[9]",
+                "--if-version", "plan", "7")
+    assert stale.returncode == 1 and "not saved" in stale.stdout and "expected version 7" in stale.stdout
+    assert store.get("dora", "s1", "plan") == {"s": 1} and store.get_list("dora", "s1", "mem") == [1, 2, 3]
+    ok = cli(url, database, "save-many", "dora", "s1", "--list", "mem", "[1,2,3,4]", "--if-version", "mem", "1")
+    assert ok.returncode == 0 and "saved 'mem' at version 2 (append: 1 row written)" in ok.stdout, ok.stdout
+    for args, words in ((["--list", "mem", "5"], ("--list mem", "JSON array")), ([], ("save-many needs",)),
+                        (["--value", "k", "{"], ("not a JSON document",)),
+                        (["--value", "k", "1", "--if-version", "k", "x"], ("--if-version k", "'x'"))):
+        one_line_error(cli(url, database, "save-many", "dora", "s2", *args), 2, *words)
+    assert not store.exists("dora", "s2")
+    rep = cli(url, database, "--json", "save-list", "dora", "s1", "mem", "[1,2,3,4,5]")
+    assert orjson.loads(rep.stdout) == {"saved": 5, "kind": "append", "rows_written": 1, "version": 3,
+                                        "delete_from": None}
+    rep = cli(url, database, "save-list", "dora", "s1", "mem", "[1,2]")
+    assert rep.stdout.strip() == "saved 2 items at 'mem' (shrink: 0 rows written, version 4)"
