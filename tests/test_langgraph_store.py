@@ -39,25 +39,27 @@ class Reference(InMemoryStore):
       docstring says): InMemoryStore keeps the vectors of an earlier put.
     """
 
+    def _extract_texts(self, put_ops):
+        # After the batch's searches (which see the vectors from before the batch), as
+        # InMemoryStore.batch calls this: the puts' old vectors go, then the new ones are made.
+        for (namespace, key), op in put_ops.items():
+            if op.value is not None:
+                self._vectors[namespace].pop(key, None)
+        return super()._extract_texts(put_ops)
+
     def batch(self, ops):
-        ops = list(ops)
-        for op in ops:
-            if isinstance(op, PutOp) and op.value is not None:
-                self._vectors[op.namespace].pop(op.key, None)
         out = super().batch(ops)
-        for ns in [ns for ns, items in self._data.items() if not items]:
-            del self._data[ns]
+        self._forget_empty()
         return out
 
     async def abatch(self, ops):
-        ops = list(ops)
-        for op in ops:
-            if isinstance(op, PutOp) and op.value is not None:
-                self._vectors[op.namespace].pop(op.key, None)
         out = await super().abatch(ops)
+        self._forget_empty()
+        return out
+
+    def _forget_empty(self):
         for ns in [ns for ns, items in self._data.items() if not items]:
             del self._data[ns]
-        return out
 
 
 def embed(texts):
@@ -256,13 +258,49 @@ def test_values_json_does_not_hold_are_refused_naming_the_field_and_nothing_is_w
                         ({"c": Color.RED}, "field 'c' is a Color"),
                         ({"p": Point(1)}, "field 'p' is a Point"),
                         ({"n": 2**70}, "field 'n' is an integer past 64 bits"),
-                        ({"s": {1, 2}}, "field 's' is a set")]:
+                        ({"s": {1, 2}}, "field 's' is a set"),
+                        ({"x": [float("nan")]}, "field 'x.0' is nan"),
+                        ({"i": float("inf")}, "field 'i' is inf"),
+                        ({"t": "a\ud800b"}, "field 't' is a str with a lone surrogate"),
+                        ({"d": {"k\udfff": 1}}, "field 'd' has a key with a lone surrogate")]:
         with pytest.raises(TypeError, match=f"\\('ev',\\) 'e1' must be what JSON holds: {said}"):
             memory.batch([PutOp(("ok",), "k2", {"v": 2}), PutOp(("ev",), "e1", value)])
         assert raw.rows(SESSION) == before
     memory.put(("ev",), "e1", {"n": 2**64 - 1, "m": -(2**63), "t": (1, "a"), "f": 1.5, "b": True, "z": None})
     assert memory.get(("ev",), "e1").value == {"n": 2**64 - 1, "m": -(2**63), "t": [1, "a"], "f": 1.5, "b": True,
                                                 "z": None}
+
+
+def test_a_batch_with_a_bad_put_reads_and_refreshes_nothing(url, database, raw):
+    """A NaN or a lone surrogate was refused only inside the write, after the batch's
+    refresh_on_read had been saved (the item's expiry moved by a batch that raised), and the
+    error named an internal row key: refused before any SQL now, naming the field."""
+    mem = MysqlStore.from_url(url, database_name=database, user_id="refresh",
+                              ttl={"default_ttl": 10, "refresh_on_read": True})
+    try:
+        mem.put(("d",), "k", {"v": 1})
+        expiry = raw.rows("refresh:langgraph-store")
+        for bad, said in (({"f": float("nan")}, "field 'f' is nan"), ({"t": "\ud800"}, "field 't' is a str")):
+            time.sleep(0.01)
+            with pytest.raises(TypeError, match=said):
+                mem.batch([GetOp(("d",), "k", refresh_ttl=True), PutOp(("d",), "k2", bad)])
+            assert raw.rows("refresh:langgraph-store") == expiry  # no refresh saved, nothing written
+    finally:
+        mem.close()
+
+
+def test_a_search_sees_the_vectors_from_before_a_put_of_the_same_key_in_its_batch(store):
+    """InMemoryStore's order: the batch's searches, then its puts (the test's Reference pops an
+    item's vectors in that order too)."""
+    idx = {"dims": DIMS, "embed": embed, "fields": ["text"]}
+    mem, ref = MysqlStore(store, user_id="order", index=idx), Reference(index=idx)
+    for s in (mem, ref):
+        s.put(("d",), "k", {"text": "apples"})
+    ops = [SearchOp(("d",), None, 10, 0, "apples"), PutOp(("d",), "k", {"text": "fox"}),
+           SearchOp(("d",), None, 10, 0, "fox")]
+    got, want = mem.batch(ops), ref.batch(ops)
+    assert view(got) == view(want) and got[0][0].score is not None and got[0][0].value == {"text": "apples"}
+    assert view(mem.search(("d",), query="fox")) == view(ref.search(("d",), query="fox"))
 
 
 def test_filters_read_dollar_names_as_inmemory_store_does(memory):

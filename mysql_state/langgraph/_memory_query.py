@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import math
 from typing import Any, Callable, Optional, Sequence
 
 OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
@@ -56,23 +57,43 @@ _JSON_LEAVES = (str, bool, int, float, type(None))
 _INT_RANGE = (-(2**63), 2**64 - 1)  # what orjson writes
 
 
+def _not_utf8(text: str) -> bool:
+    """Whether a str holds a lone surrogate (no UTF-8 for it: JSON in the table cannot hold it)."""
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+        return False
+    except UnicodeEncodeError:
+        return True
+
+
 def not_json(value: Any, path: str = "") -> Optional[str]:
     """What in ``value`` JSON does not hold, as its field path and type, or None: dicts with
-    string keys, lists and tuples, strings, booleans, integers within 64 bits and numbers
-    (non-finite ones are refused where the value is written).
+    string keys, lists and tuples, strings (valid Unicode: no lone surrogate), booleans,
+    integers within 64 bits and finite numbers. Checked before any SQL, so a put refused
+    writes nothing and the batch reads nothing either.
 
     >>> import datetime
     >>> not_json({"a": [1, {"when": datetime.date(2024, 1, 2)}]}), not_json({"n": 2**70}), not_json({"k": [1.5]})
     ("field 'a.1.when' is a date", "field 'n' is an integer past 64 bits", None)
+    >>> not_json({"x": [float("nan")]}), not_json({"t": "a\ud800"})
+    ("field 'x.0' is nan, which JSON has not", "field 't' is a str with a lone surrogate (not valid Unicode)")
     """
     if isinstance(value, _JSON_LEAVES):
         if isinstance(value, int) and not isinstance(value, bool) and not _INT_RANGE[0] <= value <= _INT_RANGE[1]:
             return f"field {path!r} is an integer past 64 bits"
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"field {path!r} is {value!r}, which JSON has not"
+        if isinstance(value, str) and _not_utf8(value):
+            return f"field {path!r} is a str with a lone surrogate (not valid Unicode)"
         return None
     if isinstance(value, dict):
         for k, v in value.items():
             if not isinstance(k, str):
                 return f"field {path!r} has a key that is not a str: {type(k).__name__} {k!r}"[:200]
+            if _not_utf8(k):
+                return f"field {path!r} has a key with a lone surrogate (not valid Unicode): {k!r}"[:200]
             found = not_json(v, f"{path}.{k}" if path else k)
             if found is not None:
                 return found
