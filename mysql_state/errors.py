@@ -193,11 +193,12 @@ def caller_stacklevel() -> int:
     this) point at the first line outside this package: the user's own call, so that warning
     filters by module and the once-per-location default act on the caller's code, whatever
     path inside the package led there."""
+    import inspect
     import os
-    import sys
 
     package = os.path.dirname(os.path.abspath(__file__)) + os.sep
-    level, frame = 1, sys._getframe(1)
+    here = inspect.currentframe()
+    level, frame = 1, here.f_back if here is not None else None
     while frame is not None and frame.f_code.co_filename.startswith(package):
         frame, level = frame.f_back, level + 1
     return level
