@@ -77,7 +77,7 @@ def not_json(value: Any, path: str = "") -> Optional[str]:
     >>> import datetime
     >>> not_json({"a": [1, {"when": datetime.date(2024, 1, 2)}]}), not_json({"n": 2**70}), not_json({"k": [1.5]})
     ("field 'a.1.when' is a date", "field 'n' is an integer past 64 bits", None)
-    >>> not_json({"x": [float("nan")]}), not_json({"t": "a\ud800"})
+    >>> not_json({"x": [float("nan")]}), not_json({"t": "a\\ud800"})
     ("field 'x.0' is nan, which JSON has not", "field 't' is a str with a lone surrogate (not valid Unicode)")
     """
     if isinstance(value, _JSON_LEAVES):
