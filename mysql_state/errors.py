@@ -31,6 +31,7 @@ __all__ = [
     "SessionNotFoundError",
     "SessionExistsError",
     "WrongTypeError",
+    "MigrationError",
     "MysqlStateWarning",
     "errno_of",
     "tls_failure",
@@ -66,6 +67,12 @@ class SchemaNotFoundError(MysqlStateError):
         super().__init__(message or (f"{missing} {name} does not exist. Create it with "
                                      f"{'; and then '.join(self.statements)}; or pass create_if_not_exist=True"),
                          errno)
+
+
+class MigrationError(MysqlStateError):
+    """A migration step refused to run, nothing changed: the table holds rows whose meaning the
+    step would change (keys that differ only by case or trailing spaces, one key under the
+    table's collation, would become separate keys). The message names them and the way out."""
 
 
 class ServerUnavailableError(MysqlStateError):

@@ -26,7 +26,7 @@ import orjson
 
 from . import catalog, keys, listsync, sql, transfer
 from .crypto import is_sealed, well_formed
-from .errors import ALREADY_DONE_ERRNOS, DecryptionError, MysqlStateError
+from .errors import ALREADY_DONE_ERRNOS, DecryptionError, MigrationError, MysqlStateError
 from .table import Table
 from .listsync import Digester, ListHash
 
@@ -108,7 +108,42 @@ def _need_exact(ctx: Ctx) -> bool:
 
 
 def _do_exact(ctx: Ctx) -> None:
+    refuse_key_variants(ctx)
     ctx.run(lambda cur: cur.execute(ctx.q(sql.MAKE_KEYS_EXACT)), "migrate", write=True)
+
+
+def key_variants(ctx: Ctx) -> list[str]:
+    """Keys of the table that differ only by case or trailing spaces (one key under its
+    collation, which compares so; two once the key columns are exact), a few at most, each as
+    ``"'alice:s1' / 'Alice:s1', key 'memory' (3 rows)"``. A full scan: run before the step that
+    makes the key columns exact, never on a table whose keys are exact already."""
+    if not {"session_id", "state_key"} <= set(_columns(ctx)):
+        return []  # not this store's table: the doctor says what is missing, the step fails on it
+    rows = ctx.run(lambda cur: (cur.execute(ctx.q(sql.KEY_VARIANTS)), cur.fetchall())[1], "migrate", write=False)
+
+    def text(b: Any) -> str:
+        return bytes(b).decode("utf-8", "replace") if isinstance(b, (bytes, bytearray)) else str(b)
+
+    out = []
+    for low_sid, high_sid, low_key, high_key, n in rows:
+        sids = f"{text(low_sid)!r}" + (f" / {text(high_sid)!r}" if low_sid != high_sid else "")
+        ks = f"{text(low_key)!r}" + (f" / {text(high_key)!r}" if low_key != high_key else "")
+        out.append(f"session {sids}, key {ks} ({n} rows)")
+    return out
+
+
+def refuse_key_variants(ctx: Ctx) -> None:
+    """:class:`MigrationError` when making the key columns exact would split a key in two
+    (:func:`key_variants`): a list grown under two spellings would read as two short lists, or
+    a value and a list would part. Nothing is changed; the message says how to give each key
+    one spelling (the table's collation still lets an UPDATE merge them: no two rows collide)."""
+    found = key_variants(ctx)
+    if found:
+        raise MigrationError(
+            f"table `{ctx.database}`.`{ctx.table}` holds keys that differ only by case or trailing spaces, which its "
+            f"collation reads as one key and exact key columns would split: {'; '.join(found)}. Nothing was changed. "
+            "Give each one spelling first, e.g. UPDATE the table SET session_id = '<the spelling to keep>' WHERE "
+            "session_id = '<it>' (and the same for state_key), then migrate")
 
 
 def _need_version(ctx: Ctx) -> bool:
@@ -180,6 +215,8 @@ def migrate(ctx: Ctx, dry_run: bool) -> list[MigrationStep]:
 
     Safe beside another process migrating the same table (see the module doc)."""
     todo = pending(ctx)
+    if any(step.name == "0001_exact_key_collation" for step in todo):
+        refuse_key_variants(ctx)  # a dry run says so too: the real run would refuse
     if dry_run or not todo:
         return todo
     ctx.run(lambda cur: cur.execute(sql.MIGRATIONS_RECORD_TABLE.replace("{db}", ctx.database)), "migrate", write=True)
@@ -235,8 +272,11 @@ def _schema_problems(ctx: Ctx) -> list[DoctorFinding]:
     if idx.get("PRIMARY") != PRIMARY_KEY:
         out.append(DoctorFinding("primary_key", f"the primary key is ({idx.get('PRIMARY')}), not ({PRIMARY_KEY})"))
     if _need_exact(ctx):
+        split = key_variants(ctx)
         out.append(DoctorFinding("collation", "session_id/state_key do not compare exactly (case, trailing spaces): "
-                                        "migrate makes them exact"))
+                                              "migrate makes them exact" + (
+                                     f"; but it refuses until these keys, one under the table's collation, have one "
+                                     f"spelling each: {'; '.join(split)}" if split else "")))
     if ACTIVITY_COLUMNS not in idx.values():
         out.append(DoctorFinding("index", "the index by_activity (session_id, updated_at) is missing: migrate adds it"))
     return out
@@ -246,11 +286,17 @@ def doctor(ctx: Ctx, fix: bool) -> list[DoctorFinding]:
     """Check the table (see the module doc); with ``fix`` repair what is safe and say so."""
     problems = _schema_problems(ctx)
     if fix and problems:
-        migrate(ctx, dry_run=False)
+        try:
+            migrate(ctx, dry_run=False)
+            migrated = ""
+        except MigrationError as exc:
+            migrated = str(exc)
         for p in problems:
-            if p.kind in ("collation", "index"):
+            if p.kind in ("collation", "index") and not migrated:
                 p.fixed = True
                 p.message += " (fixed: migrated)"
+            elif p.kind in ("collation", "index"):
+                p.message += f" (not fixed: {migrated})"
     if any(p.kind in ("columns", "primary_key") for p in problems):
         return problems  # the rows cannot be read as this store's
     started = _one(ctx, sql.DOCTOR_NOW)[0]
@@ -259,7 +305,8 @@ def doctor(ctx: Ctx, fix: bool) -> list[DoctorFinding]:
     history: dict[str, int] = {}
     for sid, rows in scan(ctx):
         if sid == keys.CATALOG_SESSION:
-            catalog_rows.update((key, updated) for key, _, _, updated in rows)
+            problems += _catalog_rows_malformed(ctx, rows, fix)
+            catalog_rows.update((key, updated) for key, index, _, updated in rows if index == 0)
             continue
         found = _row_problems(ctx, sid, rows, False)
         if found:  # the scan's chunks may have read a list before and after a write: a second look
@@ -348,8 +395,13 @@ def _list_problems(ctx: Ctx, sid: str, rows: list, opened: dict, fix: bool) -> l
     for key, items in by_key.items():
         if key.endswith(keys.HASH_SUFFIX):
             base = key[: -len(keys.HASH_SUFFIX)]
-            stored = ListHash.parse(items[0][1])
-            if base not in by_key and stored is not None and stored.n != 0:
+            text = items[0][1]
+            stored = ListHash.parse(text)
+            if stored is None and ListHash.damaged(text if isinstance(text, str) else None):
+                out.append(_fixed(ctx, fix, DoctorFinding("hash_row", f"list {base!r} of {sid!r}: its hash row cannot "
+                                                    "be read (cut short, or changed by hand), so every read of the list "
+                                                    "fails", sid, base)))
+            elif base not in by_key and stored is not None and stored.n != 0:
                 out.append(_fixed(ctx, fix, DoctorFinding("list_rows", f"list {base!r} of {sid!r}: its hash row says "
                                                     f"{stored.n} items but it has none", sid, base)))
             continue
@@ -360,11 +412,18 @@ def _list_problems(ctx: Ctx, sid: str, rows: list, opened: dict, fix: bool) -> l
                 out.append(_fixed(ctx, fix, DoctorFinding("no_hash_row", f"list {key!r} of {sid!r} has item rows "
                                                     f"{indexes[:5]}... but no hash row", sid, key)))
             continue
-        if indexes != list(range(len(items))):
-            out.append(_fixed(ctx, fix, DoctorFinding("list_rows", f"list {key!r} of {sid!r}: item rows are not "
-                                                f"0..{len(items) - 1}", sid, key)))
-            continue
         stored = ListHash.parse(head[0][1])
+        strays = _strays(ctx, stored, key, indexes, opened) if stored is not None and stored.n != len(items) else []
+        if indexes != list(range(len(items))) or strays:
+            if strays:
+                p = DoctorFinding("list_rows", f"list {key!r} of {sid!r}: rows at item_index {_few(strays)} lie "
+                                               f"outside the {stored.n} items its hash row proves (0..{stored.n - 1})",
+                                  sid, key)
+                out.append(_set_aside(ctx, fix, p, head[0][1], strays))
+            else:
+                out.append(_fixed(ctx, fix, DoctorFinding("list_rows", f"list {key!r} of {sid!r}: item rows are at "
+                                                    f"{_few(indexes)}, not 0..{len(items) - 1}", sid, key)))
+            continue
         if stored is None:
             continue  # a hash row of another format (the Java store's): the next save rewrites it
         datas = [opened.get((key, i)) for i in indexes]
@@ -376,6 +435,65 @@ def _list_problems(ctx: Ctx, sid: str, rows: list, opened: dict, fix: bool) -> l
             out.append(_fixed(ctx, fix, DoctorFinding("hash_row", f"list {key!r} of {sid!r}: its hash row disagrees "
                                                 f"with its {len(items)} items", sid, key)))
     return out
+
+
+def _few(indexes: list[int]) -> str:
+    return str(indexes[:8])[:-1] + (", ...]" if len(indexes) > 8 else "]")
+
+
+def _strays(ctx: Ctx, stored: Optional[ListHash], key: str, indexes: list[int], opened: dict) -> list[int]:
+    """The rows of a list its hash row (this store's) does not count, when the rows it counts,
+    ``0..n-1``, are all there and its digests prove them the list saved; else [] (nothing
+    proves which rows are the list)."""
+    if stored is None:
+        return []
+    dig = ctx.digester(stored.dk)
+    inside = [i for i in indexes if 0 <= i < stored.n]
+    if dig is None or inside != list(range(stored.n)):
+        return []
+    datas = [opened.get((key, i)) for i in inside]
+    if any(d is None or d is _SEALED for d in datas) or not listsync.verify(stored, datas, dig):
+        return []
+    return [i for i in indexes if not 0 <= i < stored.n]
+
+
+def _set_aside(ctx: Ctx, fix: bool, p: DoctorFinding, head_text: Any, strays: list[int]) -> DoctorFinding:
+    """Move the rows ``strays`` of a list out of it, nothing lost: each archived under the
+    session's history id (``get_history`` reads them, oldest first; sealed again for the new
+    place), then deleted, under the hash row's lock and only if the hash row is still the one
+    that proved them outside. The list's other rows, versions and activity times are left."""
+    if not fix or p.key is None or p.session_id is None:
+        return p
+    sid, k, hsid = p.session_id, p.key, keys.history_session(p.session_id)
+    marks = ", ".join(["%s"] * len(strays))
+
+    def move(cur: Any) -> int:
+        cur.execute(ctx.q(sql.RELIST_LOCK_HEAD), (sid, keys.hash_key(k)))
+        head = cur.fetchone()
+        if head is None or head[0] != head_text:
+            return 0  # written since: the next doctor looks again
+        cur.execute(ctx.q(sql.DOCTOR_ROWS_AT).replace("{marks}", marks), (sid, k, *strays))
+        found = sorted(cur.fetchall())
+        cur.execute(ctx.q(sql.NEXT_ARCHIVE_INDEX), (hsid, k))
+        at = int(cur.fetchone()[0])
+        for j, (index, text) in enumerate(found):
+            plain = ctx.plain(sid, k, index, text)
+            cur.execute(ctx.q(sql.DOCTOR_ARCHIVE_ROW), (hsid, k, at + j, ctx.seal(hsid, k, at + j, plain).decode()))
+        cur.execute(ctx.q(sql.DOCTOR_DELETE_AT).replace("{marks}", marks), (sid, k, *strays))
+        return len(found)
+
+    try:
+        moved = ctx.run(move, "doctor --fix", write=True)
+    except DecryptionError:
+        p.message += " (not fixed: a row cannot be decrypted" + ("" if ctx.keyring else " without the keyring") + ")"
+        return p
+    if moved:
+        ctx.forget((sid, k))
+        p.fixed = True
+        p.message += f" (fixed: {moved} row{'' if moved == 1 else 's'} moved to the key's history, get_history reads them)"
+    else:
+        p.message += " (not fixed: the list was written meanwhile; run the doctor again)"
+    return p
 
 
 def relist(cur: Any, ctx: Ctx, sid: str, k: str, skip: Callable[[Optional[str]], bool] = lambda text: False,
@@ -464,7 +582,10 @@ def _catalog_problems(ctx: Ctx, catalog_rows: dict, last_write: dict, fix: bool)
     wrong = set(missing) | set(behind)
     stale = [sid for sid in last_write if sid in wrong]  # in the order the table holds them
     out = [DoctorFinding("catalog", f"session {sid!r} has no catalog row (written behind the catalog's back)", sid)
-           if catalog_rows.get(sid) is None else
+           if sid not in catalog_rows else
+           DoctorFinding("catalog", f"the catalog row of {sid!r} has no activity time (updated_at is NULL); its rows "
+                                    f"were written at {last_write[sid]}", sid)
+           if catalog_rows[sid] is None else
            DoctorFinding("catalog", f"the catalog row of {sid!r} says {catalog_rows[sid]}, its rows were written at "
                                     f"{last_write[sid]}", sid) for sid in stale]
     out += [DoctorFinding("catalog", f"catalog row {sid!r} names a session with no rows", sid) for sid in orphans]
@@ -484,26 +605,60 @@ def _catalog_problems(ctx: Ctx, catalog_rows: dict, last_write: dict, fix: bool)
     return out
 
 
+def _catalog_rows_malformed(ctx: Ctx, rows: list, fix: bool) -> list[DoctorFinding]:
+    """Catalog rows an import of the table's export would refuse (:func:`transfer.check_row`):
+    at an index other than 0, naming no valid session, or whose text is not ``{}``. ``fix``
+    makes the text ``{}`` (the activity time kept) and deletes the others."""
+    out = []
+    for key, index, data, _ in rows:
+        try:
+            transfer.check_row(keys.CATALOG_SESSION, key, index, data if isinstance(data, str) else str(data), 0)
+            continue
+        except ValueError as exc:
+            why = str(exc)
+        p = DoctorFinding("catalog", f"catalog row ({key[:60]!r}, item_index {index}) is malformed, so an export of "
+                                     f"the table would not import: {why}", key)
+        if fix:
+            text_only = index == 0 and transfer.is_packed_id(key)
+            statement = ctx.q(sql.DOCTOR_CATALOG_TEXT if text_only else sql.DOCTOR_CATALOG_DROP)
+            params = (key,) if text_only else (key, index)
+            ctx.run(lambda cur: cur.execute(statement, params), "doctor --fix", write=True)
+            p.fixed = True
+            p.message += " (fixed: its text made '{}', its activity time kept)" if text_only else " (fixed: deleted)"
+        out.append(p)
+    return out
+
+
 def _history_problems(ctx: Ctx, history: dict[str, int], last_write: dict, started: Any, fix: bool) -> list[DoctorFinding]:
     """History rows whose session has no data rows left (erased, or every key deleted): no read,
     ``sessions()`` or ``prune`` reaches them. ``fix`` deletes those archived before the doctor
     started, in batches."""
     reachable = {keys.history_session(sid) for sid in last_write}
-    if fix and any(hsid not in reachable for hsid in history):
-        # a second look before deleting: a session made after the scan passed its place (an
-        # import of it with its history, say) owns its history again
+    if any(hsid not in reachable for hsid in history):
+        # A second look: a session made after the scan passed its place (an import of it with
+        # its history, say) owns its history again; one deleted meanwhile took its history
+        # with it (its rows, counted again, are gone): neither is a problem.
         reachable |= {keys.history_session(sid) for part in session_batches(ctx) for sid in part}
     out = []
-    for hsid, n in history.items():
+    count = ctx.q(sql.DOCTOR_HISTORY_ROWS)
+    for hsid in history:
         if hsid in reachable:
             continue
+        n = int(_one(ctx, count, (hsid,))[0])
+        if not n:
+            continue  # deleted with its session while the doctor ran
         p = DoctorFinding("orphaned_history", f"{n} archived history rows under {hsid!r} belong to no session "
                                         "(it has no data rows): orphaned history", hsid)
         if fix:
             statement = ctx.q(sql.DOCTOR_DELETE_HISTORY)
-            while ctx.run(lambda cur: cur.execute(statement, (hsid, started, BATCH)), "doctor --fix", write=True) == BATCH:
-                pass
+            deleted = 0
+            while True:
+                got = ctx.run(lambda cur: cur.execute(statement, (hsid, started, BATCH)), "doctor --fix", write=True)
+                deleted += got
+                if got < BATCH:
+                    break
             p.fixed = True
-            p.message += " (fixed: deleted)"
+            p.message += f" (fixed: {deleted} deleted" + (f"; {n - deleted} archived since the doctor began are left"
+                                                          if deleted < n else "") + ")"
         out.append(p)
     return out

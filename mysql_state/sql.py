@@ -787,8 +787,8 @@ REBUILD_CATALOG = (
     "INSERT INTO {t} (session_id, state_key, item_index, state_data, version, created_at, updated_at)"
     f" SELECT '{CATALOG_SESSION}', session_id, 0, '{{}}', 1, MIN(created_at), MAX(updated_at) FROM {{t}}"
     " WHERE session_id IN ({ids}) GROUP BY session_id"
-    " ON DUPLICATE KEY UPDATE created_at = COALESCE(LEAST(created_at, VALUES(created_at)), created_at),"
-    " updated_at = COALESCE(GREATEST(updated_at, VALUES(updated_at)), updated_at)"
+    " ON DUPLICATE KEY UPDATE created_at = COALESCE(LEAST(created_at, VALUES(created_at)), VALUES(created_at), created_at),"
+    " updated_at = COALESCE(GREATEST(updated_at, VALUES(updated_at)), VALUES(updated_at), updated_at)"
 )
 
 
@@ -843,6 +843,29 @@ DOCTOR_CATALOG_RECHECK = (
 )
 DOCTOR_NOW = "SELECT NOW()"
 # Orphaned history rows, archived before the doctor started (a session reborn since keeps its own).
+# Keys the migration to exact key columns would split: in the table's case-insensitive (or
+# PAD SPACE) collation, ids that differ only by case or trailing spaces are one key; exact, they
+# are two. A group of such spellings, a few at most (the migration refuses, naming them).
+KEY_VARIANTS = (
+    "SELECT MIN(CAST(session_id AS BINARY)), MAX(CAST(session_id AS BINARY)),"
+    " MIN(CAST(state_key AS BINARY)), MAX(CAST(state_key AS BINARY)), COUNT(*) FROM {t}"
+    " GROUP BY session_id, state_key"
+    " HAVING COUNT(DISTINCT CAST(session_id AS BINARY)) > 1 OR COUNT(DISTINCT CAST(state_key AS BINARY)) > 1"
+    " LIMIT 10"
+)
+# A list's rows its hash row does not count (the doctor sets them aside): read, each archived
+# under the session's history id, then deleted. ``{marks}``: one %s per item_index.
+DOCTOR_ROWS_AT = "SELECT item_index, state_data FROM {t} WHERE session_id = %s AND state_key = %s AND item_index IN ({marks})"
+DOCTOR_DELETE_AT = "DELETE FROM {t} WHERE session_id = %s AND state_key = %s AND item_index IN ({marks})"
+DOCTOR_ARCHIVE_ROW = "INSERT INTO {t} (session_id, state_key, item_index, state_data, version) VALUES (%s, %s, %s, %s, 1)"
+# A catalog row an import would refuse: its text made '{}' (its activity time kept), or, at an
+# index other than 0 or naming no valid session, deleted.
+DOCTOR_CATALOG_TEXT = (
+    f"UPDATE {{t}} SET state_data = '{{}}', updated_at = updated_at WHERE session_id = '{CATALOG_SESSION}'"
+    " AND state_key = %s AND item_index = 0"
+)
+DOCTOR_CATALOG_DROP = f"DELETE FROM {{t}} WHERE session_id = '{CATALOG_SESSION}' AND state_key = %s AND item_index = %s"
+DOCTOR_HISTORY_ROWS = "SELECT COUNT(*) FROM {t} WHERE session_id = %s"
 DOCTOR_DELETE_HISTORY = (
     "DELETE FROM {t} WHERE session_id = %s AND (created_at IS NULL OR created_at <= %s) LIMIT %s"
 )

@@ -196,7 +196,7 @@ def check_row(sid: str, key: str, index: int, data: str, version: int) -> None:
     if not 0 <= version <= MAX_BIGINT:
         raise ValueError(f"version {version} is outside 0..{MAX_BIGINT}")
     if sid == keys.CATALOG_SESSION:
-        if index != 0 or data != "{}" or not _is_packed_id(key):
+        if index != 0 or data != "{}" or not is_packed_id(key):
             raise ValueError(f"a catalog row must be ({keys.CATALOG_SESSION!r}, <a valid '<user>:<session>' id>, 0,"
                              f" '{{}}'), got state_key {key[:60]!r}, item_index {index}, state_data {data[:20]!r}")
         return
@@ -204,7 +204,7 @@ def check_row(sid: str, key: str, index: int, data: str, version: int) -> None:
         if _HISTORY_ID.fullmatch(sid) is None:
             raise ValueError(f"session_id {sid[:60]!r} has no ':': such ids are reserved for the store's own rows"
                              f" ({keys.CATALOG_SESSION!r}, {keys.HISTORY_PREFIX!r}<digest>)")
-    elif not _is_packed_id(sid):
+    elif not is_packed_id(sid):
         raise ValueError(f"session_id {sid[:60]!r} is not a valid '<user>:<session>' id")
     if key.endswith(keys.HASH_SUFFIX):
         if index != 0 or key[: -len(keys.HASH_SUFFIX)].endswith(keys.HASH_SUFFIX):
@@ -219,7 +219,7 @@ def check_row(sid: str, key: str, index: int, data: str, version: int) -> None:
         raise ValueError(f"state_data {data[:40]!r} is not JSON") from None
 
 
-def _is_packed_id(sid: str) -> bool:
+def is_packed_id(sid: str) -> bool:
     """Whether ``sid`` is exactly what :func:`keys.pack` makes of some (user, session)."""
     try:
         return keys.pack(*keys.unpack(sid)) == sid

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from mysql_state import MysqlAgentStateStore
+from mysql_state import CorruptStateError, MysqlAgentStateStore
 from mysql_state.crypto import PREFIX
 from mysql_state.keys import history_session
 
@@ -250,3 +250,132 @@ def test_doctor_on_a_healthy_table_being_written_finds_nothing(store, raw, url, 
             w.close()
     assert runs >= 4 and found == [], found[:3]
     assert store.doctor() == []
+
+
+# ---- the doctor and migrate on damage an audit found (2026-12-07) --------------------------------
+
+
+def test_migrate_refuses_to_split_keys_that_differ_only_by_case_and_says_how(url, database):
+    """On the Java DDL's case-insensitive table, a list this store wrote as 'alice:s1' and the
+    Java store grew as 'Alice:s1' is one key; exact key columns would split it into two short
+    lists (with the Java store's hash row, one read back silently short). migrate (and its dry
+    run, and doctor) refuse, naming the keys, nothing changed; one spelling, then it migrates."""
+    from mysql_state import MigrationError
+
+    from .conftest import java_store
+
+    with java_store(url, database) as (s, raw):
+        raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data) VALUES"
+                    " ('alice:s1', 'memory', 0, '\"j0\"'), ('alice:s1', 'memory', 1, '\"j1\"'),"
+                    " ('Alice:s1', 'memory', 2, '\"j2\"'), ('alice:s1', 'memory:_hash', 0, '3f2a9c'),"
+                    " ('bob:s2 ', 'plan', 0, '1')")
+        assert s.get_list("alice", "s1", "memory") == ["j0", "j1", "j2"]
+        before = raw.query("SELECT COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s"
+                           " AND TABLE_NAME = 'agentscope_sessions' AND COLUMN_NAME = 'session_id'", (database,))
+        for dry in (True, False):
+            with pytest.raises(MigrationError, match="differ only by case or trailing spaces") as info:
+                s.migrate(dry_run=dry)
+            assert "'Alice:s1' / 'alice:s1'" in str(info.value) and "Nothing was changed" in str(info.value)
+        found = [p for p in s.doctor(fix=True) if p.kind == "collation"]
+        assert len(found) == 1 and not found[0].fixed and "not fixed" in found[0].message, found
+        assert raw.query("SELECT COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s"
+                         " AND TABLE_NAME = 'agentscope_sessions' AND COLUMN_NAME = 'session_id'", (database,)) == before
+        raw.execute("UPDATE {t} SET session_id = 'alice:s1' WHERE session_id = 'alice:s1'")  # one spelling (CI)
+        raw.execute("UPDATE {t} SET session_id = 'bob:s2' WHERE session_id = 'bob:s2'")
+        assert [step.name for step in s.migrate()][0] == "0001_exact_key_collation"
+        assert s.get_list("alice", "s1", "memory") == ["j0", "j1", "j2"]
+
+
+def test_doctor_finds_and_repairs_a_cut_short_hash_row_of_this_store(store, raw):
+    store.save_list("u", "s", "m", [1, 2, 3])
+    raw.execute("UPDATE {t} SET state_data = LEFT(state_data, 40) WHERE session_id = 'u:s' AND state_key = 'm:_hash'")
+    with pytest.raises(CorruptStateError, match="hash row cannot be read"):
+        store.get_list("u", "s", "m")
+    found = store.doctor()
+    assert [(p.kind, p.key, p.fixed) for p in found] == [("hash_row", "m", False)], found
+    assert "cannot be read" in found[0].message
+    assert [(p.kind, p.fixed) for p in store.doctor(fix=True)] == [("hash_row", True)]
+    assert store.get_list("u", "s", "m") == [1, 2, 3] and store.doctor() == []
+
+
+@pytest.mark.parametrize("stray", [3, 10, -1])
+def test_doctor_moves_rows_its_hash_row_does_not_count_to_history_never_into_the_list(store, raw, stray):
+    """A row outside the items the hash row proves was renumbered into the list by --fix: a
+    typed error became a list nobody saved. Now it is set aside in the key's history."""
+    store.save_list("u", "s", "m", [1, 2, 3])
+    raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data) VALUES ('u:s', 'm', %s, '99')",
+                (stray,))
+    with pytest.raises(CorruptStateError):
+        store.get_list("u", "s", "m")
+    found = store.doctor()
+    assert [(p.kind, p.key) for p in found] == [("list_rows", "m")] and f"[{stray}]" in found[0].message, found
+    before = activity(raw, "u:s")
+    fixed = store.doctor(fix=True)
+    assert fixed[0].fixed and "moved to the key's history" in fixed[0].message, fixed
+    assert store.get_list("u", "s", "m") == [1, 2, 3]
+    assert [h.value for h in store.get_history("u", "s", "m")] == [99]
+    assert activity(raw, "u:s") == [r for r in before if r[1:3] != ("m", stray)] and store.doctor() == []
+
+
+def test_doctor_names_the_rows_it_renumbers_when_nothing_proves_which_are_the_list(store, raw):
+    store.save_list("u", "s", "m", [1, 2, 3])
+    raw.execute("UPDATE {t} SET item_index = 7 WHERE session_id = 'u:s' AND state_key = 'm' AND item_index = 1")
+    found = store.doctor()
+    assert [(p.kind, p.key) for p in found] == [("list_rows", "m")] and "[0, 2, 7]" in found[0].message, found
+
+
+def test_catalog_rows_an_import_would_refuse_are_found_and_fixed_keeping_the_activity_time(store, raw):
+    store.save("u", "s", "k", 1)
+    store.save("u", "t", "k", 2)
+    raw.execute("UPDATE {t} SET state_data = '{\"x\": 1}', updated_at = updated_at WHERE session_id = '__catalog__'"
+                " AND state_key = 'u:s'")
+    raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data) VALUES ('__catalog__', 'u:t', 1, '{}')")
+    when = raw.query("SELECT updated_at FROM {t} WHERE session_id = '__catalog__' AND state_key = 'u:s'")
+    with pytest.raises(ValueError, match="a catalog row must be"):
+        store.import_rows(list(store.export()))
+    found = store.doctor()
+    assert sorted((p.kind, p.session_id) for p in found) == [("catalog", "u:s"), ("catalog", "u:t")], found
+    assert all("would not import" in p.message for p in found)
+    assert all(p.fixed for p in store.doctor(fix=True))
+    assert raw.query("SELECT updated_at FROM {t} WHERE session_id = '__catalog__' AND state_key = 'u:s'") == when
+    assert store.doctor() == []
+    lines = list(store.export())
+    store.truncate_all_sessions()
+    store.import_rows(lines)
+    assert store.get("u", "s", "k") == 1 and store.get("u", "t", "k") == 2
+
+
+def test_a_catalog_row_without_an_activity_time_is_named_so_and_fixed(store, raw):
+    store.save("u", "s", "k", 1)
+    raw.execute("UPDATE {t} SET updated_at = NULL WHERE session_id = '__catalog__' AND state_key = 'u:s'")
+    found = store.doctor()
+    assert len(found) == 1 and "no activity time (updated_at is NULL)" in found[0].message, found
+    assert store.doctor(fix=True)[0].fixed
+    assert raw.query("SELECT updated_at IS NOT NULL FROM {t} WHERE session_id = '__catalog__' AND state_key = 'u:s'") == [(1,)]
+    assert store.doctor() == []
+
+
+def test_history_of_a_session_deleted_while_the_doctor_ran_is_not_orphaned(url, database, raw, monkeypatch):
+    """The scan saw the history rows, the session was deleted (its history with it) before the
+    scan reached its rows: it reported 'orphaned history' and '(fixed: deleted)' for rows
+    already gone."""
+    from mysql_state import migrations
+
+    s = MysqlAgentStateStore.from_url(url, database_name=database, keep_history=True)
+    try:
+        s.save_list("m", "aa", "k", [1, 2, 3])  # rows the scan reads between the history rows and u:zz
+        real = migrations.scan
+
+        def scan_then_delete(ctx):
+            for sid, rows in real(ctx):
+                yield sid, rows
+                if sid.startswith("__history__"):
+                    s.delete("u", "zz")  # the session and its history go, mid-scan
+        monkeypatch.setattr(migrations, "scan", scan_then_delete)
+        monkeypatch.setattr(migrations, "CHUNK", 2)  # the scan's reads: the delete comes between two
+        for fix in (False, True):
+            s.save_list("u", "zz", "m", MSGS)
+            s.save_list("u", "zz", "m", MSGS[:1])
+            assert [p for p in s.doctor(fix=fix) if p.kind == "orphaned_history"] == []
+    finally:
+        s.close()
