@@ -938,7 +938,9 @@ class MysqlAgentStateStore:
 
     def migrate(self, dry_run: bool = False) -> list:
         """Apply the schema steps this table still needs (idempotent, recorded) and return them
-        (``name``, ``sql``; ``[]``: nothing to do); ``dry_run`` only lists them.
+        (``name``, ``sql``; ``[]``: nothing to do); ``dry_run`` only lists them. A
+        :class:`MigrationError` (the dry run's too), nothing changed, where making the key
+        columns exact would split keys that differ only by case or trailing spaces.
 
         >>> store.migrate()  # a table made by this version needs nothing
         []
