@@ -30,7 +30,8 @@ from .errors import ALREADY_DONE_ERRNOS, DecryptionError, MigrationError, MysqlS
 from .table import Table
 from .listsync import Digester, ListHash
 
-__all__ = ["MigrationStep", "DoctorFinding", "STEPS", "pending", "migrate", "doctor", "relist", "Step", "Problem", "Ctx"]
+__all__ = ["MigrationStep", "DoctorFinding", "STEPS", "pending", "migrate", "doctor", "relist", "whole", "Step",
+           "Problem", "Ctx"]
 
 ACTIVITY_COLUMNS = "session_id,updated_at"
 WANTED_COLUMNS = {"session_id", "state_key", "item_index", "state_data", "version", "created_at", "updated_at"}
@@ -497,14 +498,18 @@ def _set_aside(ctx: Ctx, fix: bool, p: DoctorFinding, head_text: Any, strays: li
 
 
 def relist(cur: Any, ctx: Ctx, sid: str, k: str, skip: Callable[[Optional[str]], bool] = lambda text: False,
-           require_json: bool = False) -> int:
+           require_json: bool = False, whole_only: bool = False) -> int:
     """Write one list anew as maintenance, under its hash row's lock: the items in the order of
     their rows, renumbered ``0..n-1`` and sealed for their place under the current key, the hash
     row recomputed with the current digester. Versions and activity times stay (a row it must
     insert takes the list's last activity time) and the catalog is not touched, so a repair or a
     re-encryption never looks like a caller's write. Returns the rows written; 0 when
-    ``skip(the hash row's text)`` (None: it is missing) says so. Raises ``DecryptionError``
-    for an item that cannot be opened, ``ValueError`` (``require_json``) for one not JSON.
+    ``skip(the hash row's text)`` (None: it is missing) says so, and, with ``whole_only``
+    (re-encryption), when the list is not whole (:func:`whole`): a list the doctor would report
+    is left as it is (its rows are sealed again in place, one by one), never renumbered into a
+    list nobody saved, so its damage stays visible to reads and to the doctor. Raises
+    ``DecryptionError`` for an item that cannot be opened, ``ValueError`` (``require_json``)
+    for one not JSON.
     """
     hk = keys.hash_key(k)
     cur.execute(ctx.q(sql.RELIST_LOCK_HEAD), (sid, hk))
@@ -514,6 +519,8 @@ def relist(cur: Any, ctx: Ctx, sid: str, k: str, skip: Callable[[Optional[str]],
     cur.execute(ctx.q(sql.RELIST_ITEMS), (sid, k))
     have = cur.fetchall()
     datas = [_open_item(ctx, sid, k, r[0], p, r[1]) for p, r in enumerate(have)]
+    if whole_only and not whole(ctx, head[0] if head is not None else None, [r[0] for r in have], datas):
+        return 0
     if require_json and not all(_is_json(d) for d in datas):
         raise ValueError(f"list {k!r} of {sid!r} has an item that is not JSON")
     dig = ctx.current
@@ -530,6 +537,21 @@ def relist(cur: Any, ctx: Ctx, sid: str, k: str, skip: Callable[[Optional[str]],
         cur.execute(ctx.q(sql.RELIST_BACK_DATE), (last, sid, k, hk, last))
     ctx.forget((sid, k))
     return len(rows)
+
+
+def whole(ctx: Ctx, head: Optional[str], indexes: list[int], datas: list[bytes]) -> bool:
+    """Whether a list's rows are the list its hash row describes: items ``0..n-1`` with no gap,
+    and, under a hash row of this store, ``n`` of them whose digests it proves (with the digest
+    key it names, which the store must have). A hash row of another writer (the Java store's)
+    is only checked for the items' numbering; one of this store that cannot be read is not
+    whole."""
+    if indexes != list(range(len(indexes))) or any(not _is_json(d) for d in datas):
+        return False
+    stored = ListHash.parse(head)
+    if stored is None:
+        return not ListHash.damaged(head)
+    dig = ctx.digester(stored.dk)
+    return dig is not None and stored.n == len(datas) and listsync.verify(stored, datas, dig)
 
 
 def _fixed(ctx: Ctx, fix: bool, p: DoctorFinding) -> DoctorFinding:

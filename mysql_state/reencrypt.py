@@ -2,7 +2,10 @@
 
 Hash rows first, one list per transaction: under the list's hash row lock (which every list
 writer takes), its items are read, decrypted, and the hash row is recomputed with the current
-digest key, the items sealed again with the current key (:func:`migrations.relist`). Then every
+digest key, the items sealed again with the current key (:func:`migrations.relist`); a list
+that is not whole (items not ``0..n-1``, or not what its hash row proves: what the doctor
+reports) is not rewritten as a list, so its damage stays visible (its rows are sealed again in
+place by the next pass, its hash row left). Then every
 other value or item row, a batch per transaction, each replaced only if it still holds the text
 that was read, so a concurrent write is never undone (it wins, and a later run rewrites it if it
 used an old key). The scan is keyset-ordered by primary key, so a run can be interrupted and
@@ -45,7 +48,8 @@ def reencrypt(ctx: Ctx, batch: int, progress: Optional[Callable[[int], None]] = 
                        "reencrypt (hash rows)", write=False)
         for sid, hk, _, _ in rows:
             k = hk[: -len(keys.HASH_SUFFIX)]
-            done += ctx.run(lambda cur: relist(cur, ctx, sid, k, skip=rekeyed), f"reencrypt list {k!r}", write=True)
+            done += ctx.run(lambda cur: relist(cur, ctx, sid, k, skip=rekeyed, whole_only=True),
+                            f"reencrypt list {k!r}", write=True)
         if progress:
             progress(done)
         if len(rows) < batch:

@@ -79,6 +79,42 @@ def test_reencrypt_keeps_activity_times_and_versions(open_store, raw):
     assert rotated.get_list("u", "live", "m") == items + [{"t": "x"}]
 
 
+@pytest.mark.parametrize("damage", ["stray row past the end", "item row deleted", "old ciphertext put back"])
+def test_reencrypt_leaves_a_damaged_list_damaged_never_renumbered_into_another_list(open_store, raw, damage):
+    """reencrypt's hash-row pass renumbered whatever item rows a list had and recomputed its hash
+    row: a list saved as [a, b, c] read [a, b, c, d] after it, and the doctor saw nothing. A list
+    that is not whole is now left as it is (its rows sealed again in place): the read still
+    raises, the doctor still reports it, and nothing of the rows is lost."""
+    pytest.importorskip("cryptography", reason="encryption needs the encryption extra (make test installs it)")
+    old = open_store(ring("k1"))
+    if damage == "stray row past the end":  # 'd', sealed for its place, left behind a shorter list
+        old.save_list("u", "s", "m", ["a", "b", "c", "d"])
+        stray = raw.query("SELECT state_data FROM {t} WHERE session_id = 'u:s' AND state_key = 'm' AND item_index = 3")
+        old.save_list("u", "s", "m", ["a", "b", "c"])
+        raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data) VALUES ('u:s', 'm', 3, %s)",
+                    (stray[0][0],))
+    else:
+        old.save_list("u", "s", "m", ["a", "b", "c"])
+    if damage == "item row deleted":
+        raw.execute("DELETE FROM {t} WHERE session_id = 'u:s' AND state_key = 'm' AND item_index = 1")
+    else:
+        first = raw.query("SELECT state_data FROM {t} WHERE session_id = 'u:s' AND state_key = 'm' AND item_index = 0")
+        old.save_list("u", "s", "m", ["z", "b", "c"])
+        raw.execute("UPDATE {t} SET state_data = %s WHERE session_id = 'u:s' AND state_key = 'm' AND item_index = 0",
+                    (first[0][0],))
+    rotated = open_store(ring("k2", "k1"))
+    found = [(p.kind, p.key) for p in rotated.doctor() if p.session_id == "u:s"]
+    assert found, damage
+    before = raw.query("SELECT item_index FROM {t} WHERE session_id = 'u:s' AND state_key = 'm' ORDER BY item_index")
+    rotated.reencrypt()
+    assert [(p.kind, p.key) for p in rotated.doctor() if p.session_id == "u:s"] == found
+    assert raw.query("SELECT item_index FROM {t} WHERE session_id = 'u:s' AND state_key = 'm'"
+                     " ORDER BY item_index") == before  # nothing renumbered, nothing dropped
+    if damage != "old ciphertext put back":  # (that one's shape is whole: reads check shape, the doctor content)
+        with pytest.raises(CorruptStateError):
+            rotated.get_list("u", "s", "m")
+
+
 # ---- 12: a repair is not activity: fix, then check, is clean -----------------------------------
 
 
