@@ -39,6 +39,8 @@ __all__ = [
     "CONNECTION_ERRNOS",
     "RETRYABLE_LOCK_ERRNOS",
     "UNAVAILABLE_ERRNOS",
+    "REPLICATION_FAILED_ERRNOS",
+    "SCHEMA_MISSING_ERRNOS",
 ]
 
 
@@ -228,6 +230,17 @@ OPEN_ERRNOS = CONNECT_ERRNOS | {2006, 2013}
 #: node is unavailable (not a query bug): the store moves on to the next host.
 WSREP_NOT_READY = 1047
 UNAVAILABLE_ERRNOS = frozenset({WSREP_NOT_READY})
+#: 1180 (ER_ERROR_DURING_COMMIT): the transaction failed in a replication or commit step of the
+#: server. On Galera it is what a node answers when it lost the primary component while
+#: replicating the transaction ("... (provider status: Not connected to Primary Component)"),
+#: either while a statement appended a streaming-replication fragment, or at COMMIT. Before
+#: COMMIT nothing can have been committed (the transaction, and any fragment sent, is rolled
+#: back): the call moves on as for 1047. At COMMIT it is never retried but raised as
+#: CommitUnknownError: the write set may have been sent to the group before the node left it,
+#: and the rest of the cluster may have ordered and committed it (and without Galera the
+#: error can follow the binary log's write of the transaction).
+ERROR_DURING_COMMIT = 1180
+REPLICATION_FAILED_ERRNOS = frozenset({ERROR_DURING_COMMIT})
 # Lock conflicts that a retry of the whole transaction resolves: deadlock, lock wait timeout.
 RETRYABLE_LOCK_ERRNOS = frozenset({1213, 1205})
 DUPLICATE_KEY = 1062
@@ -237,6 +250,8 @@ DUPLICATE_COLUMN = 1060
 ALREADY_DONE_ERRNOS = frozenset({DUPLICATE_COLUMN, 1061, 1091})
 UNKNOWN_DATABASE = 1049
 NO_SUCH_TABLE = 1146
+#: The database or the table does not exist (on a replica: it has not applied their CREATE yet).
+SCHEMA_MISSING_ERRNOS = frozenset({UNKNOWN_DATABASE, NO_SUCH_TABLE})
 PACKET_TOO_LARGE = 1153
 #: The client's "SSL connection error": any TLS failure, including "the server has no TLS".
 SSL_CONNECTION_ERROR = 2026
@@ -313,7 +328,7 @@ def translate(exc: BaseException, what: str) -> MysqlStateError:
     if errno in RETRYABLE_LOCK_ERRNOS or errno == DUPLICATE_KEY:
         return ConflictError(f"{what}: conflict with concurrent writers persisted after retries "
                              f"(error {errno}: {detail})", errno)
-    if errno in (UNKNOWN_DATABASE, NO_SUCH_TABLE):
+    if errno in SCHEMA_MISSING_ERRNOS:
         # gone under an open store (dropped by hand, a restore in progress): nothing to create it with here
         missing = "database" if errno == UNKNOWN_DATABASE else "table"
         return SchemaNotFoundError(missing, "", (), errno,

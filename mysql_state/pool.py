@@ -31,6 +31,7 @@ from .errors import (
     CONNECT_ERRNOS,
     CONNECTION_ERRNOS,
     OPEN_ERRNOS,
+    REPLICATION_FAILED_ERRNOS,
     RETRYABLE_LOCK_ERRNOS,
     UNAVAILABLE_ERRNOS,
     DUPLICATE_KEY,
@@ -243,8 +244,12 @@ class Connector:
         connection is re-opened in place, so however many idle connections the server cut
         (``wait_timeout``, a proxy's idle timeout), the retry runs on a fresh one; a host that
         does not answer (refused, or 1047: a Galera node without quorum) is left for the next
-        host of the list (:mod:`mysql_state.hosts`). A connection lost during COMMIT raises
-        :class:`CommitUnknownError` and is never retried.
+        host of the list (:mod:`mysql_state.hosts`), as is one whose replication of the
+        transaction failed before COMMIT (1180: a Galera node that left the primary component
+        while a statement sent a streaming-replication fragment). A connection lost during
+        COMMIT, and a COMMIT that failed with 1180, raise :class:`CommitUnknownError` and are
+        never retried; with replicas, "session" reads of the write's session then go to the
+        primary until a later write of it records its GTID.
 
         A read with ``consistency`` other than ``"strong"`` may go to a replica
         (:mod:`mysql_state.replicas`). A transaction that wrote nothing (only SELECT, SHOW
@@ -314,6 +319,9 @@ class Connector:
                     errno = errno_of(exc) if driver else None
                     lost = errno in CONNECTION_ERRNOS and tls_failure(exc) is None
                     unready = errno in UNAVAILABLE_ERRNOS  # the host answers but cannot serve
+                    # 1180: replicating the transaction failed (a Galera node that left the
+                    # primary component); before COMMIT nothing was committed (errors.py)
+                    unreplicated = errno in REPLICATION_FAILED_ERRNOS
                     # A statement sent whose reply was not read (an interrupt, a cancelled
                     # thread): the protocol state is unknown, so the connection is dropped.
                     unknown = flight.on and not driver
@@ -328,10 +336,15 @@ class Connector:
                             _drop(raw, restore_autocommit)
                     if not driver:
                         raise
-                    if (lost or unready) and flight.committing and flight.wrote:
+                    if (lost or unready or unreplicated) and flight.committing and flight.wrote:
+                        if self.router is not None:
+                            self.router.commit_unknown(session)  # its "session" reads: the primary
+                        why = (f"the server failed the COMMIT (error {errno}: {exc.args[-1]}); on Galera the "
+                               "rest of the cluster may have committed it" if unreplicated else
+                               f"the connection was lost during COMMIT (error {errno})")
                         raise CommitUnknownError(
-                            f"{what}: the connection was lost during COMMIT (error {errno}); the write "
-                            "may or may not be stored, read it back before repeating it",
+                            f"{what}: {why}; the write may or may not be stored, read it back before "
+                            "repeating it",
                             errno,
                         ) from exc
                     timed_out = isinstance(exc.__context__, TimeoutError)
@@ -341,7 +354,7 @@ class Connector:
                     # A replica list (skip_down) marks even its last host down: the read goes
                     # to the primary, and the next reads skip that replica for its back-off.
                     frozen = lost and timed_out and (way.has_next or self.hosts.skip_down)
-                    if unready or frozen or (lost and not timed_out and errno in CONNECT_ERRNOS):
+                    if unready or unreplicated or frozen or (lost and not timed_out and errno in CONNECT_ERRNOS):
                         # This host does not answer: the next one of the list (the same one,
                         # after a back-off, when it is the only one).
                         if way.failed(reround=not frozen):

@@ -19,6 +19,21 @@ write method added later cannot forget it: a write that names no session (``sess
 ``transaction``, ``truncate_all_sessions``, maintenance) raises the floor every session read
 waits for, which is always safe.
 
+A write whose position is unknown (it could not be read after the COMMIT, or the write raised
+:class:`~mysql_state.errors.CommitUnknownError`: it may have committed; the connector then
+calls :meth:`Router.commit_unknown`) sends the "session" reads of its session to the primary
+until a later write of that session records a position read after it (the primary's whole
+position: at or past that commit, if it was made). One that names no session does so for every
+session, until any later write records such a position.
+
+Which replica can serve a read: one that answers and, for "session", reports within
+``session_wait`` that it applied the position. The wait runs on the server in slices shorter
+than the connection's ``read_timeout`` (as ``session_lock`` waits for ``GET_LOCK``), so a
+``session_wait`` longer than ``read_timeout`` is never taken for a replica that stopped
+answering: a wait that runs out is "not caught up" (the primary serves the read, the replica
+stays in use). A replica that does not have the table or the database yet (behind their CREATE:
+errors 1146, 1049) cannot serve the read either: the primary serves it.
+
 Dependencies point one way: ``pool`` uses this module (:func:`check_consistency`, and a
 router it is given); this module knows a connector only as something with ``run``.
 
@@ -30,14 +45,15 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections import OrderedDict
 from typing import Any, Callable, Optional, Protocol, TypeVar
 
 from . import sql
-from .errors import ServerUnavailableError
+from .errors import SCHEMA_MISSING_ERRNOS, MysqlStateError, ServerUnavailableError
 
 __all__ = ["STRONG", "SESSION", "EVENTUAL", "CONSISTENCIES", "DEFAULT_SESSION_WAIT", "check_consistency",
-           "merge_gtids", "GtidLog", "Router", "Reader"]
+           "merge_gtids", "wait_slice", "GtidLog", "Router", "Reader"]
 
 T = TypeVar("T")
 STRONG, SESSION, EVENTUAL = "strong", "session", "eventual"
@@ -48,6 +64,12 @@ MAX_SESSIONS = 65536
 _MARIADB_GTID = re.compile(r"^(\d+)-(\d+)-(\d+)$")
 #: The GTID of a write could not be read: that session is read on the primary.
 UNKNOWN = "?"
+#: Seconds one server-side wait (a replica's GTID wait) lasts at most: well under the
+#: connection's read timeout (and at most half of it), so that the driver never cuts a wait
+#: and takes the server for one that stopped answering.
+WAIT_SLICE = 5.0
+#: The shortest slice, whatever the read timeout.
+MIN_WAIT_SLICE = 0.1
 
 
 def check_consistency(value: Any) -> str:
@@ -83,27 +105,95 @@ def merge_gtids(a: Optional[str], b: Optional[str]) -> Optional[str]:
     return ",".join(best[d][1] for d in sorted(best))
 
 
+def wait_slice(connection: Any, longest: float = WAIT_SLICE) -> float:
+    """The seconds one server-side wait on ``connection`` may last: at most ``longest`` and
+    half the driver's read timeout (pymysql's, when the connection has one), at least
+    :data:`MIN_WAIT_SLICE`. A longer wait is made of several such slices.
+
+    >>> class Connection: _read_timeout = 2.0
+    >>> wait_slice(Connection())
+    1.0
+    """
+    read_timeout = getattr(connection, "_read_timeout", None) or 2 * longest
+    return min(longest, max(MIN_WAIT_SLICE, read_timeout / 2))
+
+
+class _Position:
+    """What reads of one session (or of all: the floor, or past every write) wait for: the
+    merged positions of the writes known, and the number of the last write whose position is
+    unknown (0: none), which sends the reads to the primary."""
+
+    __slots__ = ("gtid", "unknown")
+
+    def __init__(self) -> None:
+        self.gtid: Optional[str] = None
+        self.unknown = 0
+
+    def add(self, gtid: Optional[str], mark: int, since: int) -> None:
+        """A write's position; :data:`UNKNOWN` with ``mark``, its number. A known position
+        read after the unknown write (``since``: the unknown writes counted before the read
+        began) is the primary's whole position, past that write: it lifts the mark."""
+        if gtid == UNKNOWN:
+            self.unknown = mark
+            return
+        self.gtid = merge_gtids(self.gtid, gtid)
+        if self.unknown and since >= self.unknown:
+            self.unknown = 0
+
+    def absorb(self, other: "_Position") -> None:
+        """Wait for ``other`` too (a forgotten session folded into the floor)."""
+        self.gtid = merge_gtids(self.gtid, other.gtid)
+        self.unknown = max(self.unknown, other.unknown)
+
+    @property
+    def wait(self) -> Optional[str]:
+        """The position to wait for; :data:`UNKNOWN`: read the primary."""
+        return UNKNOWN if self.unknown else self.gtid
+
+
 class GtidLog:
     """The GTID of this store's last commit per session (bounded), and the floor every
-    session read waits for (writes without a session, and sessions forgotten)."""
+    session read waits for (writes without a session, and sessions forgotten).
+
+    A write recorded as :data:`UNKNOWN` sends the reads of its session (of every session, for
+    the floor) to the primary until a position read after it is recorded for that session (for
+    the floor: by any write); see the module's docstring."""
 
     def __init__(self, max_sessions: int = MAX_SESSIONS) -> None:
-        self._last: OrderedDict = OrderedDict()
-        self._floor: Optional[str] = None
-        self._all: Optional[str] = None  # past every write recorded
+        self._last: OrderedDict = OrderedDict()  # session -> _Position
+        self._floor = _Position()
+        self._all = _Position()  # past every write recorded
+        self._unknowns = 0  # writes recorded as UNKNOWN so far: their marks are 1, 2, ...
         self._max = max_sessions
         self._lock = threading.Lock()
 
-    def record(self, session: Optional[str], gtid: Optional[str]) -> None:
+    def stamp(self) -> int:
+        """Taken before a position is read, and given to :meth:`record` with it: the
+        position is past every unknown write recorded before the stamp."""
+        return self._unknowns
+
+    def record(self, session: Optional[str], gtid: Optional[str], since: Optional[int] = None) -> None:
+        """The position ``gtid`` (None: nothing to wait for; :data:`UNKNOWN`: read the primary)
+        of a write to ``session`` (None: every session), read after :meth:`stamp` returned
+        ``since`` (None: it lifts no unknown write)."""
         with self._lock:
-            self._all = merge_gtids(self._all, gtid)
+            mark = 0
+            if gtid == UNKNOWN:
+                self._unknowns += 1
+                mark = self._unknowns
+            after = -1 if since is None else since
+            self._all.add(gtid, mark, after)
             if session is None:
-                self._floor = merge_gtids(self._floor, gtid)
+                self._floor.add(gtid, mark, after)
                 return
-            self._last[session] = merge_gtids(self._last.pop(session, None), gtid)
+            entry = self._last.pop(session, None) or _Position()
+            entry.add(gtid, mark, after)
+            self._last[session] = entry
+            if self._floor.unknown and gtid != UNKNOWN and after >= self._floor.unknown:
+                self._floor.add(gtid, 0, after)  # past the floor's unknown write: every session waits for it
             while len(self._last) > self._max:
                 _, old = self._last.popitem(last=False)
-                self._floor = merge_gtids(self._floor, old)
+                self._floor.absorb(old)
 
     def position(self, session: Optional[str]) -> Optional[str]:
         """What a replica must have applied before it may serve a read of ``session`` (of
@@ -111,8 +201,9 @@ class GtidLog:
         :data:`UNKNOWN`: read the primary."""
         with self._lock:
             if session is None:
-                return self._all
-            return merge_gtids(self._floor, self._last.get(session))
+                return self._all.wait
+            entry = self._last.get(session)
+            return merge_gtids(self._floor.wait, entry.wait if entry is not None else None)
 
 
 def _is_mariadb(raw: Any) -> bool:
@@ -150,6 +241,7 @@ class Router:
         packed id the write named; None: every session). Never raises: a GTID that could not
         be read sends that session's "session" reads to the primary."""
         statement = sql.LAST_GTID_MARIADB if _is_mariadb(raw) else sql.LAST_GTID_MYSQL
+        since = self.log.stamp()
         try:
             with raw.cursor() as cur:
                 cur.execute(statement)
@@ -163,7 +255,13 @@ class Router:
                     force()  # its state is unknown: the next use re-opens it
                 except Exception:  # noqa: BLE001
                     pass
-        self.log.record(session, gtid)
+        self.log.record(session, gtid, since)
+
+    def commit_unknown(self, session: Optional[str]) -> None:
+        """A write to ``session`` (None: every session) raised CommitUnknownError: it may have
+        committed, at a position nobody read, so "session" reads of it go to the primary until
+        a later write of it records a position (of any session, for None). Never raises."""
+        self.log.record(session, UNKNOWN)
 
     # ---- reads ---------------------------------------------------------------------------------
 
@@ -182,16 +280,29 @@ class Router:
             limit = self.session_wait
 
             def run(cur: Any) -> Any:
-                mariadb = _is_mariadb(cur.connection)
-                cur.execute(sql.GTID_WAIT_MARIADB if mariadb else sql.GTID_WAIT_MYSQL, (wait, limit))
-                row = cur.fetchone()
-                if not row or row[0] is None or int(row[0]) != 0:
-                    return _BEHIND  # timed out (-1 / 1) or not a replica (NULL)
-                return fn(cur)
+                statement = sql.GTID_WAIT_MARIADB if _is_mariadb(cur.connection) else sql.GTID_WAIT_MYSQL
+                step = wait_slice(cur.connection)
+                deadline = time.monotonic() + limit
+                left = limit
+                while True:  # in slices shorter than read_timeout: the driver never cuts a wait
+                    # never 0 seconds: MySQL's WAIT_FOR_EXECUTED_GTID_SET would wait forever
+                    cur.execute(statement, (wait, max(MIN_WAIT_SLICE, min(step, left))))
+                    row = cur.fetchone()
+                    if not row or row[0] is None:
+                        return _BEHIND  # not a replica (NULL)
+                    if int(row[0]) == 0:
+                        return fn(cur)
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return _BEHIND  # timed out (-1 / 1): answering, but not caught up
         try:
             result = self.replicas.run(run, what, write=False)
         except ServerUnavailableError:
             result = _BEHIND  # no replica answers
+        except MysqlStateError as exc:
+            if exc.errno not in SCHEMA_MISSING_ERRNOS:
+                raise
+            result = _BEHIND  # the replica has not applied the CREATE of the table (or database) yet
         if result is _BEHIND:
             stats.replica_fallbacks += 1
             return primary(fn)

@@ -3,7 +3,9 @@
 It forwards bytes unchanged and parses only the client's MySQL packet headers, so it can
 drop every connection (a network cut, like ``KILL CONNECTION`` or ``wait_timeout``), or cut
 a connection exactly around a ``COMMIT``: ``"before"`` (the server never sees it) or
-``"after"`` (the server commits, the client never hears back).
+``"after"`` (the server commits, the client never hears back). It can also answer one
+statement with a server error in the server's place (:meth:`FaultProxy.fail_next`): the server
+never sees that statement, as when a server refuses one before running it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ class FaultProxy:
         self.frozen = False
         self.commits_cut = 0
         self.cuts = 0
+        #: (errno, message, marker): the next statement whose text holds ``marker`` is answered
+        #: with that error by the proxy, not forwarded (see fail_next); None once used.
+        self.failing: Optional[tuple[int, str, bytes]] = None
+        self.failed = 0
         self._pairs: list[tuple[socket.socket, socket.socket]] = []
         self._lock = threading.Lock()
         self._closed = False
@@ -69,6 +75,14 @@ class FaultProxy:
                     if len(buf) < 4 + length:
                         break
                     packet, buf = buf[: 4 + length], buf[4 + length :]
+                    failing = self.failing
+                    if failing and packet[4:5] == b"\x03" and failing[2] in packet[5:]:
+                        self.failing = None
+                        self.failed += 1
+                        server.sendall(out)
+                        out = b""
+                        client.sendall(_error_packet(packet[3] + 1, failing[0], failing[1]))
+                        continue
                     if self.cut_on_commit and packet[4:5] == b"\x03" and packet[5:].strip().upper().endswith(b"COMMIT"):
                         mode, self.cut_on_commit = self.cut_on_commit, None
                         self.commits_cut += 1
@@ -100,6 +114,11 @@ class FaultProxy:
             pass
         self._close(pair)
 
+    def fail_next(self, errno: int, message: str, marker: bytes) -> None:
+        """Answer the next statement (COM_QUERY) whose text contains ``marker`` with server
+        error ``errno`` instead of forwarding it: the server never runs it."""
+        self.failing = (errno, message, marker)
+
     def _hold(self) -> None:
         """Wait while the proxy is frozen (what arrived meanwhile is forwarded after)."""
         while self.frozen and not self._closed:
@@ -129,3 +148,9 @@ class FaultProxy:
         self._closed = True
         self.listener.close()
         self.cut_all()
+
+
+def _error_packet(sequence: int, errno: int, message: str, sqlstate: str = "HY000") -> bytes:
+    """A MySQL ERR packet (0xFF, the error number, ``#`` and the SQL state, the message)."""
+    payload = b"\xff" + errno.to_bytes(2, "little") + b"#" + sqlstate.encode() + message.encode()
+    return len(payload).to_bytes(3, "little") + bytes([sequence & 0xFF]) + payload

@@ -104,3 +104,31 @@ def test_a_connect_error_s_chain_shows_no_stray_index_error():
         MysqlAgentStateStore.from_url(f"mysql://root@127.0.0.1:{port}/x", connect_timeout=1)
     shown = "".join(traceback.format_exception(info.value))
     assert "Connection refused" in shown and "IndexError" not in shown
+
+
+# ---- error 1180 (ER_ERROR_DURING_COMMIT): before COMMIT nothing is stored, at COMMIT unknown -------
+
+_NOT_PRIMARY = ("Error while appending streaming replication fragment(provider status: Not connected "
+                "to Primary Component)")
+
+
+def test_error_1180_on_a_statement_before_commit_is_retried_and_stored_once(proxy, store, database, raw):
+    """Audit R4, the half no Galera cluster here produces at will: a statement refused with
+    1180 before COMMIT (a Galera node failing to append a streaming-replication fragment
+    locally; nothing was committed, the server rolls the transaction back) was a QueryError.
+    It is retried (on the next host of a list; here the only one, after a back-off), and the
+    item is stored once. The proxy answers the statement in the server's place: the server
+    never runs it. The COMMIT half is tested on a real cluster: tests/test_galera_store.py."""
+    with MysqlAgentStateStore.from_url(proxy.url, database_name=database, pool_size=2) as via:
+        via.save_list("u", "s", "log", [0])
+        via.save("u", "s", "k", "v0")
+        proxy.fail_next(1180, _NOT_PRIMARY, b"INSERT")
+        via.append_list("u", "s", "log", [1])
+        proxy.fail_next(1180, _NOT_PRIMARY, b"INSERT")
+        via.transaction(lambda tx: tx.save("u", "s", "k", "v1"))
+        assert proxy.failed == 2
+        assert via.stats.reconnects >= 2  # each moved on (a host list's next host; here the same)
+        assert via.get_list("u", "s", "log") == [0, 1] and via.get("u", "s", "k") == "v1"
+    rows = raw.query("SELECT item_index, state_data FROM {t} WHERE session_id = 'u:s' AND state_key = 'log' "
+                     "ORDER BY item_index")
+    assert rows == [(0, "0"), (1, "1")]  # once

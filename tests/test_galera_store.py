@@ -306,3 +306,66 @@ def test_from_url_moves_on_when_the_first_host_lost_quorum(galera, gname):
                 store.close()
     finally:
         galera.rejoin(2)
+
+
+def test_a_node_leaving_the_primary_component_during_commit_1180_is_commit_unknown(galera, gname, report):
+    """Audit R4: a writer whose node leaves the primary component while it replicates the
+    COMMIT gets error 1180 ("Error while appending streaming replication fragment (provider
+    status: Not connected to Primary Component)": MariaDB words every failed certification
+    so). It was a QueryError, and the writer stopped. At COMMIT the write set may have been
+    ordered by the rest of the cluster before the node left it, so it is CommitUnknownError,
+    never repeated (errors.py; 1180 before COMMIT is retried: tests/test_failover.py); the
+    store's next write moves on to the next host.
+
+    Node 0 is cut off (``gmcast.isolate=1``) just before the writes: it stays Primary, taking
+    statements, until it notices its peers are gone (evs.suspect_timeout), so each COMMIT's
+    replication is in flight when the node leaves the primary component."""
+    stores = [MysqlAgentStateStore.from_url(node_url(galera, 0), gname, create_if_not_exist=True)
+              for _ in range(2)]
+    outcome: dict = {}
+    try:
+        stores[0].save_list("u", "a", "log", [0])
+        stores[1].save("u", "v", "k", "before")
+        assert port_of(stores[0]) == port_of(stores[1]) == galera.ports[0]
+        con = galera.connect(0)
+        with con.cursor() as cur:
+            cur.execute("SET GLOBAL wsrep_provider_options = 'gmcast.isolate=1'")
+        con.close()
+        t0 = time.monotonic()
+
+        def call(label, fn):
+            def run():
+                try:
+                    outcome[label] = ("ok", None)
+                    fn()
+                except Exception as e:  # noqa: BLE001 - checked below
+                    outcome[label] = (type(e).__name__, getattr(e, "errno", None))
+                outcome[label] += (time.monotonic() - t0,)
+            return run
+
+        run_threads([call("append", lambda: stores[0].append_list("u", "a", "log", [1])),  # one packet
+                     call("save", lambda: stores[1].transaction(  # its own COMMIT
+                         lambda tx: (tx.save("u", "v", "k", "during"), tx.save("u", "v", "j", 1))))])
+        status = galera.status(0)
+        assert status["wsrep_cluster_status"] != "Primary", status  # node 0 did leave
+        for label in ("append", "save"):
+            assert outcome[label][:2] == ("CommitUnknownError", 1180), outcome
+            assert outcome[label][2] > 1.0, ("in flight until node 0 left", outcome)
+        for s in stores:
+            assert s.stats.reconnects == 0 and s.stats.lock_retries == 0  # tried once, never repeated
+        stores[0].append_list("u", "a", "log", [2])  # the writer goes on: node 0 answers 1047, node 1 serves
+        assert port_of(stores[0]) != galera.ports[0]
+    finally:
+        galera.rejoin(0)
+        for s in stores:
+            s.close()
+    for i in range(3):
+        assert rows_on(galera, i, gname) == rows_on(galera, 0, gname)
+    check = MysqlAgentStateStore.from_url(galera.urls[1], gname, init_command=CAUSAL)
+    try:
+        assert check.get_list("u", "a", "log") in ([0, 2], [0, 1, 2])  # unknown: either, never twice
+        assert check.get_many("u", "v", values=["k", "j"]) in ({"k": "before"}, {"k": "during", "j": 1})  # all or none
+    finally:
+        check.close()
+    report(f"galera store: node cut off during COMMIT: CommitUnknownError (1180) after "
+           f"{outcome['append'][2]:.1f}s, the next write went on on another node")

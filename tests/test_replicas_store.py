@@ -298,3 +298,110 @@ def test_a_hung_replica_is_left_for_its_back_off_after_one_timeout(replicated):
         with con.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
         con.close()
+
+
+def _drop_database(replicated, name: str) -> None:
+    con = root(replicated.primary_root_url)
+    with con.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+    con.close()
+
+
+def test_a_session_read_after_a_commit_of_unknown_outcome_is_never_older_than_it(replicated):
+    """Audit R1: a write cut just after the server received its COMMIT raises
+    CommitUnknownError, and it did commit; the next "session" read of that session was served
+    by the lagging replica: older than what this store had just stored. Now such a write sends
+    the session's "session" reads to the primary (other sessions are unaffected) until a later
+    write of the session records its GTID."""
+    from mysql_state import CommitUnknownError
+
+    from .faultproxy import FaultProxy
+
+    name = "t_" + uuid.uuid4().hex[:12]
+    proxy = FaultProxy("127.0.0.1", replicated.primary.port)
+    via_proxy = replicated.primary_url.replace(f":{replicated.primary.port}/", f":{proxy.port}/")
+    store = MysqlAgentStateStore.from_url(via_proxy, name, create_if_not_exist=True,
+                                          replica_urls=[replicated.replica_url], session_wait=0.5)
+    try:
+        store.save("u", "s", "k", "v1")
+        store.save("u", "other", "k", "o1")
+        replicated.wait_caught_up()
+        replicated.pause_replication()
+        proxy.cut_on_commit = "after"  # the server commits; the store never hears back
+        with pytest.raises(CommitUnknownError):
+            store.save("u", "s", "k", "v2")
+        assert proxy.commits_cut == 1
+        value, (on_primary, on_replica) = counted(replicated, lambda: store.get("u", "s", "k", consistency="session"))
+        assert value == "v2", "a session read older than this store's own (committed) write"
+        assert (on_primary, on_replica) == (1, 0)  # straight to the primary: no wait on the replica
+        value, (on_primary, _) = counted(replicated, lambda: store.get("u", "other", "k", consistency="session"))
+        assert value == "o1" and on_primary == 0  # another session: the replica still serves it
+
+        replicated.resume_replication()
+        replicated.wait_caught_up()  # caught up, but nobody read the unknown write's GTID:
+        _, (on_primary, _) = counted(replicated, lambda: store.get("u", "s", "k", consistency="session"))
+        assert on_primary == 1  # ... still the primary
+        store.save("u", "s", "k", "v3")  # a later write of the session records a GTID
+        replicated.wait_caught_up()
+        value, (on_primary, on_replica) = counted(replicated, lambda: store.get("u", "s", "k", consistency="session"))
+        assert value == "v3" and on_primary == 0 and on_replica == 2  # the wait, then the read
+    finally:
+        replicated.resume_replication()
+        store.close()
+        proxy.close()
+        _drop_database(replicated, name)
+
+
+def test_a_replica_behind_the_create_of_the_table_leaves_the_read_to_the_primary(replicated):
+    """Audit R2: a replica that has not applied the CREATE of a new store's table answered
+    "eventual" reads with 1146, raised as SchemaNotFoundError ("dropped while the store was
+    open"). A replica without the table cannot serve the read: the primary serves it."""
+    name = "t_" + uuid.uuid4().hex[:12]
+    replicated.pause_replication()  # the replica will not see the CREATE DATABASE / TABLE
+    store = MysqlAgentStateStore.from_url(replicated.primary_url, name, create_if_not_exist=True,
+                                          replica_urls=[replicated.replica_url], session_wait=0.3)
+    try:
+        store.save("u", "s", "k", "x")
+        store.save_list("u", "s", "l", [1, 2])
+        assert store.get("u", "s", "k", consistency="eventual") == "x"
+        assert store.get_list("u", "s", "l", consistency="eventual") == [1, 2]
+        assert store.get_many("u", "s", values=["k"], lists=["l"], consistency="eventual") == {"k": "x", "l": [1, 2]}
+        assert store.list_length("u", "s", "l", consistency="eventual") == 2
+        assert store.exists("u", "s", consistency="eventual")
+        assert store.list_session_ids("u", consistency="eventual") == {"s"}
+        assert store.stats.replica_reads == 0 and store.stats.replica_fallbacks == 6
+        replicated.resume_replication()
+        replicated.wait_caught_up()
+        value, (on_primary, on_replica) = counted(replicated, lambda: store.get("u", "s", "k", consistency="eventual"))
+        assert value == "x" and (on_primary, on_replica) == (0, 1)  # it has the table now: it serves
+    finally:
+        replicated.resume_replication()
+        store.close()
+        _drop_database(replicated, name)
+
+
+def test_a_session_wait_longer_than_read_timeout_is_not_a_dead_replica(replicated):
+    """Audit R3: with session_wait > read_timeout, the replica's MASTER_GTID_WAIT was cut by
+    the driver's read_timeout: the read waited read_timeout, not session_wait, and the replica
+    was marked down as a frozen host, so the next "eventual" reads went to the primary. The
+    wait now runs in slices below read_timeout; one that runs out means "not caught up"."""
+    name = "t_" + uuid.uuid4().hex[:12]
+    store = MysqlAgentStateStore.from_url(replicated.primary_url, name, create_if_not_exist=True,
+                                          replica_urls=[replicated.replica_url], session_wait=2,
+                                          read_timeout=1)
+    try:
+        store.save("u", "s", "k", 1)
+        replicated.wait_caught_up()
+        replicated.pause_replication()
+        store.save("u", "s", "k", 2)
+        t0 = time.monotonic()
+        assert store.get("u", "s", "k", consistency="session") == 2  # the primary, after the wait
+        waited = time.monotonic() - t0
+        assert 2 <= waited < 3.5, f"waited {waited:.2f}s: session_wait is 2 s, read_timeout 1 s"
+        value, (on_primary, on_replica) = counted(replicated, lambda: store.get("u", "s", "k", consistency="eventual"))
+        assert value == 1 and (on_primary, on_replica) == (0, 1), "the lagging replica answers: it serves"
+        assert store.stats.replica_reads == 1 and store.stats.replica_fallbacks == 1
+    finally:
+        replicated.resume_replication()
+        store.close()
+        _drop_database(replicated, name)
