@@ -530,7 +530,8 @@ def _check_get_options(args: argparse.Namespace) -> None:
     window = _window_options(args)
     if args.key is None and (window or args.history or args.versioned):
         given = window + ["--history"] * args.history + ["--versioned"] * args.versioned
-        raise ValueError(f"{', '.join(given)} apply to a KEY; without one, get shows the session's catalog entry")
+        raise ValueError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} to a KEY; without one, get "
+                         "shows the session's catalog entry")
     if args.tail is not None and (args.offset is not None or args.limit is not None):
         raise ValueError("--tail N is the last N items: it does not go with --offset or --limit")
     if args.versioned and (window or args.history):
@@ -566,8 +567,9 @@ def _get(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
         _out(args, _versioned(found), _dumps(_versioned(found)))
         return 0
     if not listed and _window_options(args):
-        raise ValueError(f"key {args.key!r} holds a value, not a list: {', '.join(_window_options(args))} "
-                         "apply to a list's items")
+        given = _window_options(args)
+        raise ValueError(f"key {args.key!r} holds a value, not a list: {', '.join(given)} "
+                         f"{'applies' if len(given) == 1 else 'apply'} to a list's items")
     if listed:
         offset = -args.tail if args.tail else args.offset or 0
         items = store.get_list(user, args.session, args.key, offset=offset, limit=args.limit)

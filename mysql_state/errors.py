@@ -73,8 +73,9 @@ class SchemaNotFoundError(MysqlStateError):
 
 class MigrationError(MysqlStateError):
     """A migration step refused to run, nothing changed: the table holds rows whose meaning the
-    step would change (keys that differ only by case or trailing spaces, one key under the
-    table's collation, would become separate keys). The message names them and the way out."""
+    step would change (ids spelt in more than one way, by case, accents or trailing spaces, one
+    id under the table's collation, would become separate ids). The message names them and the
+    way out."""
 
 
 class ServerUnavailableError(MysqlStateError):

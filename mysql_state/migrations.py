@@ -109,42 +109,43 @@ def _need_exact(ctx: Ctx) -> bool:
 
 
 def _do_exact(ctx: Ctx) -> None:
-    refuse_key_variants(ctx)
     ctx.run(lambda cur: cur.execute(ctx.q(sql.MAKE_KEYS_EXACT)), "migrate", write=True)
 
 
 def key_variants(ctx: Ctx) -> list[str]:
-    """Keys of the table that differ only by case or trailing spaces (one key under its
-    collation, which compares so; two once the key columns are exact), a few at most, each as
-    ``"'alice:s1' / 'Alice:s1', key 'memory' (3 rows)"``. A full scan: run before the step that
-    makes the key columns exact, never on a table whose keys are exact already."""
+    """Ids of the table equal under its collation (case, accents, trailing spaces) but spelt
+    differently: one id now, several once the key columns are exact. A session spelt more than
+    one way (its keys would part: a value read as missing, rows under another user), or within
+    a session a key spelt more than one way (a list's hash row counted with its key: the list
+    would lose it). A few of each at most, each as ``"session 'alice:s1' / 'Alice:s1' (4 rows)"``
+    or ``"key 'memory' / 'Memory' of session 'alice:s1' (4 rows)"``. Full scans: run before the
+    step that makes the key columns exact, never on a table whose keys are exact already."""
     if not {"session_id", "state_key"} <= set(_columns(ctx)):
         return []  # not this store's table: the doctor says what is missing, the step fails on it
-    rows = ctx.run(lambda cur: (cur.execute(ctx.q(sql.KEY_VARIANTS)), cur.fetchall())[1], "migrate", write=False)
 
     def text(b: Any) -> str:
         return bytes(b).decode("utf-8", "replace") if isinstance(b, (bytes, bytearray)) else str(b)
 
     out = []
-    for low_sid, high_sid, low_key, high_key, n in rows:
-        sids = f"{text(low_sid)!r}" + (f" / {text(high_sid)!r}" if low_sid != high_sid else "")
-        ks = f"{text(low_key)!r}" + (f" / {text(high_key)!r}" if low_key != high_key else "")
-        out.append(f"session {sids}, key {ks} ({n} rows)")
+    for what, statement in (("session", sql.SESSION_VARIANTS), ("key", sql.KEY_VARIANTS)):
+        rows = ctx.run(lambda cur: (cur.execute(ctx.q(statement)), cur.fetchall())[1], "migrate", write=False)
+        for low, high, sid, n in rows:
+            where = f" of session {text(sid)!r}" if what == "key" else ""
+            out.append(f"{what} {text(low)!r} / {text(high)!r}{where} ({n} rows)")
     return out
 
 
 def refuse_key_variants(ctx: Ctx) -> None:
-    """:class:`MigrationError` when making the key columns exact would split a key in two
-    (:func:`key_variants`): a list grown under two spellings would read as two short lists, or
-    a value and a list would part. Nothing is changed; the message says how to give each key
-    one spelling (the table's collation still lets an UPDATE merge them: no two rows collide)."""
+    """:class:`MigrationError` when making the key columns exact would split an id in two
+    (:func:`key_variants`). Nothing is changed; the message says how to give each id one
+    spelling (the table's collation still lets an UPDATE merge them: no two rows collide)."""
     found = key_variants(ctx)
     if found:
         raise MigrationError(
-            f"table `{ctx.database}`.`{ctx.table}` holds keys that differ only by case or trailing spaces, which its "
-            f"collation reads as one key and exact key columns would split: {'; '.join(found)}. Nothing was changed. "
-            "Give each one spelling first, e.g. UPDATE the table SET session_id = '<the spelling to keep>' WHERE "
-            "session_id = '<it>' (and the same for state_key), then migrate")
+            f"table `{ctx.database}`.`{ctx.table}` holds ids spelt in more than one way (case, accents or trailing "
+            f"spaces), which its collation reads as one id and exact key columns would split: {'; '.join(found)}. "
+            "Nothing was changed. Give each one spelling first, e.g. UPDATE the table SET session_id = '<the "
+            "spelling to keep>' WHERE session_id = '<it>' (and the same for state_key), then migrate")
 
 
 def _need_version(ctx: Ctx) -> bool:
@@ -307,7 +308,8 @@ def doctor(ctx: Ctx, fix: bool) -> list[DoctorFinding]:
     for sid, rows in scan(ctx):
         if sid == keys.CATALOG_SESSION:
             problems += _catalog_rows_malformed(ctx, rows, fix)
-            catalog_rows.update((key, updated) for key, index, _, updated in rows if index == 0)
+            catalog_rows.update((key, updated) for key, index, _, updated in rows
+                                if index == 0 and transfer.is_packed_id(key))
             continue
         found = _row_problems(ctx, sid, rows, False)
         if found:  # the scan's chunks may have read a list before and after a write: a second look
@@ -431,6 +433,12 @@ def _list_problems(ctx: Ctx, sid: str, rows: list, opened: dict, fix: bool) -> l
         if any(d is None for d in datas):
             continue  # reported as json or sealed; not repairable here
         dig = ctx.digester(stored.dk)
+        if dig is None and ctx.keyring:
+            out.append(DoctorFinding("hash_row", f"list {key!r} of {sid!r}: its hash row's digests are under key id "
+                                                 f"{stored.dk!r}, which the keyring lacks, so nothing can check its "
+                                                 "items against it (not fixed: give the keyring that key, then "
+                                                 "doctor(fix=True); or save the list again)", sid, key))
+            continue
         if stored.n != len(items) or (dig is not None and _SEALED not in datas
                                       and not listsync.verify(stored, datas, dig)):
             out.append(_fixed(ctx, fix, DoctorFinding("hash_row", f"list {key!r} of {sid!r}: its hash row disagrees "

@@ -18,10 +18,12 @@ still finds it) and a compare-and-set with a version read before the rotation st
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Optional
 
 from . import keys, sql
 from .crypto import PREFIX
+from .errors import MysqlStateWarning, caller_stacklevel
 from .listsync import ListHash
 from .migrations import Ctx, relist
 
@@ -39,8 +41,13 @@ def reencrypt(ctx: Ctx, batch: int, progress: Optional[Callable[[int], None]] = 
     done = 0
     position = _START
 
+    due: list[bool] = []  # whether the list last looked at needed rewriting
+    left: list[tuple[str, str]] = []  # lists that needed it but are not whole: left as they are
+
     def rekeyed(text: Optional[str]) -> bool:  # gone, or already rewritten by a writer
-        return text is None or (ListHash.parse(text) or ListHash(0, 0)).dk == current
+        done_already = text is None or (ListHash.parse(text) or ListHash(0, 0)).dk == current
+        due[:] = [not done_already]
+        return done_already
 
     hash_rows = ctx.q(sql.REENCRYPT_HASH_ROWS)
     while True:  # hash rows: one list per transaction
@@ -48,8 +55,12 @@ def reencrypt(ctx: Ctx, batch: int, progress: Optional[Callable[[int], None]] = 
                        "reencrypt (hash rows)", write=False)
         for sid, hk, _, _ in rows:
             k = hk[: -len(keys.HASH_SUFFIX)]
-            done += ctx.run(lambda cur: relist(cur, ctx, sid, k, skip=rekeyed, whole_only=True),
+            due[:] = [False]
+            wrote = ctx.run(lambda cur: relist(cur, ctx, sid, k, skip=rekeyed, whole_only=True),
                             f"reencrypt list {k!r}", write=True)
+            if not wrote and due[0]:
+                left.append((sid, k))
+            done += wrote
         if progress:
             progress(done)
         if len(rows) < batch:
@@ -74,6 +85,12 @@ def reencrypt(ctx: Ctx, batch: int, progress: Optional[Callable[[int], None]] = 
         if len(rows) < batch:
             break
         position = _position(rows[-1])
+    if left:
+        named = ", ".join(f"{k!r} of {sid!r}" for sid, k in left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
+        warnings.warn(f"reencrypt left {len(left)} list(s) that are not whole as they are (their rows sealed again in "
+                      f"place, their hash rows under the old digest key): {named}. Run doctor(fix=True), then "
+                      "reencrypt() again, before the old key leaves the keyring", MysqlStateWarning,
+                      stacklevel=caller_stacklevel())
     return done
 
 

@@ -842,16 +842,21 @@ DOCTOR_CATALOG_RECHECK = (
     " UNION ALL SELECT 'r', session_id, MAX(updated_at) FROM {t} WHERE session_id IN ({marks}) GROUP BY session_id"
 )
 DOCTOR_NOW = "SELECT NOW()"
-# Orphaned history rows, archived before the doctor started (a session reborn since keeps its own).
-# Keys the migration to exact key columns would split: in the table's case-insensitive (or
-# PAD SPACE) collation, ids that differ only by case or trailing spaces are one key; exact, they
-# are two. A group of such spellings, a few at most (the migration refuses, naming them).
+# Keys the migration to exact key columns would split: ids equal under the table's collation
+# (case-insensitive, accent-insensitive, PAD SPACE) but spelt differently are one id; exact, they
+# are several. A session spelt more than one way (its keys would part), and within a session a
+# key spelt more than one way, a list's hash row counted with its key (its list would lose it).
+# A few of each at most, as (the lowest and highest spelling, their session, rows): the
+# migration refuses, naming them. Only aggregates are selected (ONLY_FULL_GROUP_BY holds).
+SESSION_VARIANTS = (
+    "SELECT MIN(CAST(session_id AS BINARY)), MAX(CAST(session_id AS BINARY)), '', COUNT(*) FROM {t}"
+    " GROUP BY session_id HAVING COUNT(DISTINCT CAST(session_id AS BINARY)) > 1 LIMIT 10"
+)
+_BASE_KEY = "IF(RIGHT(state_key, 6) = ':_hash', LEFT(state_key, CHAR_LENGTH(state_key) - 6), state_key)"
 KEY_VARIANTS = (
-    "SELECT MIN(CAST(session_id AS BINARY)), MAX(CAST(session_id AS BINARY)),"
-    " MIN(CAST(state_key AS BINARY)), MAX(CAST(state_key AS BINARY)), COUNT(*) FROM {t}"
-    " GROUP BY session_id, state_key"
-    " HAVING COUNT(DISTINCT CAST(session_id AS BINARY)) > 1 OR COUNT(DISTINCT CAST(state_key AS BINARY)) > 1"
-    " LIMIT 10"
+    f"SELECT MIN(CAST({_BASE_KEY} AS BINARY)), MAX(CAST({_BASE_KEY} AS BINARY)), MIN(session_id), COUNT(*)"
+    f" FROM {{t}} GROUP BY session_id, {_BASE_KEY}"
+    f" HAVING COUNT(DISTINCT CAST({_BASE_KEY} AS BINARY)) > 1 LIMIT 10"
 )
 # A list's rows its hash row does not count (the doctor sets them aside): read, each archived
 # under the session's history id, then deleted. ``{marks}``: one %s per item_index.
@@ -866,6 +871,7 @@ DOCTOR_CATALOG_TEXT = (
 )
 DOCTOR_CATALOG_DROP = f"DELETE FROM {{t}} WHERE session_id = '{CATALOG_SESSION}' AND state_key = %s AND item_index = %s"
 DOCTOR_HISTORY_ROWS = "SELECT COUNT(*) FROM {t} WHERE session_id = %s"
+# Orphaned history rows, archived before the doctor started (a session reborn since keeps its own).
 DOCTOR_DELETE_HISTORY = (
     "DELETE FROM {t} WHERE session_id = %s AND (created_at IS NULL OR created_at <= %s) LIMIT %s"
 )

@@ -940,7 +940,7 @@ class MysqlAgentStateStore:
         """Apply the schema steps this table still needs (idempotent, recorded) and return them
         (``name``, ``sql``; ``[]``: nothing to do); ``dry_run`` only lists them. A
         :class:`MigrationError` (the dry run's too), nothing changed, where making the key
-        columns exact would split keys that differ only by case or trailing spaces.
+        columns exact would split ids spelt in more than one way (case, accents, trailing spaces).
 
         >>> store.migrate()  # a table made by this version needs nothing
         []

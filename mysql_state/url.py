@@ -136,7 +136,7 @@ def _redact_query(rest: str) -> str:
 
 #: The credentials of any URL in a text (``scheme://user:password@``): what :func:`scrub` masks.
 #: Up to the LAST ``@`` of the URL: a password with an unencoded ``@`` (and ``/``) is hidden whole.
-_CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s/@:'\"]*:)[^\s'\"]*@")
+_CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^\s/@:'\"]*:)[^\s]*@")
 #: A password at least this long is masked wherever it appears in a text; a shorter one only
 #: where it stands alone (not inside a word: a one-letter password must not garble every word).
 _MASK_ANYWHERE = 8
@@ -152,6 +152,8 @@ def scrub(text: str, url: Optional[str] = None) -> str:
     "invalid choice: 'mysql://app:***@db:3306/x'"
     >>> scrub("invalid choice: 'mysql://app:pa@ss/w0rd@db:3306/x'")  # an unencoded '@' and '/'
     "invalid choice: 'mysql://app:***@db:3306/x'"
+    >>> scrub("invalid choice: 'mysql://app:it's-s3cret@db/x' (choose from 'a', 'b')")  # a quote in it
+    "invalid choice: 'mysql://app:***@db/x' (choose from 'a', 'b')"
     >>> scrub("no session 'nope' (password e)", "mysql://op:e@db/x")
     "no session 'nope' (password ***)"
     """
@@ -363,8 +365,11 @@ def parse(url: str) -> ParsedUrl:
         raise _bad(url, "not a valid URL")
     if parts.scheme.split("+")[0].lower() not in ("mysql", "mariadb"):
         raise _bad(url, "must start with mysql:// (or mariadb://)")
-    names = [pair.partition("=")[0] for pair in parts.query.split("&")]
-    if "@" in parts.path or "@" in parts.fragment or ("@" not in parts.netloc and any("@" in n for n in names)):
+    # An '@' after the host part: a password with an unencoded / ? # (or @), whose tail would be
+    # read as a database or query parameters (and named in errors). A query value may hold an
+    # '@' (a file path) only where no user part could have swallowed it: with one, give it as %40.
+    if "@" in parts.path or "@" in parts.fragment or ("@" in parts.query and (
+            "@" in parts.netloc or any("@" in pair.partition("=")[0] for pair in parts.query.split("&")))):
         raise _bad(url, "an '@' after the host part")  # _bad's hint: a password with / ? or # unencoded
     if parts.fragment or url.endswith("#"):
         raise _bad(url, "a '#' has no meaning in it")

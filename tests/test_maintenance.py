@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from mysql_state import CorruptStateError, MysqlAgentStateStore
+from mysql_state import CorruptStateError, MysqlAgentStateStore, MysqlStateWarning
 from mysql_state.crypto import PREFIX
 from mysql_state.keys import history_session
 
@@ -106,8 +106,14 @@ def test_reencrypt_leaves_a_damaged_list_damaged_never_renumbered_into_another_l
     found = [(p.kind, p.key) for p in rotated.doctor() if p.session_id == "u:s"]
     assert found, damage
     before = raw.query("SELECT item_index FROM {t} WHERE session_id = 'u:s' AND state_key = 'm' ORDER BY item_index")
-    rotated.reencrypt()
+    with pytest.warns(MysqlStateWarning, match="reencrypt left 1 list.*'m' of 'u:s'.*before the old key leaves"):
+        rotated.reencrypt()
     assert [(p.kind, p.key) for p in rotated.doctor() if p.session_id == "u:s"] == found
+    only_k2 = open_store(ring("k2"))  # the old key gone: the list still shows, as one nothing can check
+    later = [p for p in only_k2.doctor() if p.session_id == "u:s"]
+    assert later and all(p.key == "m" and not p.fixed for p in later), later
+    if damage == "old ciphertext put back":
+        assert "under key id 'k1', which the keyring lacks" in later[0].message
     assert raw.query("SELECT item_index FROM {t} WHERE session_id = 'u:s' AND state_key = 'm'"
                      " ORDER BY item_index") == before  # nothing renumbered, nothing dropped
     if damage != "old ciphertext put back":  # (that one's shape is whole: reads check shape, the doctor content)
@@ -309,9 +315,9 @@ def test_migrate_refuses_to_split_keys_that_differ_only_by_case_and_says_how(url
         before = raw.query("SELECT COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s"
                            " AND TABLE_NAME = 'agentscope_sessions' AND COLUMN_NAME = 'session_id'", (database,))
         for dry in (True, False):
-            with pytest.raises(MigrationError, match="differ only by case or trailing spaces") as info:
+            with pytest.raises(MigrationError, match="spelt in more than one way") as info:
                 s.migrate(dry_run=dry)
-            assert "'Alice:s1' / 'alice:s1'" in str(info.value) and "Nothing was changed" in str(info.value)
+            assert "session 'Alice:s1' / 'alice:s1'" in str(info.value) and "Nothing was changed" in str(info.value)
         found = [p for p in s.doctor(fix=True) if p.kind == "collation"]
         assert len(found) == 1 and not found[0].fixed and "not fixed" in found[0].message, found
         assert raw.query("SELECT COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s"
@@ -320,6 +326,30 @@ def test_migrate_refuses_to_split_keys_that_differ_only_by_case_and_says_how(url
         raw.execute("UPDATE {t} SET session_id = 'bob:s2' WHERE session_id = 'bob:s2'")
         assert [step.name for step in s.migrate()][0] == "0001_exact_key_collation"
         assert s.get_list("alice", "s1", "memory") == ["j0", "j1", "j2"]
+
+
+@pytest.mark.parametrize("case", ["a value under another spelling of the session", "a hash row under another "
+                                  "spelling of its key", "an accent"])
+def test_migrate_refuses_every_split_a_review_found(url, database, case):
+    """A session spelt two ways across keys (its value would read as missing, under another
+    user), and a list's hash row under another spelling of its key (the list would lose it),
+    passed the first check, which grouped (session, key) only."""
+    from mysql_state import MigrationError
+
+    from .conftest import java_store
+
+    rows = {"a value under another spelling of the session": [("alice:s1", "memory", 0, '"m"'),
+                                                               ("Alice:s1", "plan", 0, '{"p": 1}')],
+            "a hash row under another spelling of its key": [("alice:s1", "memory", 0, '"m"'),
+                                                             ("alice:s1", "Memory:_hash", 0, "3f2a9c")],
+            "an accent": [("alice:s1", "memory", 0, '"m"'), ("alice:s1", "mémory", 1, '"n"')]}[case]
+    with java_store(url, database) as (s, raw):
+        for r in rows:
+            raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data) VALUES (%s, %s, %s, %s)", r)
+        with pytest.raises(MigrationError, match="spelt in more than one way") as info:
+            s.migrate()
+        assert ("session 'Alice:s1' / 'alice:s1'" if "session" in case else "of session 'alice:s1'") in str(info.value)
+        assert s.get("alice", "s1", "plan") == ({"p": 1} if "value" in case else None)
 
 
 def test_doctor_finds_and_repairs_a_cut_short_hash_row_of_this_store(store, raw):

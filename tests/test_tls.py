@@ -404,6 +404,7 @@ def failing_urls(tls, plain) -> dict[str, tuple[str, dict]]:
         "port not a number": (f"mysql://u:{SECRET}@127.0.0.1:abc/db", {}),
         "unencoded slash": (f"mysql://u:{SECRET}/x@127.0.0.1:1/db", {}),
         "unencoded at and slash": (f"mysql://u:pw@{SECRET}/x@127.0.0.1:1/db", {}),
+        "unencoded at and question mark": (f"mysql://u:p@{SECRET}?Tail9=1@127.0.0.1:1/db", {}),
         "unknown mode": (f"mysql://{user_host}/db?ssl-mode=sometimes", {}),
         "unreachable": (f"mysql://u:{SECRET}@127.0.0.1:1/db", {}),
         "access denied": (f"mysql://tls:{SECRET}@127.0.0.1:{tls.port}/db", {}),
@@ -443,7 +444,8 @@ def test_cli_prints_one_line_without_the_password(tls, plain):
 def test_a_url_typed_where_the_command_goes_is_echoed_without_any_of_its_password():
     """argparse echoes the refused command: the password, unencoded '@' and '/' included, is
     masked whole (up to the URL's last '@')."""
-    for url in (f"mysql://u:{SECRET}@127.0.0.1:1/db", f"mysql://u:pw@{SECRET}/x@127.0.0.1:1/db"):
+    for url in (f"mysql://u:{SECRET}@127.0.0.1:1/db", f"mysql://u:pw@{SECRET}/x@127.0.0.1:1/db",
+                f"mysql://u:it's-{SECRET}@127.0.0.1:1/db", f'mysql://u:a"{SECRET}@127.0.0.1:1/db'):
         out = subprocess.run([sys.executable, "-m", "mysql_state", url, "sessions"], capture_output=True,
                              text=True, timeout=60)
         assert out.returncode == 2 and "invalid choice" in out.stderr, out.stderr

@@ -353,7 +353,7 @@ class MysqlStore(BaseStore):
         bad = not_json(op.value)
         if bad is not None:
             raise TypeError(f"the value put at {op.namespace!r} {op.key!r} must be what JSON holds: {bad}"
-                            " (give it as a str, a number or a list or dict of them)")
+                            " (JSON holds str, finite numbers, bool, None, and lists and dicts of them)")
         _check_minutes(f"ttl of {op.namespace!r} {op.key!r}", op.ttl)
         if op.index is not None and op.index is not False and (
                 not isinstance(op.index, (list, tuple)) or not all(isinstance(p, str) for p in op.index)):
