@@ -144,8 +144,13 @@ def refuse_key_variants(ctx: Ctx) -> None:
         raise MigrationError(
             f"table `{ctx.database}`.`{ctx.table}` holds ids spelt in more than one way (case, accents or trailing "
             f"spaces), which its collation reads as one id and exact key columns would split: {'; '.join(found)}. "
-            "Nothing was changed. Give each one spelling first, e.g. UPDATE the table SET session_id = '<the "
-            "spelling to keep>' WHERE session_id = '<it>' (and the same for state_key), then migrate")
+            "Nothing was changed. Give each one spelling first (the collation matches every spelling, so one UPDATE "
+            "does it; keep the activity time): for a session, the spelling of its catalog row (SELECT state_key "
+            "FROM the table WHERE session_id = '__catalog__' AND state_key = '<id>'; its archived history is filed "
+            "under it), then UPDATE the table SET session_id = '<that spelling>', updated_at = updated_at WHERE "
+            "session_id = '<that spelling>'; for a key, the spelling the application reads, then UPDATE the table "
+            "SET state_key = '<it>', updated_at = updated_at WHERE session_id = '<the session>' AND state_key = "
+            "'<it>' (and '<it>:_hash' the same way); then migrate. docs/operating.md, 'Migrate and doctor'")
 
 
 def _need_version(ctx: Ctx) -> bool:
@@ -222,18 +227,28 @@ def migrate(ctx: Ctx, dry_run: bool) -> list[MigrationStep]:
     if dry_run or not todo:
         return todo
     ctx.run(lambda cur: cur.execute(sql.MIGRATIONS_RECORD_TABLE.replace("{db}", ctx.database)), "migrate", write=True)
-    steps = {name: (need, do) for name, _, need, do in _STEPS}
-    for step in todo:
-        need, do = steps[step.name]
-        if need(ctx):  # another process may have done it since pending() looked
-            try:
-                do(ctx)
-            except MysqlStateError as exc:
-                if exc.errno not in ALREADY_DONE_ERRNOS:
-                    raise
-        ctx.run(lambda cur: cur.execute(sql.MIGRATIONS_RECORD_STEP.replace("{db}", ctx.database), (ctx.table, step.name)),
+    applied = []
+    for name, text, need, do in _STEPS:
+        # Each step looked at again right before it runs: another process may have done it, and
+        # an earlier step may have made it needed (the catalog, read again once the key columns
+        # compare exactly, may name spellings that now differ).
+        planned = next((step for step in todo if step.name == name), None)
+        if not need(ctx):
+            if planned is not None:  # done meanwhile by another process: recorded all the same
+                applied.append(planned)
+                ctx.run(lambda cur: cur.execute(sql.MIGRATIONS_RECORD_STEP.replace("{db}", ctx.database),
+                                                (ctx.table, name)), "migrate", write=True)
+            continue
+        step = planned or MigrationStep(name, ctx.q(text(ctx)))
+        try:
+            do(ctx)
+        except MysqlStateError as exc:
+            if exc.errno not in ALREADY_DONE_ERRNOS:
+                raise
+        ctx.run(lambda cur: cur.execute(sql.MIGRATIONS_RECORD_STEP.replace("{db}", ctx.database), (ctx.table, name)),
                 "migrate", write=True)
-    return todo
+        applied.append(step)
+    return applied
 
 
 # ---- the doctor ------------------------------------------------------------------------------

@@ -322,10 +322,40 @@ def test_migrate_refuses_to_split_keys_that_differ_only_by_case_and_says_how(url
         assert len(found) == 1 and not found[0].fixed and "not fixed" in found[0].message, found
         assert raw.query("SELECT COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = %s"
                          " AND TABLE_NAME = 'agentscope_sessions' AND COLUMN_NAME = 'session_id'", (database,)) == before
-        raw.execute("UPDATE {t} SET session_id = 'alice:s1' WHERE session_id = 'alice:s1'")  # one spelling (CI)
-        raw.execute("UPDATE {t} SET session_id = 'bob:s2' WHERE session_id = 'bob:s2'")
+        # The way out operating.md gives: one spelling each, the activity time kept.
+        raw.execute("UPDATE {t} SET session_id = 'alice:s1', updated_at = updated_at WHERE session_id = 'alice:s1'")
+        raw.execute("UPDATE {t} SET session_id = 'bob:s2', updated_at = updated_at WHERE session_id = 'bob:s2'")
         assert [step.name for step in s.migrate()][0] == "0001_exact_key_collation"
         assert s.get_list("alice", "s1", "memory") == ["j0", "j1", "j2"]
+        assert s.migrate() == []  # the catalog too, built once the ids compare exactly
+        # (the doctor run above made a catalog row 'bob:s2 ', a spelling the UPDATE dropped: reported, fixed)
+        assert [p.kind for p in s.doctor(fix=True)] == ["catalog"] and s.doctor() == []
+
+
+def test_the_documented_way_out_keeps_history_and_activity_and_migrate_then_needs_nothing(url, database):
+    """operating.md's procedure for a session spelt two ways: this store wrote 'alice:s1' (its
+    catalog row, its archived history), the Java store grew the list as 'Alice:s1'. Keeping
+    the catalog row's spelling with the documented UPDATE keeps the history and the idle time;
+    migrate then runs every step it needs, the catalog's included, and a second one nothing."""
+    from .conftest import java_store
+
+    with java_store(url, database) as (s, raw):
+        keeper = MysqlAgentStateStore.from_url(url, database_name=database, keep_history=True)
+        try:
+            keeper.save_list("alice", "s1", "memory", ["a", "b", "c"])
+            keeper.save_list("alice", "s1", "memory", ["a"])  # two items archived
+        finally:
+            keeper.close()
+        raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data) VALUES ('Alice:s1', 'memory', 1,"
+                    " '\"j\"')")
+        raw.execute("UPDATE {t} SET created_at = NOW() - INTERVAL 40 DAY, updated_at = NOW() - INTERVAL 40 DAY")
+        kept = raw.query("SELECT state_key FROM {t} WHERE session_id = '__catalog__' AND state_key = 'alice:s1'")
+        assert kept == [("alice:s1",)]
+        raw.execute("UPDATE {t} SET session_id = %s, updated_at = updated_at WHERE session_id = %s", (kept[0][0],) * 2)
+        applied = [step.name for step in s.migrate()]
+        assert applied[0] == "0001_exact_key_collation" and s.migrate() == []
+        assert [h.value for h in s.get_history("alice", "s1", "memory")] == ["b", "c"]
+        assert s.prune(dt.timedelta(days=30), dry_run=True).sessions == 1  # still idle
 
 
 @pytest.mark.parametrize("case", ["a value under another spelling of the session", "a hash row under another "
