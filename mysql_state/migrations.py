@@ -127,9 +127,13 @@ def key_variants(ctx: Ctx) -> list[str]:
         return bytes(b).decode("utf-8", "replace") if isinstance(b, (bytes, bytearray)) else str(b)
 
     out = []
-    for what, statement in (("session", sql.SESSION_VARIANTS), ("key", sql.KEY_VARIANTS)):
+    for what, statement in (("session", sql.SESSION_VARIANTS), ("catalog", sql.CATALOG_VARIANTS),
+                            ("key", sql.KEY_VARIANTS)):
         rows = ctx.run(lambda cur: (cur.execute(ctx.q(statement)), cur.fetchall())[1], "migrate", write=False)
         for low, high, sid, n in rows:
+            if what == "catalog":
+                out.append(f"session {text(high)!r}, whose catalog row (and archived history) spells it {text(low)!r}")
+                continue
             where = f" of session {text(sid)!r}" if what == "key" else ""
             out.append(f"{what} {text(low)!r} / {text(high)!r}{where} ({n} rows)")
     return out
@@ -150,7 +154,8 @@ def refuse_key_variants(ctx: Ctx) -> None:
             "under it), then UPDATE the table SET session_id = '<that spelling>', updated_at = updated_at WHERE "
             "session_id = '<that spelling>'; for a key, the spelling the application reads, then UPDATE the table "
             "SET state_key = '<it>', updated_at = updated_at WHERE session_id = '<the session>' AND state_key = "
-            "'<it>' (and '<it>:_hash' the same way); then migrate. docs/operating.md, 'Migrate and doctor'")
+            "'<it>' (and '<it>:_hash' the same way); then migrate. Spellings that are different users or sessions "
+            "to the application must not be merged so: docs/operating.md, 'Migrate and doctor'")
 
 
 def _need_version(ctx: Ctx) -> bool:

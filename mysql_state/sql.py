@@ -852,6 +852,16 @@ SESSION_VARIANTS = (
     "SELECT MIN(CAST(session_id AS BINARY)), MAX(CAST(session_id AS BINARY)), '', COUNT(*) FROM {t}"
     " GROUP BY session_id HAVING COUNT(DISTINCT CAST(session_id AS BINARY)) > 1 LIMIT 10"
 )
+# A session whose catalog row spells it otherwise than its rows do (the Java store wrote the
+# session again under another spelling): its catalog row and its archived history (filed under
+# the catalog's spelling) would part from its rows. A catalog row is found by primary key; its
+# session's rows by the primary key's prefix.
+CATALOG_VARIANTS = (
+    "SELECT * FROM (SELECT CAST(c.state_key AS BINARY) AS kept, (SELECT MIN(CAST(d.session_id AS BINARY))"
+    " FROM {t} d WHERE d.session_id = c.state_key AND CAST(d.session_id AS BINARY) <> CAST(c.state_key AS BINARY))"
+    f" AS other, '' AS sid, 1 AS n FROM {{t}} c WHERE c.session_id = '{CATALOG_SESSION}') v WHERE other IS NOT NULL"
+    " LIMIT 10"
+)
 _BASE_KEY = "IF(RIGHT(state_key, 6) = ':_hash', LEFT(state_key, CHAR_LENGTH(state_key) - 6), state_key)"
 KEY_VARIANTS = (
     f"SELECT MIN(CAST({_BASE_KEY} AS BINARY)), MAX(CAST({_BASE_KEY} AS BINARY)), MIN(session_id), COUNT(*)"
