@@ -411,6 +411,10 @@ def _is_json(data: Any) -> bool:
 
 
 def _list_problems(ctx: Ctx, sid: str, rows: list, opened: dict, fix: bool) -> list[DoctorFinding]:
+    """What is wrong with the lists of one session, each repaired with ``fix`` only where the
+    repair cannot change what a read of the list returns, or puts back what its hash row proves
+    (see :func:`_fixed`): a checkpoint of LangGraph refers to log items by position, so rows are
+    never renumbered on a guess."""
     by_key: dict[str, list] = {}
     for key, index, data, _ in rows:
         by_key.setdefault(key, []).append((index, data))
@@ -421,19 +425,24 @@ def _list_problems(ctx: Ctx, sid: str, rows: list, opened: dict, fix: bool) -> l
             text = items[0][1]
             stored = ListHash.parse(text)
             if stored is None and ListHash.damaged(text if isinstance(text, str) else None):
+                have = [i for i, _ in by_key.get(base, [])]
                 out.append(_fixed(ctx, fix, DoctorFinding("hash_row", f"list {base!r} of {sid!r}: its hash row cannot "
                                                     "be read (cut short, or changed by hand), so every read of the list "
-                                                    "fails", sid, base)))
+                                                    "fails", sid, base),
+                                  None if have and have == list(range(len(have))) else
+                                  f"its item rows are at {_few(have)}: nothing tells which rows the list had"))
             elif base not in by_key and stored is not None and stored.n != 0:
                 out.append(_fixed(ctx, fix, DoctorFinding("list_rows", f"list {base!r} of {sid!r}: its hash row says "
-                                                    f"{stored.n} items but it has none", sid, base)))
+                                                    f"{stored.n} items but it has none", sid, base),
+                                  "its items are gone: restore them from a backup, or delete the key"))
             continue
         head = by_key.get(keys.hash_key(key))
         indexes = [i for i, _ in items]
         if head is None:
             if indexes != [0]:
                 out.append(_fixed(ctx, fix, DoctorFinding("no_hash_row", f"list {key!r} of {sid!r} has item rows "
-                                                    f"{indexes[:5]}... but no hash row", sid, key)))
+                                                    f"{indexes[:5]}... but no hash row", sid, key),
+                                  None if indexes == list(range(len(indexes))) else _GUESS))
             continue
         stored = ListHash.parse(head[0][1])
         strays = _strays(ctx, stored, key, indexes, opened) if stored is not None and stored.n != len(items) else []
@@ -442,10 +451,13 @@ def _list_problems(ctx: Ctx, sid: str, rows: list, opened: dict, fix: bool) -> l
                 p = DoctorFinding("list_rows", f"list {key!r} of {sid!r}: rows at item_index {_few(strays)} lie "
                                                f"outside the {stored.n} items its hash row proves (0..{stored.n - 1})",
                                   sid, key)
-                out.append(_set_aside(ctx, fix, p, head[0][1], strays))
+                out.append(_set_aside(ctx, fix, p, head[0][1], strays, indexes))
             else:
                 out.append(_fixed(ctx, fix, DoctorFinding("list_rows", f"list {key!r} of {sid!r}: item rows are at "
-                                                    f"{_few(indexes)}, not 0..{len(items) - 1}", sid, key)))
+                                                    f"{_few(indexes)}, not 0..{len(items) - 1}", sid, key),
+                                  None if _proven_in_order(ctx, stored, key, indexes, opened) else
+                                  _GUESS if ctx.keyring or not any(opened.get((key, i)) is _SEALED for i in indexes) else
+                                  "its items are sealed and this doctor has no keyring to check them"))
             continue
         if stored is None:
             continue  # a hash row of another format (the Java store's): the next save rewrites it
@@ -459,11 +471,33 @@ def _list_problems(ctx: Ctx, sid: str, rows: list, opened: dict, fix: bool) -> l
                                                  "items against it (not fixed: give the keyring that key, then "
                                                  "doctor(fix=True); or save the list again)", sid, key))
             continue
-        if stored.n != len(items) or (dig is not None and _SEALED not in datas
-                                      and not listsync.verify(stored, datas, dig)):
+        if stored.n != len(items):
+            out.append(_fixed(ctx, fix, DoctorFinding("hash_row", f"list {key!r} of {sid!r}: its hash row says "
+                                                f"{stored.n} items, {len(items)} are stored", sid, key),
+                              "an item row was lost or added by hand: restore the list from a backup, or save it again"))
+        elif dig is not None and _SEALED not in datas and not listsync.verify(stored, datas, dig):
+            # The rows are the list's, in place: a read returns them as they are; the fix makes the
+            # hash row theirs (it changes no read).
             out.append(_fixed(ctx, fix, DoctorFinding("hash_row", f"list {key!r} of {sid!r}: its hash row disagrees "
-                                                f"with its {len(items)} items", sid, key)))
+                                                f"with its {len(items)} items (changed by hand, or an old row put "
+                                                "back)", sid, key)))
     return out
+
+
+#: Why a list with rows missing or misplaced is not renumbered by the doctor's fix.
+_GUESS = ("nothing proves which rows are the list, and renumbering them would shift its items (a LangGraph "
+          "checkpoint refers to log items by position): restore the list from a backup, or save it again")
+
+
+def _proven_in_order(ctx: Ctx, stored: Optional[ListHash], key: str, indexes: list[int], opened: dict) -> bool:
+    """Whether the rows of a list, renumbered ``0..n-1`` in the order of their indexes, are the
+    list its hash row (this store's) records: as many as it says, and its digests, which
+    depend on each item's position, prove them (a row stored at a wrong index, in order)."""
+    if stored is None or stored.n != len(indexes):
+        return False
+    dig = ctx.digester(stored.dk)
+    datas = [opened.get((key, i)) for i in indexes]
+    return dig is not None and not any(d is None or d is _SEALED for d in datas) and listsync.verify(stored, datas, dig)
 
 
 def _few(indexes: list[int]) -> str:
@@ -486,7 +520,8 @@ def _strays(ctx: Ctx, stored: Optional[ListHash], key: str, indexes: list[int], 
     return [i for i in indexes if not 0 <= i < stored.n]
 
 
-def _set_aside(ctx: Ctx, fix: bool, p: DoctorFinding, head_text: Any, strays: list[int]) -> DoctorFinding:
+def _set_aside(ctx: Ctx, fix: bool, p: DoctorFinding, head_text: Any, strays: list[int],
+               indexes: list[int]) -> DoctorFinding:
     """Move the rows ``strays`` of a list out of it, nothing lost: each archived under the
     session's history id (``get_history`` reads them, oldest first; sealed again for the new
     place), then deleted, under the hash row's lock and only if the hash row is still the one
@@ -506,7 +541,7 @@ def _set_aside(ctx: Ctx, fix: bool, p: DoctorFinding, head_text: Any, strays: li
         cur.execute(ctx.q(sql.NEXT_ARCHIVE_INDEX), (hsid, k))
         at = int(cur.fetchone()[0])
         for j, (index, text) in enumerate(found):
-            plain = ctx.plain(sid, k, index, text)
+            plain = _open_item(ctx, sid, k, index, indexes.index(index), text)  # as the doctor opened it
             cur.execute(ctx.q(sql.DOCTOR_ARCHIVE_ROW), (hsid, k, at + j, ctx.seal(hsid, k, at + j, plain).decode()))
         cur.execute(ctx.q(sql.DOCTOR_DELETE_AT).replace("{marks}", marks), (sid, k, *strays))
         return len(found)
@@ -582,9 +617,14 @@ def whole(ctx: Ctx, head: Optional[str], indexes: list[int], datas: list[bytes])
     return dig is not None and stored.n == len(datas) and listsync.verify(stored, datas, dig)
 
 
-def _fixed(ctx: Ctx, fix: bool, p: DoctorFinding) -> DoctorFinding:
-    """Repair a list (numbered 0..n-1 in order, its hash row recomputed) under its lock."""
+def _fixed(ctx: Ctx, fix: bool, p: DoctorFinding, unsafe: Optional[str] = None) -> DoctorFinding:
+    """Repair a list (numbered 0..n-1 in order, its hash row recomputed) under its lock; not
+    when ``unsafe`` says why the repair could change what a read returns (a typed error made a
+    list nobody saved): the finding then says so and stays."""
     if not fix or p.key is None:
+        return p
+    if unsafe is not None:
+        p.message += f" (not fixed: {unsafe})"
         return p
     try:
         ctx.run(lambda cur: relist(cur, ctx, p.session_id, p.key, require_json=True), "doctor --fix", write=True)

@@ -8,7 +8,7 @@ catalog row follows its rows: touched by a write, gone with the session's last r
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 from . import history, keys, sql
 from .table import Table
@@ -71,16 +71,20 @@ def delete_keys(cur: Any, t: Table, sid: str, ks: Sequence[str], *, touch: bool 
 
 
 @contextlib.contextmanager
-def activity_pinned(cur: Any, t: Table, sid: str) -> Iterator[None]:
+def activity_pinned(cur: Any, t: Table, sid: str, key: Optional[str] = None) -> Iterator[None]:
     """Writes inside leave the session's activity as it was (maintenance: a prune that
     rewrites what it keeps): the catalog row is locked and read first, and its version and
-    ``updated_at`` put back after, in the caller's transaction. The rows written themselves
-    get new versions (their content changed: a compare-and-set must see it)."""
+    ``updated_at`` put back after, in the caller's transaction; the rows of ``key`` written
+    inside take that ``updated_at`` too (not now: the doctor would take them for a write the
+    catalog missed). They get new versions (their content changed: a compare-and-set must
+    see it)."""
     cur.execute(t.statements["CATALOG_PIN"], (sid,))
     pinned = cur.fetchone()
     yield
     if pinned is not None:
         cur.execute(t.statements["CATALOG_RESTORE"], (pinned[0], pinned[1], sid))
+        if key is not None and pinned[1] is not None:
+            cur.execute(t.statements["MAINTENANCE_BACK_DATE"], (pinned[1], sid, key, keys.hash_key(key), pinned[1]))
 
 
 def read_session_ids(cur: Any, t: Table, prefix: str) -> set[str]:

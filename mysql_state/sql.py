@@ -568,6 +568,14 @@ CATALOG_RESTORE = (
     f"UPDATE {{t}} SET version = %s, updated_at = %s WHERE session_id = '{CATALOG_SESSION}' AND state_key = %s"
     " AND item_index = 0"
 )
+# The rows of a key a maintenance write rewrote take the session's pinned activity time, not
+# now (a row written later than its session's catalog row says would be a write the doctor
+# reports, and its fix would make the idle session active); their versions stay new. Only the
+# key's own rows (and its hash row), which this transaction holds locked. Parameters: the time,
+# the session, the key, its hash key, the time.
+MAINTENANCE_BACK_DATE = (
+    "UPDATE {t} SET updated_at = %s WHERE session_id = %s AND state_key IN (%s, %s) AND updated_at > %s"
+)
 UPSERT_ROWS_TAIL = f" ON DUPLICATE KEY UPDATE state_data = VALUES(state_data), version = {NEXT_VERSION}"
 
 # ---- history (keep_history=True) -----------------------------------------------------------

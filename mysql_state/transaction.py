@@ -138,7 +138,7 @@ class Transaction:
         t = self._table
         args.flag(maintenance, "maintenance")
         sid, k, text, _ = args.prepare_value(t, user_id, session_id, key, value)
-        with self._kept(sid, maintenance):
+        with self._kept(sid, maintenance, k):
             if (sid, k) in self._absent:
                 # Read as absent: a plain INSERT, so that if another writer created the key since,
                 # its duplicate key (1062) makes the store run fn again on what that writer wrote.
@@ -158,7 +158,7 @@ class Transaction:
         sid, k, items, blob = args.prepare_list(t, user_id, session_id, key, values)
         # no snapshot: plan from the table, which this transaction may have changed already
         w = list_write.ListWrite(sid, k, items, blob, None, damaged=(sid, k) in self._damaged)
-        with self._kept(sid, maintenance):
+        with self._kept(sid, maintenance, k):
             list_write.save(self._cur, t, w)
         self._wrote(sid, k)
         self.repaired.add((sid, k))  # written whole (a damaged list rewritten): once committed
@@ -172,9 +172,9 @@ class Transaction:
         else:
             self.appended.discard((sid, k))
 
-    def _kept(self, sid: str, maintenance: bool) -> Any:
-        """The session's activity pinned around a maintenance write (else nothing)."""
-        return sessions.activity_pinned(self._cur, self._table, sid) if maintenance else contextlib.nullcontext()
+    def _kept(self, sid: str, maintenance: bool, key: str) -> Any:
+        """The session's activity pinned around a maintenance write of ``key`` (else nothing)."""
+        return sessions.activity_pinned(self._cur, self._table, sid, key) if maintenance else contextlib.nullcontext()
 
     def append_list(self, user_id: Optional[str], session_id: str, key: str, items: Sequence[Any]) -> int:
         """Add items after the end; returns the new length."""

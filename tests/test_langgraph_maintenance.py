@@ -167,6 +167,11 @@ def test_saver_prune_and_delete_for_runs_are_not_activity(store, raw):
     after_r = rows_with_times(raw, sids["idle-r"])
     assert len(after_r) < len(rows_r)
     assert catalog_row(raw, sids["idle-r"]) == cats["idle-r"]
+    # the rows prune rewrote carry the thread's activity time, not now: the doctor finds nothing
+    # (it took them for writes the catalog missed, and its fix made the idle thread active)
+    assert [p for p in store.doctor() if p.session_id in sids.values()] == []
+    assert [p for p in store.doctor(fix=True) if p.session_id in sids.values()] == []
+    assert catalog_row(raw, sids["idle-p"]) == cats["idle-p"]
     report = store.prune(older_than=MONTH, user_id="carol")
     assert report.sessions == 2 and store.list_session_ids("carol") == set()
     saver.close()
@@ -191,3 +196,33 @@ def test_memory_sweep_is_not_activity(store, raw):
     assert [i.key for i in memory.search(())] == ["stays", "other"]
     assert store.prune(older_than=MONTH, user_id="dave").sessions == 1  # idle since the user's last put
     assert memory.search(()) == []
+
+
+def test_doctor_fix_never_renumbers_a_thread_s_log_into_other_messages(store, raw):
+    """A LangGraph message log that lost a middle row: the checkpoints that refer to it raise a
+    typed error. doctor(fix=True) renumbered the log's rows, so those checkpoints read other
+    messages, shifted, with no error, and the doctor then said healthy. Now it reports the log,
+    leaves its rows as they are, and the reads still raise."""
+    from mysql_state import CorruptStateError
+
+    saver = MysqlSaver(store, user_id="dora")
+    g = chat(saver)
+    conf = {"configurable": {"thread_id": "t"}}
+    for i in range(3):
+        g.invoke({"messages": [HumanMessage(content=f"hi {i}", id=f"h{i}")]}, conf)
+    sid = keys.pack("dora", "t")
+    log = raw.query("SELECT DISTINCT state_key FROM {t} WHERE session_id = %s AND state_key LIKE 'log/%%'"
+                    " AND state_key NOT LIKE '%%:_hash'", (sid,))[0][0]
+    raw.execute("DELETE FROM {t} WHERE session_id = %s AND state_key = %s AND item_index = 1", (sid, log))
+    before = raw.query("SELECT item_index FROM {t} WHERE session_id = %s AND state_key = %s ORDER BY item_index",
+                       (sid, log))
+    with pytest.raises(CorruptStateError):
+        list(g.get_state_history(conf))
+    fixed = [p for p in store.doctor(fix=True) if p.session_id == sid]
+    assert [(p.key, p.fixed) for p in fixed] == [(log, False)] and "not fixed" in fixed[0].message, fixed
+    assert raw.query("SELECT item_index FROM {t} WHERE session_id = %s AND state_key = %s ORDER BY item_index",
+                     (sid, log)) == before
+    with pytest.raises(CorruptStateError):
+        list(g.get_state_history(conf))
+    assert [p.key for p in store.doctor() if p.session_id == sid] == [log]
+    saver.close()
