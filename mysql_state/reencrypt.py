@@ -88,8 +88,9 @@ def reencrypt(ctx: Ctx, batch: int, progress: Optional[Callable[[int], None]] = 
     if left:
         named = ", ".join(f"{k!r} of {sid!r}" for sid, k in left[:5]) + (f" and {len(left) - 5} more" if len(left) > 5 else "")
         warnings.warn(f"reencrypt left {len(left)} list(s) that are not whole as they are (their rows sealed again in "
-                      f"place, their hash rows under the old digest key): {named}. Run doctor(fix=True), then "
-                      "reencrypt() again, before the old key leaves the keyring", MysqlStateWarning,
+                      f"place, their hash rows under the old digest key): {named}. Repair them (doctor(fix=True) where it can; "
+                      "else restore them from a backup, or save them again), then reencrypt() again, before the old key "
+                      "leaves the keyring", MysqlStateWarning,
                       stacklevel=caller_stacklevel())
     return done
 

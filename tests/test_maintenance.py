@@ -106,7 +106,7 @@ def test_reencrypt_leaves_a_damaged_list_damaged_never_renumbered_into_another_l
     found = [(p.kind, p.key) for p in rotated.doctor() if p.session_id == "u:s"]
     assert found, damage
     before = raw.query("SELECT item_index FROM {t} WHERE session_id = 'u:s' AND state_key = 'm' ORDER BY item_index")
-    with pytest.warns(MysqlStateWarning, match="reencrypt left 1 list.*'m' of 'u:s'.*before the old key leaves"):
+    with pytest.warns(MysqlStateWarning, match="reencrypt left 1 list.*'m' of 'u:s'.*before the old key"):
         rotated.reencrypt()
     assert [(p.kind, p.key) for p in rotated.doctor() if p.session_id == "u:s"] == found
     only_k2 = open_store(ring("k2"))  # the old key gone: the list still shows, as one nothing can check
