@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
@@ -426,11 +427,14 @@ def _list_problems(ctx: Ctx, sid: str, rows: list, opened: dict, fix: bool) -> l
             stored = ListHash.parse(text)
             if stored is None and ListHash.damaged(text if isinstance(text, str) else None):
                 have = [i for i, _ in by_key.get(base, [])]
+                said = _LENGTH.search(text)  # what is left of the row: its count, when not cut before it
                 out.append(_fixed(ctx, fix, DoctorFinding("hash_row", f"list {base!r} of {sid!r}: its hash row cannot "
                                                     "be read (cut short, or changed by hand), so every read of the list "
                                                     "fails", sid, base),
-                                  None if have and have == list(range(len(have))) else
-                                  f"its item rows are at {_few(have)}: nothing tells which rows the list had"))
+                                  None if have == list(range(len(have))) and said and int(said.group(1)) == len(have)
+                                  else f"its item rows are at {_few(have)}, and what is left of its hash row "
+                                       + (f"says {said.group(1)} items" if said else "does not say how many items")
+                                       + ": nothing tells which rows the list had"))
             elif base not in by_key and stored is not None and stored.n != 0:
                 out.append(_fixed(ctx, fix, DoctorFinding("list_rows", f"list {base!r} of {sid!r}: its hash row says "
                                                     f"{stored.n} items but it has none", sid, base),
@@ -484,6 +488,8 @@ def _list_problems(ctx: Ctx, sid: str, rows: list, opened: dict, fix: bool) -> l
     return out
 
 
+#: The item count at the start of a hash row of this store (``{"fmt":...,"n":3,...``).
+_LENGTH = re.compile(r'^\{"fmt":"mysql-state/[^"]*","n":(\d+),')
 #: Why a list with rows missing or misplaced is not renumbered by the doctor's fix.
 _GUESS = ("nothing proves which rows are the list, and renumbering them would shift its items (a LangGraph "
           "checkpoint refers to log items by position): restore the list from a backup, or save it again")

@@ -571,8 +571,9 @@ CATALOG_RESTORE = (
 # The rows of a key a maintenance write rewrote take the session's pinned activity time, not
 # now (a row written later than its session's catalog row says would be a write the doctor
 # reports, and its fix would make the idle session active); their versions stay new. Only the
-# key's own rows (and its hash row), which this transaction holds locked. Parameters: the time,
-# the session, the key, its hash key, the time.
+# key's own rows (and its hash row), whose lock the maintenance write took when it read the
+# key (a row of it newer than the pinned time that it did not rewrite moves back too, by at
+# most the catalog's lag). Parameters: the time, the session, the key, its hash key, the time.
 MAINTENANCE_BACK_DATE = (
     "UPDATE {t} SET updated_at = %s WHERE session_id = %s AND state_key IN (%s, %s) AND updated_at > %s"
 )

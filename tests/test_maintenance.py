@@ -406,6 +406,14 @@ def test_doctor_finds_and_repairs_a_cut_short_hash_row_of_this_store(store, raw)
     assert "cannot be read" in found[0].message
     assert [(p.kind, p.fixed) for p in store.doctor(fix=True)] == [("hash_row", True)]
     assert store.get_list("u", "s", "m") == [1, 2, 3] and store.doctor() == []
+    # cut short AND a row lost: what is left of the hash row says 3 items, 2 are stored: the fix
+    # would make [1, 2] of [1, 2, 3] (a list nobody saved) out of a typed error; not fixed
+    raw.execute("UPDATE {t} SET state_data = LEFT(state_data, 40) WHERE session_id = 'u:s' AND state_key = 'm:_hash'")
+    raw.execute("DELETE FROM {t} WHERE session_id = 'u:s' AND state_key = 'm' AND item_index = 2")
+    found = store.doctor(fix=True)
+    assert [(p.kind, p.fixed) for p in found] == [("hash_row", False)] and "says 3 items" in found[0].message, found
+    with pytest.raises(CorruptStateError):
+        store.get_list("u", "s", "m")
 
 
 @pytest.mark.parametrize("stray", [3, 10, -1])
