@@ -84,12 +84,23 @@ class Keyring:
     Older keys stay in the ring to read rows written under them, until
     :meth:`MysqlAgentStateStore.reencrypt` has rewritten those rows. ``repr`` shows ids only.
 
+    ``allow_plaintext=False``: a value or item row that is not encrypted is a
+    :class:`~mysql_state.errors.DecryptionError`, as a row under an unknown key is (by default
+    it reads as it is: rows written before encryption was turned on). Once ``reencrypt`` (with
+    a ring that allows them) has sealed every row, it keeps someone who can write the table but
+    has no key from putting plaintext in place of a sealed row.
+
     >>> old_key, new_key = os.urandom(32), os.urandom(32)
     >>> Keyring({"k2": new_key, "k1": old_key}, current="k2")
     Keyring(ids=['k2', 'k1'], current='k2')
+    >>> Keyring({"k2": new_key}, current="k2", allow_plaintext=False)
+    Keyring(ids=['k2'], current='k2', allow_plaintext=False)
     """
 
-    def __init__(self, keys: Mapping[str, bytes], current: str) -> None:
+    def __init__(self, keys: Mapping[str, bytes], current: str, *, allow_plaintext: bool = True) -> None:
+        if not isinstance(allow_plaintext, bool):
+            raise TypeError(f"allow_plaintext must be True or False, got {type(allow_plaintext).__name__}")
+        self.allow_plaintext = allow_plaintext
         if not isinstance(keys, Mapping) or not keys:
             raise ValueError("keys must be a non-empty mapping of key id to a 32-byte key")
         checked: dict[str, bytes] = {}
@@ -110,8 +121,9 @@ class Keyring:
         self._digest_keys = {kid: hmac.new(k, _DIGEST_LABEL, hashlib.sha256).digest() for kid, k in checked.items()}
 
     @classmethod
-    def from_env(cls, name: str = "MYSQL_STATE_KEYS") -> "Keyring":
-        """A ring from ``"k2=<base64>,k1=<base64>"`` in the environment; the first is current.
+    def from_env(cls, name: str = "MYSQL_STATE_KEYS", *, allow_plaintext: bool = True) -> "Keyring":
+        """A ring from ``"k2=<base64>,k1=<base64>"`` in the environment; the first is current
+        (``allow_plaintext`` as for the constructor).
 
         >>> Keyring.from_env()  # MYSQL_STATE_KEYS="k2=<base64>,k1=<base64>"
         Keyring(ids=['k2', 'k1'], current='k2')
@@ -139,14 +151,15 @@ class Keyring:
             except (binascii.Error, ValueError):
                 raise ValueError(f"{name}: the key of {_shown(kid)} is not valid base64") from None
             order.append(kid)
-        return cls(keys, current=order[0])
+        return cls(keys, current=order[0], allow_plaintext=allow_plaintext)
 
     @property
     def ids(self) -> list[str]:
         return list(self._keys)
 
     def __repr__(self) -> str:
-        return f"Keyring(ids={self.ids!r}, current={self.current!r})"
+        strict = "" if self.allow_plaintext else ", allow_plaintext=False"
+        return f"Keyring(ids={self.ids!r}, current={self.current!r}{strict})"
 
     def aead(self, kid: str) -> Any:
         found = self._aead.get(kid)
@@ -250,6 +263,11 @@ class RowCipher:
         if isinstance(text, bytes):
             text = text.decode("utf-8")
         if not text.startswith(PREFIX):
+            if not self.keyring.allow_plaintext:
+                raise _failed(session_id, key, index, None, "it is not encrypted, and this store's keyring refuses "
+                                                            "plaintext rows (allow_plaintext=False): written before "
+                                                            "encryption was turned on (reencrypt() with a ring that "
+                                                            "allows them seals it), or put there without the key")
             return text.encode("utf-8")
         kid, _, body = text[len(PREFIX):].partition(":")
         if kid not in self.keyring:

@@ -395,7 +395,9 @@ def _open_rows(ctx: Ctx, sid: str, rows: list, problems: list[DoctorFinding]) ->
             text = _open_item(ctx, sid, key, index, p, data)
         except DecryptionError as exc:
             out[(key, index)] = None
-            problems.append(DoctorFinding("sealed", f"{where} cannot be decrypted (key id {exc.key_id!r})", sid, key))
+            why = (f"cannot be decrypted (key id {exc.key_id!r})" if exc.key_id is not None else
+                   "is not encrypted, and the keyring refuses plaintext rows (allow_plaintext=False)")
+            problems.append(DoctorFinding("sealed", f"{where} {why}", sid, key))
             continue
         out[(key, index)] = text if _is_json(text) else None
         if out[(key, index)] is None:

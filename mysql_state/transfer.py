@@ -351,6 +351,13 @@ def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict
                 raise ValueError(f"import: line {number} is a sealed row that does not open in this table "
                                  f"(`{q('{t}')}`): it was sealed for another table, place or key ({exc}); "
                                  "nothing was imported") from exc
+        elif opens is not None and row[0] != keys.CATALOG_SESSION and not row[1].endswith(keys.HASH_SUFFIX):
+            try:
+                opens(row[0], row[1], row[2], row[3])  # a plaintext row: refused by a ring that refuses them
+            except CorruptStateError as exc:
+                raise ValueError(f"import: line {number} is not encrypted, and this store's keyring refuses plaintext "
+                                 "rows (allow_plaintext=False): import it with a ring that allows them, then "
+                                 f"reencrypt(); nothing was imported ({exc})") from exc
         cost = sum(sql.escaped_size(str(v).encode("utf-8")) for v in row) + sql.ROW_OVERHEAD
         if cost + fixed > packet:
             raise ValueTooLargeError(f"import: line {number}: the row ({row[0][:40]!r}, {row[1][:40]!r}, {row[2]}) "

@@ -158,6 +158,47 @@ def test_plaintext_rows_read_as_they_are_and_reencrypt_rewrites_them(open_store,
     assert s.get_list("alice", "c1", "m") == msgs(5) and s.get("alice", "c1", "v") == SECRET
 
 
+def test_a_ring_that_refuses_plaintext_never_reads_a_row_put_in_place_of_a_sealed_one(open_store, raw):
+    """By default a plaintext row reads as it is (rows written before encryption was on), so
+    someone who can write the table but has no key could put {"admin": true} in place of a
+    sealed value. allow_plaintext=False makes such a row a DecryptionError, as a row under an
+    unknown key is; reencrypt with a ring that allows them seals the old ones first."""
+    from mysql_state import DecryptionError
+
+    plain = open_store(None)
+    plain.save("alice", "c1", "old", SECRET)  # before encryption was turned on
+    plain.save_list("alice", "c1", "oldlist", msgs(2))
+    lines = list(plain.export("alice"))
+    strict_ring = Keyring({"k1": K1}, current="k1", allow_plaintext=False)
+    strict = open_store(strict_ring)
+    assert "allow_plaintext=False" in repr(strict_ring)
+    with pytest.raises(DecryptionError, match="not encrypted.*allow_plaintext=False"):
+        strict.get("alice", "c1", "old")
+    with pytest.raises(DecryptionError):
+        strict.get_list("alice", "c1", "oldlist")
+    assert {p.kind for p in strict.doctor()} == {"sealed"}
+    assert open_store(ring("k1")).reencrypt() == 4  # a ring that allows them seals them (and keys the hash row)
+    assert strict.get("alice", "c1", "old") == SECRET and strict.get_list("alice", "c1", "oldlist") == msgs(2)
+    strict.save("alice", "c1", "role", {"admin": False})
+    strict.save_list("alice", "c1", "m", msgs(3))
+    raw.execute("UPDATE {t} SET state_data = '{\"admin\": true}' WHERE session_id = 'alice:c1' AND state_key = 'role'")
+    raw.execute("UPDATE {t} SET state_data = '\"forged\"' WHERE session_id = 'alice:c1' AND state_key = 'm'"
+                " AND item_index = 1")
+    with pytest.raises(DecryptionError, match="not encrypted"):
+        strict.get("alice", "c1", "role")
+    with pytest.raises(DecryptionError, match="item_index 1"):
+        strict.get_list("alice", "c1", "m")
+    assert open_store(ring("k1")).get("alice", "c1", "role") == {"admin": True}  # the default reads it
+    found = strict.doctor()
+    assert sorted(p.key for p in found) == ["m", "role"] and all("refuses plaintext" in p.message for p in found)
+    strict.truncate_all_sessions()
+    with pytest.raises(ValueError, match="not encrypted, and this store's keyring refuses plaintext"):
+        strict.import_rows(lines)
+    assert raw.all_rows() == []
+    with pytest.raises(TypeError, match="allow_plaintext"):
+        Keyring({"k1": K1}, current="k1", allow_plaintext="no")
+
+
 def test_rotation_loses_nothing_beside_writers_on_the_old_ring(open_store, raw):
     old = open_store(ring("k1"))
     for i in range(20):
