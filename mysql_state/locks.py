@@ -24,6 +24,7 @@ import time
 from typing import Any, Optional
 
 from . import sql
+from .replicas import wait_slice
 from .errors import (
     CONNECT_ERRNOS,
     LockLostError,
@@ -160,8 +161,8 @@ class SessionLock:
 
     def _acquire(self, raw: Any, what: str) -> None:
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
-        read_timeout = getattr(raw, "_read_timeout", None) or 2 * SLICE  # the driver's, when it says
-        slice_ = min(SLICE if self.abandoned is None else WATCHED_SLICE, max(0.1, read_timeout / 2))
+        # under the driver's read timeout, as a replica's GTID wait (replicas.wait_slice)
+        slice_ = wait_slice(raw, SLICE if self.abandoned is None else WATCHED_SLICE)
         with raw.cursor() as cur:
             while True:
                 if self.abandoned is not None and self.abandoned.is_set():
