@@ -497,15 +497,19 @@ _GUESS = ("nothing proves which rows are the list, and renumbering them would sh
           "checkpoint refers to log items by position): restore the list from a backup, or save it again")
 
 
+def _proves(ctx: Ctx, stored: ListHash, datas: list) -> bool:
+    """Whether a hash row of this store proves ``datas`` (items ``0..n-1``, in order) the list
+    it records: the store has its digest key, every item was opened (none unreadable, none
+    sealed beyond this doctor's keyring), and its count and digests, which depend on each
+    item's position, agree (:func:`listsync.verify`)."""
+    dig = ctx.digester(stored.dk)
+    return dig is not None and not any(d is None or d is _SEALED for d in datas) and listsync.verify(stored, datas, dig)
+
+
 def _proven_in_order(ctx: Ctx, stored: Optional[ListHash], key: str, indexes: list[int], opened: dict) -> bool:
     """Whether the rows of a list, renumbered ``0..n-1`` in the order of their indexes, are the
-    list its hash row (this store's) records: as many as it says, and its digests, which
-    depend on each item's position, prove them (a row stored at a wrong index, in order)."""
-    if stored is None or stored.n != len(indexes):
-        return False
-    dig = ctx.digester(stored.dk)
-    datas = [opened.get((key, i)) for i in indexes]
-    return dig is not None and not any(d is None or d is _SEALED for d in datas) and listsync.verify(stored, datas, dig)
+    list its hash row (this store's) records (a row stored at a wrong index, in order)."""
+    return stored is not None and _proves(ctx, stored, [opened.get((key, i)) for i in indexes])
 
 
 def _few(indexes: list[int]) -> str:
@@ -518,12 +522,8 @@ def _strays(ctx: Ctx, stored: Optional[ListHash], key: str, indexes: list[int], 
     proves which rows are the list)."""
     if stored is None:
         return []
-    dig = ctx.digester(stored.dk)
     inside = [i for i in indexes if 0 <= i < stored.n]
-    if dig is None or inside != list(range(stored.n)):
-        return []
-    datas = [opened.get((key, i)) for i in inside]
-    if any(d is None or d is _SEALED for d in datas) or not listsync.verify(stored, datas, dig):
+    if inside != list(range(stored.n)) or not _proves(ctx, stored, [opened.get((key, i)) for i in inside]):
         return []
     return [i for i in indexes if not 0 <= i < stored.n]
 
@@ -621,8 +621,7 @@ def whole(ctx: Ctx, head: Optional[str], indexes: list[int], datas: list[bytes])
     stored = ListHash.parse(head)
     if stored is None:
         return not ListHash.damaged(head)
-    dig = ctx.digester(stored.dk)
-    return dig is not None and stored.n == len(datas) and listsync.verify(stored, datas, dig)
+    return _proves(ctx, stored, datas)
 
 
 def _fixed(ctx: Ctx, fix: bool, p: DoctorFinding, unsafe: Optional[str] = None) -> DoctorFinding:
