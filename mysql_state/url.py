@@ -236,24 +236,22 @@ def ssl_context(tls: TlsOptions) -> Optional[ssl.SSLContext]:
         return None
     problem: Optional[str] = None
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    if tls.mode in (VERIFY_CA, VERIFY_IDENTITY):
+    verify = tls.mode in (VERIFY_CA, VERIFY_IDENTITY)  # with ssl-ca (tls_options requires it)
+    if verify:
         ctx.verify_mode = ssl.CERT_REQUIRED
         ctx.check_hostname = tls.mode == VERIFY_IDENTITY
         # Python 3.13 turns on strict X.509 checks that MySQL's auto-generated certs fail.
         ctx.verify_flags &= ~getattr(ssl, "VERIFY_X509_STRICT", 0)
-        try:
-            ctx.load_verify_locations(cafile=tls.ca)
-        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
-            problem = f"ssl-ca {tls.ca!r} could not be loaded ({type(exc).__name__}: {exc.args[-1] if exc.args else ''})"
     else:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
-        if tls.ca:
-            try:
-                ctx.load_verify_locations(cafile=tls.ca)  # read, so a bad path is found now; not used
-            except (OSError, ValueError) as exc:
-                problem = f"ssl-ca {tls.ca!r} could not be loaded ({type(exc).__name__}: {exc.args[-1] if exc.args else ''})"
-            else:
+    if tls.ca:
+        try:
+            ctx.load_verify_locations(cafile=tls.ca)  # without verification: read, so a bad path is found now
+        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+            problem = f"ssl-ca {tls.ca!r} could not be loaded ({type(exc).__name__}: {exc.args[-1] if exc.args else ''})"
+        else:
+            if not verify:
                 _unverified(tls.mode)
     if problem is None and tls.cert:
         try:
