@@ -566,8 +566,8 @@ def _get(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
                  else store.get_versioned(user, args.session, args.key))
         _out(args, _versioned(found), _dumps(_versioned(found)))
         return 0
-    if not listed and _window_options(args):
-        given = _window_options(args)
+    given = [] if listed else _window_options(args)
+    if given:
         raise ValueError(f"key {args.key!r} holds a value, not a list: {', '.join(given)} "
                          f"{'applies' if len(given) == 1 else 'apply'} to a list's items")
     if listed:

@@ -344,17 +344,17 @@ def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict
         if not text.strip():
             continue
         row = parse(text, number)
-        if opens is not None and row[0] != keys.CATALOG_SESSION and is_sealed(row[3]):  # history rows too
+        # A sealed row (history rows too) must open where it lands; a plaintext value or item row
+        # needs a ring that allows them (catalog rows and hash rows are plaintext by design).
+        if opens is not None and row[0] != keys.CATALOG_SESSION and (
+                is_sealed(row[3]) or not row[1].endswith(keys.HASH_SUFFIX)):
             try:
                 opens(row[0], row[1], row[2], row[3])
             except CorruptStateError as exc:
-                raise ValueError(f"import: line {number} is a sealed row that does not open in this table "
-                                 f"(`{q('{t}')}`): it was sealed for another table, place or key ({exc}); "
-                                 "nothing was imported") from exc
-        elif opens is not None and row[0] != keys.CATALOG_SESSION and not row[1].endswith(keys.HASH_SUFFIX):
-            try:
-                opens(row[0], row[1], row[2], row[3])  # a plaintext row: refused by a ring that refuses them
-            except CorruptStateError as exc:
+                if is_sealed(row[3]):
+                    raise ValueError(f"import: line {number} is a sealed row that does not open in this table "
+                                     f"(`{q('{t}')}`): it was sealed for another table, place or key ({exc}); "
+                                     "nothing was imported") from exc
                 raise ValueError(f"import: line {number} is not encrypted, and this store's keyring refuses plaintext "
                                  "rows (allow_plaintext=False): import it with a ring that allows them, then "
                                  f"reencrypt(); nothing was imported ({exc})") from exc
