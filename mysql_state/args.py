@@ -35,7 +35,8 @@ def ids(t: Table, user_id: Optional[str], session_id: str, key: Optional[str] = 
     sid = keys.pack(user_id, session_id)
     k = keys.state_key(key, is_list=is_list, exact=t.exact_keys) if key is not None else None
     if t.pads_spaces:
-        for what, v in (("user_id", user_id or ""), ("session_id", session_id), ("key", k or "")):
+        # the user as packed: a blank one is the anonymous user, not an id ending with a space
+        for what, v in (("user_id", keys.user_part(user_id)), ("session_id", session_id), ("key", k or "")):
             if v.endswith(" "):
                 raise ValueError(
                     f"{what} {v!r} ends with a space, and this table's collation ignores "

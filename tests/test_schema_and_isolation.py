@@ -139,6 +139,12 @@ def test_java_created_case_insensitive_table_works_and_warns_once_with_the_fix(u
     assert store.list_session_ids("Alice") == {"s1"}  # the exact prefix filter still holds
     with pytest.raises(ValueError, match="trailing spaces"):
         store.save("u", "s ", "k", 1)
+    with pytest.raises(ValueError, match="user_id 'u ' ends with a space"):
+        store.save("u ", "s", "k", 1)
+    # a blank user is the anonymous one (as on any table), not an id ending with a space
+    store.save_list("  ", "s2", "memory", [3])
+    assert store.get_list(None, "s2", "memory") == store.get_list("  ", "s2", "memory") == [3]
+    assert store.list_session_ids("  ") == {"s2"}
     # the fix the warning names makes it exact
     with con.cursor() as cur:
         cur.execute(f"ALTER TABLE `{database}`.`java_t` MODIFY session_id VARCHAR(255) CHARACTER SET utf8mb4"
