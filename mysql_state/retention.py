@@ -3,10 +3,10 @@
 Candidates come from the catalog by ``updated_at`` (the index ``by_activity``), ``batch`` at a
 time; each batch is one short transaction that locks the sessions' rows as ``delete`` does
 (waiting for writers in flight), re-checks under the catalog rows' locks that each session is
-still idle since the cutoff (its catalog row, which may lag its last write by up to
-``catalog.ACTIVITY_LAG``, and, for a catalog row within that lag of the cutoff, its rows' own
-times: maintenance that rewrites rows of an idle session does not make it active), and
-deletes it with its history and catalog row. A session written during the prune is skipped,
+still idle since the cutoff (its catalog row, and its rows' own times: the catalog row may lag
+the last write by up to ``catalog.ACTIVITY_LAG``, and the Java store's writes never move it;
+maintenance that rewrites rows of an idle session gives them the pinned activity time, so it
+does not make the session active), and deletes it with its history and catalog row. A session written during the prune is skipped,
 never half-deleted; an interrupted prune leaves whole sessions only, and running it again ends
 where one uninterrupted run would.
 """
@@ -102,7 +102,7 @@ def _batch(cur: Any, q: Callable[[str], str], sids: list[str], when: dt.datetime
     if not dry_run:
         cur.execute(q(sql.PRUNE_LOCK_SESSIONS.replace("{ids}", m)), sids)  # as delete(): wait for writers
     idle_sql = sql.PRUNE_IDLE if dry_run else sql.PRUNE_STILL_IDLE  # the catalog row (and the rows, in the lag)
-    cur.execute(q(idle_sql.replace("{ids}", m)), (keys.CATALOG_SESSION, *sids, when, when - catalog.ACTIVITY_LAG, when))
+    cur.execute(q(idle_sql.replace("{ids}", m)), (keys.CATALOG_SESSION, *sids, when, when))
     idle = [r[0] for r in cur.fetchall()]
     if not idle:
         return 0, 0

@@ -712,17 +712,16 @@ PRUNE_CANDIDATES = (
 PRUNE_AFTER = " AND (updated_at > %s OR (updated_at = %s AND state_key > %s))"
 PRUNE_COUNT = "SELECT COUNT(*) FROM {t} WHERE session_id = %s AND updated_at < %s{user}"
 PRUNE_LOCK_SESSIONS = "SELECT COUNT(*) FROM {t} WHERE session_id IN ({ids}) FOR UPDATE"
-# Idle: the catalog row says so, and, where it is within catalog.ACTIVITY_LAG of the cutoff
-# (the one-statement writes move it at most once a second, so it may be that far behind the
-# session's last write), no row of the session was written since either (the index
-# by_activity answers the rows' side). Older catalog rows are decisive: maintenance rewrites
-# rows (a TTL sweep, a saver's prune) without moving the catalog row and must not make an idle
-# session look active. Parameters: the catalog id, the sessions, the cutoff, the cutoff minus
-# the lag, the cutoff.
+# Idle: the catalog row says so, and no row of the session was written since either (the
+# index by_activity answers that, one range probe a session). The catalog row may lag the
+# session's last write (the one-statement writes move it at most once a second, and the Java
+# store, writing the same table, never moves it); maintenance that rewrites rows (a TTL sweep,
+# a saver's prune) gives them the session's pinned activity time, so it never makes an idle
+# session look active. Parameters: the catalog id, the sessions, the cutoff, the cutoff.
 PRUNE_IDLE = (
     "SELECT c.state_key FROM {t} c WHERE c.session_id = %s AND c.state_key IN ({ids}) AND c.item_index = 0"
-    " AND c.updated_at < %s AND (c.updated_at < %s OR NOT EXISTS (SELECT 1 FROM {t} r"
-    " WHERE r.session_id = c.state_key AND r.updated_at >= %s))"
+    " AND c.updated_at < %s AND NOT EXISTS (SELECT 1 FROM {t} r"
+    " WHERE r.session_id = c.state_key AND r.updated_at >= %s)"
 )
 PRUNE_STILL_IDLE = PRUNE_IDLE + " FOR UPDATE"
 PRUNE_COUNT_ROWS = "SELECT COUNT(*) FROM {t} WHERE session_id IN ({ids})"

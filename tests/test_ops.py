@@ -264,25 +264,30 @@ def test_prune_skips_a_session_written_since(store, raw):
 @pytest.mark.parametrize("dry_run", [True, False])
 def test_prune_keeps_a_session_whose_catalog_row_lags_its_last_write(store, raw, dry_run):
     """The one-statement writes move a session's catalog row at most once a second, so it may
-    say the session is older than it is (up to catalog.ACTIVITY_LAG): a cutoff inside that lag
-    must still keep a session with a row written since. The lag is set with plain SQL on the
-    catalog rows (6 s back, the cutoff 5 s back: inside ACTIVITY_LAG of it) to make the case
-    deterministic. A catalog row further back than the lag is decisive: a row rewritten since by
-    maintenance (a TTL sweep, a saver's prune: they never move the catalog row) does not keep
-    an idle session."""
+    say the session is older than it is (up to catalog.ACTIVITY_LAG), and the Java store,
+    writing the same table, never moves it: a session with a row written since the cutoff is
+    kept however old its catalog row (it was deleted, its Java turn with it, when the catalog
+    row was more than the lag older than the cutoff). The times are set with plain SQL (the
+    cutoff 5 s back: the lagging catalog row 6 s back, inside ACTIVITY_LAG of it; the Java
+    session's 60 s back). Maintenance never leaves a row newer than the catalog row
+    (test_langgraph_maintenance: a saver's prune and a TTL sweep, then the store's prune)."""
     assert catalog.ACTIVITY_LAG >= dt.timedelta(seconds=2)
-    for s in ("lagging", "idle", "swept"):
+    for s in ("lagging", "idle", "java"):
         store.save("u", s, "k", 1)
     raw.execute("UPDATE {t} SET updated_at = NOW() - INTERVAL 6 SECOND WHERE session_id = '__catalog__'"
                 " AND state_key IN ('u:lagging', 'u:idle')")
     raw.execute("UPDATE {t} SET updated_at = NOW() - INTERVAL 60 SECOND WHERE session_id = '__catalog__'"
-                " AND state_key = 'u:swept'")
+                " AND state_key = 'u:java'")
+    raw.execute("UPDATE {t} SET updated_at = NOW() - INTERVAL 60 SECOND WHERE session_id = 'u:java'")
+    # the Java store's turn: its INSERT and its hash row, the catalog row left as it was
+    raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+                " VALUES ('u:java', 'memory', 0, '{\"role\": \"user\"}', 0)")
     raw.execute("UPDATE {t} SET updated_at = NOW() - INTERVAL 10 SECOND WHERE session_id = 'u:idle'")
-    # u:swept keeps its row written just now, as maintenance would leave it
-    assert store.prune(dt.timedelta(seconds=5), user_id="u", dry_run=dry_run) == (2, 2)  # idle, swept
+    assert store.prune(dt.timedelta(seconds=5), user_id="u", dry_run=dry_run) == (1, 1)  # idle only
     left = {r[0] for r in raw.query("SELECT DISTINCT session_id FROM {t} WHERE session_id LIKE %s", ("u:%",))}
-    assert left == ({"u:lagging", "u:idle", "u:swept"} if dry_run else {"u:lagging"})
+    assert left == ({"u:lagging", "u:idle", "u:java"} if dry_run else {"u:lagging", "u:java"})
     assert store.get("u", "lagging", "k") == 1
+    assert len(raw.rows("u:java")) == 2
 
 
 # ---- history ---------------------------------------------------------------------------------
