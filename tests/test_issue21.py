@@ -224,7 +224,7 @@ def test_a_value_read_by_get_many_is_written_in_one_statement(store, other, raw)
 
 
 def _value_stale_by(kind: str, store, raw: Raw) -> None:
-    if kind == "java":  # the Java store writes row 0 without touching the version
+    if kind == "java":  # a Java store release before its version column: row 0 written, the version not moved
         raw.execute("UPDATE {t} SET state_data='\"from java\"' WHERE session_id='u:s' AND state_key='state'")
     elif kind == "saved":
         store.save("u", "s", "state", {"by": "the other worker"})
