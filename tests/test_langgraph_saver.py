@@ -225,6 +225,29 @@ def test_prune_keep_latest_keeps_what_delta_channels_need(saver, raw):
     assert len(g.get_state(cfg).values["items"]) == 16
 
 
+def test_prune_keep_latest_of_a_thread_whose_messages_were_all_removed(saver, raw):
+    """The newest checkpoint holds the message list empty (RemoveMessage of every message):
+    prune leaves the thread with an empty log (it raised ValueError, pruning nothing), the state
+    reads back empty, and the graph goes on."""
+    from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+    g = chat_graph(saver)
+    cfg = {"configurable": {"thread_id": "cleared"}}
+    for i in range(3):
+        g.invoke({"messages": [HumanMessage(content=f"hi {i}", id=f"h{i}")]}, cfg)
+    g.update_state(cfg, {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES)]})
+    assert g.get_state(cfg).values["messages"] == []
+    sid = keys.pack(None, "cleared")
+    saver.prune(["cleared"], strategy="keep_latest")
+    assert g.get_state(cfg).values["messages"] == [] and len(list(saver.list(cfg))) == 1
+    # no message row is left: each log of the thread is empty (its hash row only)
+    logs = raw.query("SELECT state_key, COUNT(*) FROM {t} WHERE session_id = %s AND state_key LIKE 'log/%%'"
+                     " GROUP BY state_key", (sid,))
+    assert logs and all(k.endswith(":_hash") and n == 1 for k, n in logs)
+    g.invoke({"messages": [HumanMessage(content="again", id="h9")]}, cfg)
+    assert [m.content for m in g.get_state(cfg).values["messages"]][0] == "again"
+
+
 def test_prune_compacts_logs_and_a_saver_that_cached_them_writes_safely(store, raw):
     a, b = MysqlSaver(store), MysqlSaver(store)  # two caches: as two processes
     ga, gb = chat_graph(a, keep=4), chat_graph(b, keep=4)

@@ -1061,10 +1061,13 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             length = self.store.list_length(u, thread, old)
             if len(indexes) == length:
                 continue
+            new_gen = secrets.token_hex(4)
+            if not indexes:  # the kept checkpoints hold the list empty: a new, empty log
+                plan[old] = (layout.log_key(ns, ch, new_gen), new_gen, [], {})
+                continue
             lo, hi = min(indexes), max(indexes) + 1
             window = self.store.get_list(u, thread, old, offset=lo, limit=hi - lo)
             order = sorted(indexes)
-            new_gen = secrets.token_hex(4)
             plan[old] = (layout.log_key(ns, ch, new_gen), new_gen, [window[i - lo] for i in order],
                          {i: j for j, i in enumerate(order)})
         return plan
