@@ -307,6 +307,46 @@ def test_a_step_that_keeps_the_list_after_another_process_pruned_refers_to_the_n
     a.close(), b.close()
 
 
+@pytest.mark.parametrize("maintenance", ["keep_latest", "delete_thread"])
+def test_a_step_after_another_process_rebuilt_three_list_logs_writes_them_all_anew(store, maintenance):
+    """A state with three list channels. Another process prunes the thread (every log rebuilt
+    compact under a new name) or deletes it; this process's next step found the rebuilt logs
+    one at a time, an attempt each, and gave up (RuntimeError "the list logs kept being
+    rebuilt"), at every retry after a delete. Now one attempt finds them all."""
+
+    class S(TypedDict):
+        messages: Annotated[list, operator.add]
+        docs: Annotated[list, operator.add]
+        notes: Annotated[list, operator.add]
+
+    def step(state: S) -> dict:
+        n = len(state.get("messages", []))
+        return {"messages": [f"m{n}"], "docs": [f"d{n}"], "notes": [f"n{n}"]}
+
+    b = StateGraph(S)
+    b.add_node("step", step)
+    b.add_edge(START, "step")
+    b.add_edge("step", END)
+    a, other = MysqlSaver(store), MysqlSaver(store)  # two caches: as two processes
+    ga, gb = b.compile(checkpointer=a), b.compile(checkpointer=other)
+    cfg = {"configurable": {"thread_id": f"three-{maintenance}"}}
+    for i in range(3):
+        ga.invoke({"messages": [f"in{i}"], "docs": [], "notes": []}, cfg)
+    gb.get_state(cfg)
+    if maintenance == "keep_latest":
+        other.prune([cfg["configurable"]["thread_id"]], strategy="keep_latest")
+        before = ga.get_state(cfg).values
+    else:
+        other.delete_thread(cfg["configurable"]["thread_id"])
+        before = {"messages": [], "docs": [], "notes": []}
+    # this process goes on from the checkpoint it knows (update_state: a put of its own objects)
+    ga.update_state(cfg, {"messages": ["again"], "docs": ["again"], "notes": ["again"]}, as_node="step")
+    after = gb.get_state(cfg).values
+    assert after == {k: v + ["again"] for k, v in before.items()}
+    ga.invoke({"messages": ["last"], "docs": [], "notes": []}, cfg)
+    assert gb.get_state(cfg).values["notes"][-1].startswith("n")
+
+
 def test_a_read_racing_another_process_s_prune_reads_again_never_damage(store, monkeypatch):
     """get_tuple and list read the checkpoint row, then its log, in two statements: another
     process's prune between them (the log rebuilt under a new name, the old one deleted) made

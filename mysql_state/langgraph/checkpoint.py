@@ -88,10 +88,10 @@ PENDING_LOADS = 1
 
 
 class _LogReset(Exception):
-    """The log a plan appended to is shorter than this process knew it: rebuilt elsewhere."""
+    """Logs of a put shorter than this process knew them: rebuilt elsewhere (their channels)."""
 
-    def __init__(self, key: tuple) -> None:
-        self.key = key
+    def __init__(self, channels: list) -> None:
+        self.channels = channels
 
 
 @dataclass
@@ -524,7 +524,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             except StaleStateError:
                 exact = False  # a log is not as long as this process knew: read its length
             except _LogReset as reset:
-                fresh.add(reset.key)  # rebuilt by another process (prune): write it anew
+                fresh.update(reset.channels)  # rebuilt by another process (prune): write them anew
         else:  # pragma: no cover - needs three resets in a row
             raise RuntimeError("put: the list logs kept being rebuilt under this put")
         for p in plans:
@@ -554,12 +554,12 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             if indexed:
                 appends[ix] = [[cid, parent]]
             lengths = tx.append_lists(u, thread, appends) if appends else {}
+            # every log rebuilt elsewhere at once, so that one more attempt writes them all anew
+            reset = [p.where for p in plans if (lengths[p.key] - len(p.rows) < p.floor if not p.reused and p.rows
+                                                else p.floor and tx.list_length(u, thread, p.key) < p.floor)]
+            if reset:
+                raise _LogReset(reset)
             for p in plans:
-                if not p.reused and p.rows:
-                    if lengths[p.key] - len(p.rows) < p.floor:
-                        raise _LogReset(p.where)
-                elif p.floor and tx.list_length(u, thread, p.key) < p.floor:
-                    raise _LogReset(p.where)
                 self._refer(p, record, lengths[p.key] - len(p.rows) if p.key in lengths else 0)
             for key, row in blobs.items():
                 tx.save(u, thread, key, row)
