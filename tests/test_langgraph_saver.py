@@ -920,6 +920,53 @@ def test_a_corrupt_message_row_is_a_typed_error_naming_its_log(saver, raw):
 # ---- copy_thread and prune(strategy="delete"), by name ------------------------------------------
 
 
+def _ck(n: int) -> str:
+    return f"1f0{n:05x}-0000-6000-8000-{n:012x}"
+
+
+def _hand_put(savers, thread: str, n: int, parent, step: int) -> None:
+    """The same hand-made checkpoint ``n`` (child of ``parent``) put by each saver given."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    for s in savers:
+        cp = empty_checkpoint()
+        cp["id"], cp["channel_values"], cp["channel_versions"] = _ck(n), {}, {}
+        conf = {"thread_id": thread, "checkpoint_ns": ""}
+        if parent is not None:
+            conf["checkpoint_id"] = _ck(parent)
+        s.put({"configurable": conf}, cp, {"step": step}, {})
+
+
+def test_a_checkpoint_put_twice_is_listed_once_and_put_again_takes_its_new_parent(store):
+    """Two savers that both know the newest checkpoint put the same new id (as a put retried
+    after its COMMIT's answer was lost does): the index held it twice, and list() gave it
+    twice, in place of another checkpoint under a limit. And the newest checkpoint put again
+    with another parent: the row took the new parent but the index kept the old one, which
+    get_delta_channel_history walked. Compared with LangGraph's InMemorySaver."""
+    a, b, mem = MysqlSaver(store), MysqlSaver(store), InMemorySaver()
+    conf = {"configurable": {"thread_id": "twice", "checkpoint_ns": ""}}
+    _hand_put([a, mem], "twice", 1, None, 0)
+    b.get_tuple(conf)  # both savers know checkpoint 1 as the newest
+    _hand_put([a, mem], "twice", 2, 1, 1)
+    _hand_put([b], "twice", 2, 1, 1)
+    ids = lambda s, **kw: [t.config["configurable"]["checkpoint_id"] for t in s.list(conf, **kw)]  # noqa: E731
+    assert ids(a) == ids(mem) == [_ck(2), _ck(1)]
+    assert ids(a, limit=2) == [_ck(2), _ck(1)]
+
+    conf = {"configurable": {"thread_id": "reparented", "checkpoint_ns": ""}}
+    for n in (1, 2):
+        _hand_put([a, mem], "reparented", n, n - 1 if n > 1 else None, n)
+        for s in (a, mem):
+            s.put_writes({"configurable": {**conf["configurable"], "checkpoint_id": _ck(n)}},
+                         [("c", f"write at {n}")], f"task{n}")
+    _hand_put([a, mem], "reparented", 10, 2, 10)
+    _hand_put([a, mem], "reparented", 10, 1, 10)  # the newest again, another parent
+    for s in (a, mem):
+        assert s.get_tuple(conf).parent_config["configurable"]["checkpoint_id"] == _ck(1)
+        history = s.get_delta_channel_history(config=conf, channels=["c"])
+        assert [w[2] for w in history["c"]["writes"]] == ["write at 1"]
+
+
 def test_copy_thread_copies_every_checkpoint_and_the_copy_lives_on_its_own(saver, raw):
     g = chat_graph(saver)
     for i in range(3):

@@ -567,7 +567,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             tail = tx.get_list(u, thread, ix, offset=-1)
             if not tail or tail[-1][0] < cid:
                 tx.append_list(u, thread, ix, [[cid, parent]])
-            elif tail[-1][0] != cid:  # an older id than the newest
+            elif tail[-1] != [cid, parent]:  # an older id than the newest, or the newest put again (its parent)
                 entries = [e for e in tx.get_list(u, thread, ix) if e[0] != cid]
                 entries.append([cid, parent])
                 entries.sort(key=lambda e: e[0])
@@ -840,8 +840,8 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         left = limit
         for thread in threads:
             namespaces = [want_ns] if want_ns is not None else self._namespaces(thread)
-            entries = [(e[0], ns) for ns in namespaces for e in self._index(thread, ns)]
-            entries.sort(reverse=True)
+            # an id indexed twice (a put retried after its COMMIT's answer was lost) is listed once
+            entries = sorted({(e[0], ns) for ns in namespaces for e in self._index(thread, ns)}, reverse=True)
             entries = [e for e in entries if (not want_id or e[0] == want_id) and (not before_id or e[0] < before_id)]
             for start in range(0, len(entries), PAGE):
                 if left is not None and left <= 0:
