@@ -967,6 +967,30 @@ def test_a_checkpoint_put_twice_is_listed_once_and_put_again_takes_its_new_paren
         assert [w[2] for w in history["c"]["writes"]] == ["write at 1"]
 
 
+def test_the_newest_checkpoint_is_the_greatest_id_when_another_saver_put_a_greater_one_meanwhile(store, raw):
+    """Saver B puts a checkpoint whose id is greater than those saver A goes on to put (ids are
+    not in order across writers: another host's clock ahead). A's usual step appended its
+    entries to the index blindly, so after four of them the greatest id was no longer among
+    the index's last four entries and get_tuple without an id returned A's. Now A's step
+    appends only to an index as long as A knows it; else its entry goes where it keeps the
+    index sorted. The index, read by SQL, stays sorted."""
+    a, b, mem = MysqlSaver(store), MysqlSaver(store), InMemorySaver()
+    conf = {"configurable": {"thread_id": "ahead", "checkpoint_ns": ""}}
+    _hand_put([a, mem], "ahead", 10, None, 0)
+    b.get_tuple(conf)
+    _hand_put([b, mem], "ahead", 1000, 10, 1)  # B: an id far ahead
+    for i in range(4):  # A goes on from what it knows: ids greater than 10, smaller than 1000
+        _hand_put([a, mem], "ahead", 11 + i, 10 + i, 2 + i)
+    for s in (a, b, MysqlSaver(store), mem):
+        assert s.get_tuple(conf).config["configurable"]["checkpoint_id"] == _ck(1000)
+    ids = [t.config["configurable"]["checkpoint_id"] for t in a.list(conf)]
+    assert ids == [t.config["configurable"]["checkpoint_id"] for t in mem.list(conf)]
+    index = [json.loads(r[0])[0] for r in raw.query(
+        "SELECT state_data FROM {t} WHERE session_id = %s AND state_key = 'ix/~' ORDER BY item_index",
+        (keys.pack(None, "ahead"),))]
+    assert index == sorted(index) and len(index) == 6
+
+
 def test_copy_thread_copies_every_checkpoint_and_the_copy_lives_on_its_own(saver, raw):
     g = chat_graph(saver)
     for i in range(3):

@@ -87,6 +87,13 @@ OBJECTS_PER_ITEM = 4
 PENDING_LOADS = 1
 
 
+def _length_by(entry: Any) -> Optional[int]:
+    """The index's length as its last entry ``[id, parent, position]`` says (None: an entry
+    without its position, written the slower way or by a maintenance rewrite)."""
+    pos = entry[2] if len(entry) > 2 else None
+    return pos + 1 if type(pos) is int and pos >= 0 else None
+
+
 class _LogReset(Exception):
     """Logs of a put shorter than this process knew them: rebuilt elsewhere (their channels)."""
 
@@ -232,6 +239,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         self._views: "OrderedDict[tuple, _View]" = OrderedDict()
         self._cached = 0
         self._last: "OrderedDict[tuple, str]" = OrderedDict()  # (thread, ns) -> newest id indexed
+        self._ix_len: "OrderedDict[tuple, int]" = OrderedDict()  # (thread, ns) -> its index's length
         self._seq = 0
 
     @classmethod
@@ -339,17 +347,25 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 self._cached -= len(self._views.pop(where).known)
             for where in [w for w in self._last if thread is None or w[0] == thread]:
                 del self._last[where]
+            for where in [w for w in self._ix_len if thread is None or w[0] == thread]:
+                del self._ix_len[where]
 
-    def _newest(self, where: tuple, cid: Optional[str]) -> None:
-        """Remember the newest checkpoint id indexed in a namespace (bounded)."""
-        if cid is None:
-            return
+    def _known_index(self, where: tuple, newest: Optional[str], length: Optional[int]) -> None:
+        """Remember a namespace's index as last read or written (bounded): its newest id and
+        its length, taken together. The usual step appends its entry only to an index that is
+        still that long (so no entry came since, and ``newest`` is still its greatest id): an
+        index of another length sends it the way that reads the index and keeps it sorted.
+        None: not known."""
         with self._lock:
-            if cid > self._last.get(where, ""):
-                self._last[where] = cid
+            if newest is None or length is None:
+                self._last.pop(where, None)
+                self._ix_len.pop(where, None)
+                return
+            self._last[where], self._ix_len[where] = newest, length
             self._last.move_to_end(where)
+            self._ix_len.move_to_end(where)
             while len(self._last) > 10_000:
-                self._last.popitem(last=False)
+                self._ix_len.pop(self._last.popitem(last=False)[0], None)
 
     def _next_seq(self) -> int:
         """An increasing number per process (nanoseconds since the epoch, or one more)."""
@@ -513,13 +529,16 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         exact = True
         for _ in range(4):
             thread, ns, record, blobs, plans = self._prepare(config, checkpoint, metadata, new_versions, fresh)
-            newest = self._last.get((thread, ns))
+            with self._lock:
+                newest, length = self._last.get((thread, ns)), self._ix_len.get((thread, ns))
             try:
-                if exact and newest is not None and checkpoint["id"] > newest:  # the usual step
-                    appends, at, values = self._exact(ns, record, blobs, plans, True)
+                if exact and newest is not None and length is not None and checkpoint["id"] > newest:  # the usual step
+                    appends, at, values = self._exact(ns, record, blobs, plans, length)
                     self.store.append_lists(self.user_id, thread, appends, at=at, values=values)
+                    known: dict = {"newest": checkpoint["id"], "ix": length + 1}
                 else:
-                    self.store.transaction(lambda tx: self._put_tx(tx, thread, ns, record, blobs, plans, newest, exact))
+                    known = {}
+                    self.store.transaction(lambda tx: self._put_tx(tx, thread, ns, record, blobs, plans, exact, known))
                 break
             except StaleStateError:
                 exact = False  # a log is not as long as this process knew: read its length
@@ -532,27 +551,25 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 triples = [(p.items[pos], p.start + j, p.marks[pos]) for j, pos in enumerate(p.missing)]
                 last = None if p.reused else _Last(p.items, p.marks, p.ref["r"], p.print, p.lazy, p.exact, p.gen)
                 self._learn(p.where, p.gen, triples, p.start + len(p.missing), p.version, p.ref, last)
-        self._newest((thread, ns), checkpoint["id"])
+        self._known_index((thread, ns), known.get("newest"), known.get("ix"))
         return {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
 
     def _put_tx(self, tx: Any, thread: str, ns: str, record: dict, blobs: dict, plans: list,
-                newest: Optional[str], exact: bool) -> None:
+                exact: bool, out: dict) -> None:
         u = self.user_id
         ix = layout.index_key(ns)
         cid, parent = record["id"], record["parent"]
-        # The logs' new items and, when this process knows the id is the newest, the index
-        # entry: appended together (their hash rows locked in one statement, the rows written
-        # in one). ``exact``: each log is taken to be as long as this process knows it, so the
-        # references (and the checkpoint row, the blobs) are known before and ride in the same
-        # statement; a log of another length raises StaleStateError and put goes the other way.
-        indexed = newest is not None and cid > newest
+        # The logs' new items appended together (their hash rows locked in one statement, the
+        # rows written in one). ``exact``: each log is taken to be as long as this process knows
+        # it, so the references (and the checkpoint row, the blobs) are known before and ride in
+        # the same statement; a log of another length raises StaleStateError and put goes the
+        # other way. Then the index: its tail read, the entry put where it keeps the index
+        # sorted (``out["ix"]``: the index's length after, when known).
         if exact:
-            appends, at, values = self._exact(ns, record, blobs, plans, indexed)
+            appends, at, values = self._exact(ns, record, blobs, plans, None)
             tx.append_lists(u, thread, appends, at=at, values=values)
         else:
             appends = {p.key: p.rows for p in plans if not p.reused and p.rows}
-            if indexed:
-                appends[ix] = [[cid, parent]]
             lengths = tx.append_lists(u, thread, appends) if appends else {}
             # every log rebuilt elsewhere at once, so that one more attempt writes them all anew
             reset = [p.where for p in plans if (lengths[p.key] - len(p.rows) < p.floor if not p.reused and p.rows
@@ -563,31 +580,35 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 self._refer(p, record, lengths[p.key] - len(p.rows) if p.key in lengths else 0)
             for key, row in blobs.items():
                 tx.save(u, thread, key, row)
-        if not indexed:  # not known to be the newest: read the index's tail, keep it sorted
-            tail = tx.get_list(u, thread, ix, offset=-1)
-            if not tail or tail[-1][0] < cid:
-                tx.append_list(u, thread, ix, [[cid, parent]])
-            elif tail[-1] != [cid, parent]:  # an older id than the newest, or the newest put again (its parent)
-                entries = [e for e in tx.get_list(u, thread, ix) if e[0] != cid]
-                entries.append([cid, parent])
-                entries.sort(key=lambda e: e[0])
-                tx.save_list(u, thread, ix, entries)
+        n = tx.list_length(u, thread, ix)  # its hash row locked: another put of the thread waits
+        tail = tx.get_list(u, thread, ix, offset=-1) if n else []
+        if not tail or tail[-1][0] < cid:
+            tx.append_list(u, thread, ix, [[cid, parent, n]])
+            out.update(newest=cid, ix=n + 1)
+        elif tail[-1][:2] == [cid, parent]:  # there already: the same put again
+            out.update(newest=cid, ix=n)
+        else:  # an older id than the newest, or the newest put again with another parent
+            entries = sorted(([e[0], e[1]] for e in tx.get_list(u, thread, ix) if e[0] != cid), key=lambda e: e[0])
+            entries.insert(sum(1 for e in entries if e[0] < cid), [cid, parent])
+            tx.save_list(u, thread, ix, [[*e, i] for i, e in enumerate(entries)])
+            out.update(newest=entries[-1][0], ix=len(entries))
         if not exact:
             tx.save(u, thread, layout.checkpoint_key(ns, cid), record)
 
-    def _exact(self, ns: str, record: dict, blobs: dict, plans: list, indexed: bool) -> tuple[dict, dict, dict]:
+    def _exact(self, ns: str, record: dict, blobs: dict, plans: list, index: Optional[int]) -> tuple[dict, dict, dict]:
         """``append_lists``' ``(appends, at, values)`` for a put that takes each log to be as long
         as this process knows (the references, so the row, known before): the logs' new items
-        (a log with none, or a version this process stored before, only checked), the index entry
-        when the id is known to be the newest,
-        the blobs and the checkpoint row."""
+        (a log with none, or a version this process stored before, only checked), the blobs and
+        the checkpoint row; and, when the id is known to be the newest, its index entry
+        ``[id, parent, position]``, appended only if the index is still ``index`` long."""
         appends = {p.key: p.rows for p in plans if p.rows or p.floor}
-        if indexed:
-            appends[layout.index_key(ns)] = [[record["id"], record["parent"]]]
         for p in plans:
             self._refer(p, record, p.floor)
-        return (appends, {p.key: p.floor for p in plans if p.key in appends},
-                {**blobs, layout.checkpoint_key(ns, record["id"]): record})
+        at = {p.key: p.floor for p in plans if p.key in appends}
+        if index is not None:
+            ix = layout.index_key(ns)
+            appends[ix], at[ix] = [[record["id"], record["parent"], index]], index
+        return appends, at, {**blobs, layout.checkpoint_key(ns, record["id"]): record}
 
     @staticmethod
     def _refer(p: _ListPlan, record: dict, start: int) -> None:
@@ -653,7 +674,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 if not tail:
                     return None
                 cid = max(e[0] for e in tail)
-                self._newest((thread, ns), cid)
+                self._known_index((thread, ns), cid, _length_by(tail[-1]))
             key = layout.checkpoint_key(ns, cid)
             record = self.store.get(u, thread, key)
             if record is None:
@@ -972,7 +993,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         for ns, ids in by_ns.items():
             ix = layout.index_key(ns)
             entries = tx.get_list(u, thread, ix)
-            kept = [e for e in entries if e[0] not in ids]
+            kept = [[e[0], e[1], i] for i, e in enumerate(x for x in entries if x[0] not in ids)]  # positions anew
             if len(kept) != len(entries):
                 if kept:
                     tx.save_list(u, thread, ix, kept, maintenance=True)
@@ -1099,7 +1120,8 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 if r != rows.get(ck):
                     tx.save(u, thread, ck, r, maintenance=True)
             ix = layout.index_key(ns)
-            new_index = sorted(([r["id"], r["parent"]] for r in recs), key=lambda e: e[0])
+            ordered = sorted(([r["id"], r["parent"]] for r in recs), key=lambda e: e[0])
+            new_index = [[*e, i] for i, e in enumerate(ordered)]
             keep_keys.add(ix)
             if new_index != indexes[ns]:
                 tx.save_list(u, thread, ix, new_index, maintenance=True)
