@@ -513,6 +513,48 @@ def test_a_turn_of_a_graph_is_one_packet_per_put_and_per_put_writes(saver, raw, 
         "hello 3", "reply 7 " + "x" * 200]
 
 
+def _counted_turn(saver, raw, driver_commits, thread: str, i: int) -> tuple[list, dict]:
+    """One turn of a chat graph on ``saver``: its write calls, and the server's Com_* counts."""
+    graph = chat_graph(saver)
+    calls: list[str] = []
+    put, put_writes = saver.put, saver.put_writes
+    saver.put = lambda *a: (calls.append("put"), put(*a))[1]
+    saver.put_writes = lambda *a: (calls.append("put_writes"), put_writes(*a))[1]
+    driver_commits.clear()
+    before = raw.com_counts()
+    turn(graph, thread, i)
+    after = raw.com_counts()
+    return calls, {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
+
+
+def test_the_first_step_after_a_load_by_a_fresh_process_is_one_packet_and_old_indexes_read(store, raw, driver_commits):
+    """A process that never saw the thread loads it and goes on: every write call is one packet
+    (the load told it the index's length, from its last entry's position). A thread whose index
+    entries have no position (written before 2026-12-07) reads alike; the first step after a
+    load takes the slower way once (it cannot know the length) and writes the position, so the
+    next fresh process is back to one packet; the index stays sorted and whole."""
+    for i in range(3):
+        turn(chat_graph(MysqlSaver(store)), "fresh", i)
+    calls, diff = _counted_turn(MysqlSaver(store), raw, driver_commits, "fresh", 3)
+    assert driver_commits == [] and diff.get("Com_commit") == len(calls) == 5, (diff, calls)
+
+    for i in range(3):
+        turn(chat_graph(MysqlSaver(store)), "old-index", i)
+    entries = store.get_list(None, "old-index", "ix/~")
+    store.save_list(None, "old-index", "ix/~", [e[:2] for e in entries])  # as written before positions
+    calls, diff = _counted_turn(MysqlSaver(store), raw, driver_commits, "old-index", 3)
+    assert diff.get("Com_commit") == len(calls) == 5, (diff, calls)
+    calls, diff = _counted_turn(MysqlSaver(store), raw, driver_commits, "old-index", 4)
+    assert driver_commits == [] and diff.get("Com_commit") == len(calls) == 5, (diff, calls)
+    entries = store.get_list(None, "old-index", "ix/~")
+    ids = [e[0] for e in entries]
+    assert ids == sorted(set(ids)) and len(ids) == 15
+    assert [len(e) for e in entries] == [2] * 9 + [3] * 6 and [e[2] for e in entries[9:]] == list(range(9, 15))
+    g = chat_graph(MysqlSaver(store))
+    history = list(g.get_state_history({"configurable": {"thread_id": "old-index"}}))
+    assert len(history) == 15 and history[0].values["messages"][-1].content.startswith("reply 9")
+
+
 def test_a_load_by_the_process_that_stored_the_thread_is_sent_only_the_new_messages(saver, store, raw, url, database):
     """The load at the start of a turn reads the whole message log: from the process that
     stored and loaded it before, the store sends only the items after those its last load
