@@ -1033,6 +1033,34 @@ def test_the_newest_checkpoint_is_the_greatest_id_when_another_saver_put_a_great
     assert index == sorted(index) and len(index) == 6
 
 
+def test_a_put_naming_the_version_it_read_refers_to_the_stored_list_in_any_process(store):
+    """A message edited in place and put again under the version it was read with (a node
+    that edits and returns no update of the channel) is not stored, as LangGraph's savers
+    store a channel once per version: also by a process that only read that version (a thread
+    resumed elsewhere), which stored the edited message."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    w, mem = MysqlSaver(store), InMemorySaver()
+    v1 = w.get_next_version(None, None)
+    conf = {"configurable": {"thread_id": "same-version", "checkpoint_ns": ""}}
+
+    def put(s, n: int, parent, messages) -> None:
+        cp = empty_checkpoint()
+        cp["id"], cp["channel_values"], cp["channel_versions"] = _ck(n), {"messages": messages}, {"messages": v1}
+        c = {"configurable": {**conf["configurable"], **({"checkpoint_id": _ck(parent)} if parent else {})}}
+        s.put(c, cp, {"step": n}, {"messages": v1} if parent is None else {})
+
+    for s in (w, mem):
+        put(s, 1, None, [HumanMessage(content="hi", id="h1"), AIMessage(content="hello", id="a1")])
+    resumed = MysqlSaver(store)  # another process: it only reads the version
+    for s in (resumed, mem):
+        loaded = s.get_tuple(conf).checkpoint["channel_values"]["messages"]
+        loaded[1].content = "edited in place"
+        put(s, 2, 1, loaded)
+    for s in (w, MysqlSaver(store), mem):
+        assert [m.content for m in s.get_tuple(conf).checkpoint["channel_values"]["messages"]] == ["hi", "hello"]
+
+
 def test_copy_thread_copies_every_checkpoint_and_the_copy_lives_on_its_own(saver, raw):
     g = chat_graph(saver)
     for i in range(3):

@@ -718,6 +718,11 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             for ch, ref in r.get("lists", {}).items():
                 values[ch] = self._list_value(thread, r["ns"], ch, ref, logs, learn)
             out.append(self._tuple(thread, r, values, writes[(r["ns"], r["id"])]))
+            if learn:  # each list's version as read: a put naming it again refers to it, as stored
+                versions = out[-1].checkpoint.get("channel_versions", {})
+                for ch, ref in r.get("lists", {}).items():
+                    if versions.get(ch) is not None:
+                        self._learn((thread, r["ns"], ch), ref["g"], [], 0, versions[ch], ref)
         return out
 
     def _window(self, thread: str, key: str, lo: int, hi: int, where: tuple, gen: str) -> list:
