@@ -145,10 +145,14 @@ class StaleStateError(MysqlStateError):
     append at a length, another length: ``what="length"``); nothing written."""
 
     def __init__(self, key: str, expected: int, stored: int, what: str = "version") -> None:
-        super().__init__(
-            f"key {key!r}: expected {what} {expected}, but {what} {stored} is stored "
-            "(another writer saved in between); nothing was written"
-        )
+        if expected == stored:  # a writer that does not move the version (the Java store's list save)
+            said = (f"key {key!r}: {what} {expected} is stored, but not the list read at it (a writer that "
+                    "leaves the version as it was, as the Java store's list save does, saved in between); "
+                    "nothing was written")
+        else:
+            said = (f"key {key!r}: expected {what} {expected}, but {what} {stored} is stored "
+                    "(another writer saved in between); nothing was written")
+        super().__init__(said)
         self.key, self.expected, self.stored = key, expected, stored
 
 

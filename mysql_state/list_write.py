@@ -190,8 +190,12 @@ def save(cur: Any, t: Table, w: ListWrite, speculate: bool = True) -> Plan:
                 w.missed = True
     row, stored, dig = _lock_hash(cur, t, w.sid, w.key)
     before = int(row[1]) if row else (_version_without_hash_row(cur, t, w) if w.expected is not None else 0)
-    if w.expected is not None and w.expected != UNVERSIONED and w.expected != before:
-        raise StaleStateError(w.key, w.expected, before)
+    if w.expected is not None and w.expected != UNVERSIONED:
+        # The version expected, but not the hash row this process last read or wrote: a
+        # writer that does not move the version came between (the Java store's list save
+        # rewrites the hash row's text only). One retry after a re-read, never a lost turn.
+        if w.expected != before or (w.hint is not None and ListHash.parse(row[0] if row else None) != w.hint):
+            raise StaleStateError(w.key, w.expected, before)
     if w.damaged:
         stored = None  # a read found its rows damaged: the hash row cannot vouch for them
     planned = None

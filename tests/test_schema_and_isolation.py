@@ -15,6 +15,7 @@ from mysql_state import (
     MysqlStateWarning,
     PoolTimeoutError,
     SchemaNotFoundError,
+    StaleStateError,
 )
 from mysql_state.pool import parse_url
 
@@ -410,3 +411,37 @@ def test_cas_on_rows_written_without_a_version(java_table):
     assert (value, version) == (1, 1)
     assert store.save_if_version("u", "s", "late", 2, version) == 2
     assert raw.query("SELECT version FROM {t} WHERE state_key='late'") == [(2,)]
+
+
+@pytest.mark.parametrize("how", ["save_list_if_version", "save_list_report", "save_many"])
+def test_a_list_compare_and_set_sees_a_java_list_save_that_left_the_version(java_table, how):
+    """The Java store's list save inserts its items and rewrites the hash row's text, not its
+    version (its ``saveHash``; seen with the real Java store): a compare-and-set with the
+    version read before it succeeded and wrote over the Java store's turn. The hash row is not
+    the one this process read: stale, nothing written; read again, it goes through."""
+    store, raw = java_table
+    store.save_list("u", "s", "memory", ["a", "b"])
+    items, version = store.get_list_versioned("u", "s", "memory")
+    # the Java store's turn: its item, and its own hash string in place of this store's hash row
+    raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+                " VALUES ('u:s', 'memory', 2, '\"java-turn\"', 0)")
+    raw.execute("UPDATE {t} SET state_data = '3f2a9c' WHERE session_id = 'u:s' AND state_key = 'memory:_hash'")
+    before = raw.rows("u:s")
+
+    def cas(values, expected):
+        if how == "save_list_if_version":
+            return store.save_list_if_version("u", "s", "memory", values, expected)
+        try:
+            if how == "save_list_report":
+                return store.save_list_report("u", "s", "memory", values, expected_version=expected).version
+            return store.save_many("u", "s", lists={"memory": values}, expected_versions={"memory": expected})[
+                "memory"].version
+        except StaleStateError:
+            return UNVERSIONED
+
+    assert cas(items + ["py-turn"], version) == UNVERSIONED
+    assert raw.rows("u:s") == before
+    items, version = store.get_list_versioned("u", "s", "memory")  # read again: the Java turn
+    assert items == ["a", "b", "java-turn"]
+    assert cas(items + ["py-turn"], version) == version + 1
+    assert store.get_list("u", "s", "memory") == ["a", "b", "java-turn", "py-turn"]
