@@ -145,9 +145,10 @@ class StaleStateError(MysqlStateError):
     append at a length, another length: ``what="length"``); nothing written."""
 
     def __init__(self, key: str, expected: int, stored: int, what: str = "version") -> None:
-        if expected == stored:  # a writer that does not move the version (the Java store's list save)
-            said = (f"key {key!r}: {what} {expected} is stored, but not the list read at it (a writer that "
-                    "leaves the version as it was, as the Java store's list save does, saved in between); "
+        if expected == stored:  # the same number, another list
+            said = (f"key {key!r}: {what} {expected} is stored, but not the list this process last read or "
+                    f"wrote at it (another writer changed it and left its {what} as it was: the Java store's "
+                    "list save leaves the version, a copy over a deleted list can leave the length); "
                     "nothing was written")
         else:
             said = (f"key {key!r}: expected {what} {expected}, but {what} {stored} is stored "

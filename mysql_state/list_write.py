@@ -383,7 +383,7 @@ def append_lists(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list
     always moves it."""
     got = (_append_lists_one_trip(cur, t, sid, appends, at, value_rows, hints, touch)
            if getattr(cur, "commits", False) else None)
-    return got if got is not None else append_many(cur, t, sid, appends, at, value_rows)
+    return got if got is not None else append_many(cur, t, sid, appends, at, value_rows, hints)
 
 
 def _append_lists_one_trip(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[bytes]]],
@@ -435,15 +435,17 @@ def _append_lists_one_trip(cur: Any, t: Table, sid: str, appends: Sequence[tuple
 
 
 def append_many(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[bytes]]],
-                at: Optional[dict[str, int]] = None, value_rows: Sequence[tuple[str, bytes]] = ()
-                ) -> dict[str, Appended]:
+                at: Optional[dict[str, int]] = None, value_rows: Sequence[tuple[str, bytes]] = (),
+                seen: Optional[dict[str, ListHash]] = None) -> dict[str, Appended]:
     """Append to several lists of one session, and write values (``value_rows``: ``(key, JSON)``) beside,
     in the caller's transaction: the hash rows locked in ONE statement, then every new item,
     hash row and value written in ONE multi-row upsert (the catalog row riding last), so 2
     statements for them all; per list key, its new length and hash rows (:class:`Appended`).
     ``at`` (list key -> length)
     makes the appends a compare-and-set: a list of another length raises
-    :class:`StaleStateError`, nothing written. A list with no usable hash row of ours (a
+    :class:`StaleStateError`, nothing written; so does one of that length whose hash row is
+    not the one ``seen`` (the hash rows this process last read or wrote) says for that
+    length: another writer rewrote it to the same length (a copy over a deleted one). A list with no usable hash row of ours (a
     new list, one the Java store wrote) goes :func:`append`'s locked way; a value key that
     holds a list, or a row at version 0, goes :func:`values.write`'s."""
     hash_keys = [keys.hash_key(k) for k, _ in appends]
@@ -464,7 +466,8 @@ def append_many(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[
                     raise WrongTypeError(sid, k, "append_lists")
                 cur.execute(t.statements["COUNT_ITEMS"], (sid, k))
                 n = int(cur.fetchone()[0])
-            if n != want:
+            hint = (seen or {}).get(k)
+            if n != want or (hint is not None and hint.n == n and ListHash.parse(found.get(keys.hash_key(k))) != hint):
                 raise StaleStateError(k, want, n, "length")
             out[k] = Appended(n, stored)
     rows: list[tuple[str, int, bytes]] = []

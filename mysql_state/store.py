@@ -453,9 +453,10 @@ class MysqlAgentStateStore:
         and save ``values`` (``{key: value}``, as :meth:`save`) beside, in ONE transaction (all
         or nothing); the new length per list key. ``at`` (``{key: length}``) makes the appends a
         compare-and-set: a list of another length raises :class:`StaleStateError`, nothing
-        written. When this process knows every list's hash row (it wrote or read the list
-        last) and every key of ``values`` is new, it is ONE statement carrying its COMMIT: one
-        round trip (a value already there: the locked way).
+        written, and so does one of that length that is not the list this process last read or
+        wrote (another writer rewrote it to that length). When this process knows every list's
+        hash row (it wrote or read the list last) and every key of ``values`` is new, it is ONE
+        statement carrying its COMMIT: one round trip (a value already there: the locked way).
 
         >>> store.delete("alice", "lists-1")
         >>> store.append_lists("alice", "lists-1", {"memory": messages, "steps": ["planned"]},
@@ -482,9 +483,10 @@ class MysqlAgentStateStore:
                 done = self._db.run(lambda cur: list_write.append_lists(cur, t, sid, todo, want, value_rows, hints, due),
                                     f"append_lists {[k for k, _ in todo] + [k for k, _ in value_rows]}",
                                     write=True, session=sid)
-            except StaleStateError:
+            except StaleStateError as stale:  # rolled back: only what is known of that list is wrong
                 for k, _ in todo:
-                    self._forget((sid, k))
+                    if k == stale.key or stale.key not in snaps:
+                        self._forget((sid, k))
                 raise
             for k, datas in todo:
                 a = done[k]

@@ -91,6 +91,22 @@ def test_at_another_length_raises_and_writes_nothing(store, other, raw):
     assert check_list_rows(raw, "u:s", "a") == [1, 2, 9, 4]
 
 
+def test_at_the_same_length_but_another_list_raises_and_writes_nothing(store, other, raw):
+    """``at`` says the list is as long as this process last read or wrote it; a list another
+    writer rewrote to that very length (a copy over a deleted one, a Java store's save) is not
+    that list: stale, nothing written, the store's memory of it forgotten; read again, it goes."""
+    store.save_list("u", "s", "m", [1, 2, 3])
+    store.get_list("u", "s", "m")
+    other.save_list("u", "s", "m", [7, 8, 9])
+    before = raw.rows("u:s")
+    with pytest.raises(StaleStateError, match="not the list this process last read or wrote") as caught:
+        store.append_lists("u", "s", {"m": [4]}, at={"m": 3})
+    assert (caught.value.expected, caught.value.stored) == (3, 3) and raw.rows("u:s") == before
+    assert store.get_list("u", "s", "m") == [7, 8, 9]
+    assert store.append_lists("u", "s", {"m": [4]}, at={"m": 3}) == {"m": 4}
+    assert other.get_list("u", "s", "m") == [7, 8, 9, 4]
+
+
 def test_a_list_only_checked_rides_in_the_one_packet_and_is_left_as_it_is(store, other, raw, driver_commits):
     """A list given no items but a length (``at``: a compare-and-set on it alone) rides in the
     one-packet statement (it used to send the whole call the locked way: 3 round trips): its

@@ -1061,6 +1061,73 @@ def test_a_put_naming_the_version_it_read_refers_to_the_stored_list_in_any_proce
         assert [m.content for m in s.get_tuple(conf).checkpoint["channel_values"]["messages"]] == ["hi", "hello"]
 
 
+def test_the_index_stays_sorted_when_another_process_prunes_then_puts_back_to_the_same_length(url, database, store):
+    """Saver A knows the index (newest c11, 2 entries). Another process, its clock ahead,
+    prunes the thread (1 entry) and puts c1000 (2 entries again): the length A knows, another
+    index. A's steps appended after c1000, the index went unsorted and the newest read was
+    A's last id. The index's hash row is not the one A last wrote: A's step goes the way that
+    keeps the index sorted."""
+    a = MysqlSaver(store)
+    with MysqlSaver.from_url(url, database_name=database) as b:  # its own store: another process
+        _hand_put([a], "aba", 10, None, 0)
+        _hand_put([a], "aba", 11, 10, 1)
+        b.prune(["aba"], strategy="keep_latest")
+        _hand_put([b], "aba", 1000, 11, 2)
+        for i in range(5):
+            _hand_put([a], "aba", 12 + i, 11 + i, 3 + i)
+        conf = {"configurable": {"thread_id": "aba", "checkpoint_ns": ""}}
+        for s in (a, b, MysqlSaver(store)):
+            assert s.get_tuple(conf).config["configurable"]["checkpoint_id"] == _ck(1000)
+        ids = [e[0] for e in store.get_list(None, "aba", "ix/~")]
+        assert ids == sorted(ids) == [_ck(n) for n in (11, 12, 13, 14, 15, 16, 1000)]
+
+
+def test_a_step_on_a_thread_deleted_and_copied_onto_by_another_process_refers_to_its_own_messages(url, database,
+                                                                                                  store):
+    """A holds thread T2 (a copy of T1) and goes on with its own message. Another process
+    deletes T2 and copies T1, which went on differently, onto it: the log comes back under the
+    same name and as long as A knows it. A's next step referred to the copy's message where
+    its own was (silently another conversation). The log's hash row is not the one A last
+    wrote: A writes its messages anew. Compared with InMemorySaver."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    a, mem = MysqlSaver(store), InMemorySaver()
+    v = iter(range(1, 100))
+    version = lambda: a.get_next_version(next(v) - 1 or None, None)  # noqa: E731
+
+    def put(s, thread: str, n: int, parent, messages, ver) -> None:
+        cp = empty_checkpoint()
+        cp["id"], cp["channel_values"], cp["channel_versions"] = _ck(n), {"messages": list(messages)}, {"messages": ver}
+        c = {"thread_id": thread, "checkpoint_ns": "", **({"checkpoint_id": _ck(parent)} if parent else {})}
+        s.put({"configurable": c}, cp, {"step": n}, {"messages": ver})
+
+    m0, m1 = HumanMessage(content="m0", id="m0"), AIMessage(content="m1", id="m1")
+    v1 = version()
+    put(a, "T1", 1, None, [m0, m1], v1)
+    a.copy_thread("T1", "T2")
+    put(mem, "T2", 1, None, [m0, m1], v1)
+    loaded = a.get_tuple({"configurable": {"thread_id": "T2", "checkpoint_ns": ""}}).checkpoint["channel_values"]["messages"]
+    mine = loaded + [AIMessage(content="x2, T2's own", id="x2")]
+    v2 = version()
+    for s in (a, mem):
+        put(s, "T2", 2, 1, mine, v2)
+    v3 = version()
+    put(a, "T1", 3, 1, [m0, m1, AIMessage(content="y2, T1's", id="y2")], v3)
+    with MysqlSaver.from_url(url, database_name=database) as b:  # another process
+        b.delete_thread("T2")
+        b.copy_thread("T1", "T2")
+    mem.delete_thread("T2")
+    put(mem, "T2", 1, None, [m0, m1], v1)
+    put(mem, "T2", 3, 1, [m0, m1, AIMessage(content="y2, T1's", id="y2")], v3)
+    v4 = version()
+    for s in (a, mem):
+        put(s, "T2", 4, 3, mine + [HumanMessage(content="z3", id="z3")], v4)
+    conf = {"configurable": {"thread_id": "T2", "checkpoint_ns": "", "checkpoint_id": _ck(4)}}
+    got = [m.content for m in MysqlSaver(store).get_tuple(conf).checkpoint["channel_values"]["messages"]]
+    assert got == [m.content for m in mem.get_tuple(conf).checkpoint["channel_values"]["messages"]]
+    assert got == ["m0", "m1", "x2, T2's own", "z3"]
+
+
 def test_copy_thread_copies_every_checkpoint_and_the_copy_lives_on_its_own(saver, raw):
     g = chat_graph(saver)
     for i in range(3):

@@ -540,8 +540,14 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                     known = {}
                     self.store.transaction(lambda tx: self._put_tx(tx, thread, ns, record, blobs, plans, exact, known))
                 break
-            except StaleStateError:
-                exact = False  # a log is not as long as this process knew: read its length
+            except StaleStateError as stale:
+                rewritten = [p.where for p in plans if p.key == stale.key]
+                if stale.key == layout.index_key(ns):  # another entry came: the index the slower way
+                    self._known_index((thread, ns), None, None)
+                elif rewritten and stale.expected == stale.stored:  # as long, but another log (a copy over it)
+                    fresh.update(rewritten)
+                else:
+                    exact = False  # a log is not as long as this process knew: read its length
             except _LogReset as reset:
                 fresh.update(reset.channels)  # rebuilt by another process (prune): write them anew
         else:  # pragma: no cover - needs three resets in a row

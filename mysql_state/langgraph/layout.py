@@ -6,8 +6,9 @@ namespace and, where it has one, a checkpoint id, a channel, a version:
 ==============================  =======  ==================================================
 key                             kind     holds
 ==============================  =======  ==================================================
-``ix/<ns>``                     list     one ``[checkpoint_id, parent_id]`` per checkpoint,
-                                         sorted by id (the newest last)
+``ix/<ns>``                     list     one ``[checkpoint_id, parent_id, position]`` per
+                                         checkpoint (``[checkpoint_id, parent_id]`` before
+                                         2026-12-07), sorted by id (the newest last)
 ``cp/<ns>/<checkpoint_id>``     value    the checkpoint (without its values), its metadata,
                                          its parent, small values inline, list references
 ``wr/<ns>/<id>/<task>/<seq>``   value    one ``put_writes`` call: a task's writes
