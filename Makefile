@@ -82,5 +82,11 @@ bench:
 	$(PY) benchmarks/catalog_bench.py
 	$(PY) benchmarks/langgraph_bench.py
 
+# AgentScope Java's real store beside this one on one table (docs/java.md): needs a checkout
+# of agentscope-java, e.g. make java-interop AGENTSCOPE_JAVA=../agentscope-java. Not in make test.
+java-interop: venv server-bin
+	tools/java_interop/build.sh $(AGENTSCOPE_JAVA)
+	$(PY) tools/java_interop/interop.py
+
 clean:
 	rm -rf $(VENV) .venv-agentscope1 .venv-openai-agents .venv-adk build *.egg-info .pytest_cache
