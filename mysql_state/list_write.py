@@ -123,6 +123,23 @@ def create_hash_row(cur: Any, t: Table, sid: str, k: str, new_hash: ListHash) ->
     return int(cur.lastrowid or 0)
 
 
+def rewritten(text: Optional[str], seen: Optional[ListHash]) -> bool:
+    """Whether the hash row ``text`` is not the one this process last read or wrote (``seen``;
+    None: nothing known, nothing to tell) although the list's version or length is: another
+    writer rewrote the list and left those as they were (the Java store's list save, a copy
+    over a deleted list). A hash row only keyed anew (``reencrypt``: its digests under another
+    digest key) is not taken for a rewrite.
+
+    >>> h = ListHash.parse('{"fmt":"mysql-state/list-v1","n":1,"sum":"01"}')
+    >>> rewritten('{"fmt":"mysql-state/list-v1","n":1,"sum":"01"}', h), rewritten("3f2a9c", h)
+    (False, True)
+    """
+    if seen is None:
+        return False
+    now = ListHash.parse(text)
+    return now is None or (now.dk == seen.dk and now != seen)
+
+
 def _lock_hash(cur: Any, t: Table, sid: str, k: str) -> tuple[Optional[tuple], Optional[ListHash], Digester]:
     """Lock the hash row: (the row or None, what it says if usable, its digester)."""
     cur.execute(t.statements["LOCK_HASH_ROW"], (sid, keys.hash_key(k)))
@@ -194,7 +211,7 @@ def save(cur: Any, t: Table, w: ListWrite, speculate: bool = True) -> Plan:
         # The version expected, but not the hash row this process last read or wrote: a
         # writer that does not move the version came between (the Java store's list save
         # rewrites the hash row's text only). One retry after a re-read, never a lost turn.
-        if w.expected != before or (w.hint is not None and ListHash.parse(row[0] if row else None) != w.hint):
+        if w.expected != before or rewritten(row[0] if row else None, w.hint):
             raise StaleStateError(w.key, w.expected, before)
     if w.damaged:
         stored = None  # a read found its rows damaged: the hash row cannot vouch for them
@@ -371,8 +388,8 @@ class Appended:
 
 
 def append_lists(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[bytes]]], at: dict[str, int],
-                 value_rows: Sequence[tuple[str, bytes]], hints: dict[str, ListHash], touch: bool = True
-                 ) -> dict[str, Appended]:
+                 value_rows: Sequence[tuple[str, bytes]], hints: dict[str, ListHash], touch: bool = True,
+                 seen: Optional[dict[str, ListHash]] = None) -> dict[str, Appended]:
     """:func:`append_many` as a whole transaction: when ``hints`` (the hash rows this process
     last saw) cover every list, its lengths are the ``at`` given, and the cursor can, ONE
     statement that carries its COMMIT (:func:`sql.append_lists_one_trip_tail`; with values,
@@ -380,10 +397,11 @@ def append_lists(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list
     trip, committed when it returns. Any other outcome: :func:`append_many`, the locked way.
     ``touch=False``: the one statement leaves the session's catalog row as it is (moved a moment
     ago, see :class:`ListWrite`; its hash rows' condition proves the session); the locked way
-    always moves it."""
+    always moves it. ``seen``: the hash rows this process last read or wrote, which ``at``'s
+    lengths are checked against too (:func:`append_many`)."""
     got = (_append_lists_one_trip(cur, t, sid, appends, at, value_rows, hints, touch)
            if getattr(cur, "commits", False) else None)
-    return got if got is not None else append_many(cur, t, sid, appends, at, value_rows, hints)
+    return got if got is not None else append_many(cur, t, sid, appends, at, value_rows, seen)
 
 
 def _append_lists_one_trip(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[bytes]]],
@@ -467,7 +485,7 @@ def append_many(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[
                 cur.execute(t.statements["COUNT_ITEMS"], (sid, k))
                 n = int(cur.fetchone()[0])
             hint = (seen or {}).get(k)
-            if n != want or (hint is not None and hint.n == n and ListHash.parse(found.get(keys.hash_key(k))) != hint):
+            if n != want or (hint is not None and hint.n == n and rewritten(found.get(keys.hash_key(k)), hint)):
                 raise StaleStateError(k, want, n, "length")
             out[k] = Appended(n, stored)
     rows: list[tuple[str, int, bytes]] = []

@@ -28,7 +28,7 @@ from . import url as url_module  # (``url`` is a parameter name of from_url)
 from . import values as value_engine  # (``values`` is a parameter name of the public API)
 from .catalog import ALL_USERS, SessionPage
 from .crypto import Keyring
-from .errors import SessionExistsError, StaleStateError
+from .errors import CommitUnknownError, SessionExistsError, StaleStateError
 from .history import HistoryItem
 from .list_write import ListWrite
 from .listsync import Plan
@@ -354,8 +354,9 @@ class MysqlAgentStateStore:
         try:
             with w.lock():
                 plan = self._db.run(lambda cur: list_write.save(cur, t, w), what, write=True, session=w.sid)
-        except StaleStateError:
-            self._forget((w.sid, w.key))
+        except StaleStateError as stale:
+            if stale.expected != stale.stored:  # else rewritten at that version: stale until read again
+                self._forget((w.sid, w.key))
             raise
         if w.touch and plan.new_hash is not None:  # written, so its catalog row moved
             self._memory.catalog_touched(w.sid, began)
@@ -480,12 +481,16 @@ class MysqlAgentStateStore:
             for k in sorted(snaps):  # in key order: two calls never wait on each other
                 stack.enter_context(list_write.lock_of(snaps[k]))
             try:
-                done = self._db.run(lambda cur: list_write.append_lists(cur, t, sid, todo, want, value_rows, hints, due),
+                seen = {k: m.hints.get((sid, k)) for k in want}  # the latest each was read or written
+                done = self._db.run(lambda cur: list_write.append_lists(cur, t, sid, todo, want, value_rows, hints, due,
+                                                                        seen),
                                     f"append_lists {[k for k, _ in todo] + [k for k, _ in value_rows]}",
                                     write=True, session=sid)
             except StaleStateError as stale:  # rolled back: only what is known of that list is wrong
                 for k, _ in todo:
-                    if k == stale.key or stale.key not in snaps:
+                    # a list rewritten to the length this process knew: what it knows stays, so
+                    # the same call stays stale until the list is read again
+                    if (k == stale.key or stale.key not in snaps) and stale.expected != stale.stored:
                         self._forget((sid, k))
                 raise
             for k, datas in todo:
@@ -540,6 +545,8 @@ class MysqlAgentStateStore:
             self._memory.read((sid, k), stored)
         elif stored is not None and consistency == "strong":  # a replica's may be behind
             self._memory.hints.put((sid, k), stored)
+        elif consistency != "strong" and stored != self._memory.hints.get((sid, k)):
+            self._memory.hints.put((sid, k), None)  # the list changed, or the replica is behind: not known
         return items, version
 
     def get_many(self, user_id: Optional[str], session_id: str, values: Sequence[str] = (),
@@ -570,6 +577,10 @@ class MysqlAgentStateStore:
                 self._memory.read((sid, k), seen.get(k))
             for k in value_keys:
                 self._memory.value((sid, k), seen.get(k))
+        else:  # a list seen otherwise than this process knew it: changed, or the replica is behind
+            for k in list_keys:
+                if seen.get(k) != self._memory.hints.get((sid, k)):
+                    self._memory.hints.put((sid, k), None)
         return {k: VersionedState(*vv) if versioned else vv[0] for k, vv in found.items()}
 
     def list_length(self, user_id: Optional[str], session_id: str, key: str, *, consistency: str = "strong") -> int:
@@ -649,10 +660,12 @@ class MysqlAgentStateStore:
         touched: set = set()
         appended: set = set()
         repaired: set = set()
+        hashes: dict = {}
 
         def tx(cur: Any) -> T:
-            t = Transaction(self.table, cur, self._memory.damaged)
+            t = Transaction(self.table, cur, self._memory.damaged, self._memory.hints.get)
             repaired.clear()  # a run again: only the run that commits repairs
+            hashes.clear()
             try:
                 with running(self._db):
                     return fn(t)
@@ -661,13 +674,20 @@ class MysqlAgentStateStore:
                 touched.update(t.touched)
                 appended.update(t.appended)
                 repaired.update(t.repaired)
+                hashes.update(t.hashes)
 
         try:
             result = self._db.run(tx, "transaction", write=True, session=None)  # any sessions
-        finally:
+        except CommitUnknownError:  # committed or not: what it wrote is not known
             self._memory.forget_all_of(touched, appended)
+            raise
+        # (any other error: rolled back, nothing written, what this process knows holds)
+        self._memory.forget_all_of(touched, appended)
         for sid, k in repaired:  # committed: written whole
             self._memory.replaced(sid, k)
+        for key, written in hashes.items():  # committed: the hash rows its appends left
+            if key in appended:
+                self._memory.hints.put(key, written)
         return result
 
     def session_lock(self, user_id: Optional[str], session_id: str, timeout: Optional[float] = 10) -> SessionLock:

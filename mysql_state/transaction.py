@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from typing import Any, Iterator, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
 from . import args, keys, list_read, list_write, locks, serde, sessions, values
 from .errors import CorruptStateError, NestedTransactionError
@@ -81,9 +81,12 @@ class Transaction:
     (1, 2)
     """
 
-    def __init__(self, table: Table, cur: Any, damaged: Optional[set] = None) -> None:
+    def __init__(self, table: Table, cur: Any, damaged: Optional[set] = None,
+                 seen: Optional[Callable[[tuple[str, str]], Any]] = None) -> None:
         self._table = table
         self._cur = cur
+        #: The hash row the store last read or wrote of a list, by ``(sid, key)`` (None: none).
+        self._seen = seen
         #: The store's lists found damaged (shared): a read here adds to it, a save rewrites them.
         self._damaged: set[tuple[str, str]] = set() if damaged is None else damaged
         self._absent: set[tuple[str, str]] = set()  # keys read as absent: create, never upsert
@@ -95,6 +98,9 @@ class Transaction:
         #: Keys written whole here (a value, a whole list, a delete: ``(sid, None)`` a session):
         #: once committed, a damage a read found in them is gone.
         self.repaired: set[tuple[str, Optional[str]]] = set()
+        #: The hash rows of the lists last appended to here, as written (read under their lock):
+        #: once committed, what the store knows of them (``at`` is checked against it).
+        self.hashes: dict[tuple[str, str], Any] = {}
 
     # ---- reads (locking) ---------------------------------------------------------------------
 
@@ -171,6 +177,7 @@ class Transaction:
             self.appended.add((sid, k))
         else:
             self.appended.discard((sid, k))
+            self.hashes.pop((sid, k), None)  # type: ignore[arg-type]
 
     def _kept(self, sid: str, maintenance: bool, key: str) -> Any:
         """The session's activity pinned around a maintenance write of ``key`` (else nothing)."""
@@ -182,7 +189,9 @@ class Transaction:
         self._wrote(sid, k, appended=True)
         if not datas:
             return list_read.length(self._cur, self._table, sid, k, lock=True, operation="append_list")
-        return list_write.append(self._cur, self._table, sid, k, datas)[1].n
+        new_hash = list_write.append(self._cur, self._table, sid, k, datas)[1]
+        self.hashes[(sid, k)] = new_hash
+        return new_hash.n
 
     def append_lists(self, user_id: Optional[str], session_id: str, appends: Mapping[str, Sequence[Any]], *,
                      at: Optional[Mapping[str, int]] = None, values: Optional[Mapping[str, Any]] = None
@@ -191,9 +200,12 @@ class Transaction:
         :meth:`append_list` does, and save ``values`` (``{key: value}``, as :meth:`save`) beside,
         in 2 statements for all of them (the hash rows locked in one, every row written in
         one); returns the new length per list key. ``at`` (``{key: length}``) makes the appends
-        a compare-and-set: a list of another length raises :class:`StaleStateError` before
+        a compare-and-set: a list of another length, or of that length but not the one the store
+        last read or wrote (another writer rewrote it), raises :class:`StaleStateError` before
         this call writes anything."""
         sid, todo, want, value_rows = args.append_lists(self._table, user_id, session_id, appends, at, values)
+        # ``at`` checked against the store's last sight of each list too, unless written here already
+        seen = {k: self._seen((sid, k)) for k in want if (sid, k) not in self.touched} if self._seen else None
         for k, _ in todo:
             self._wrote(sid, k, appended=True)
         for k, _ in value_rows:
@@ -204,8 +216,9 @@ class Transaction:
         absent = [(k, values[k]) for k, _ in value_rows if (sid, k) in self._absent]  # type: ignore[index]
         value_rows = [r for r in value_rows if (sid, r[0]) not in self._absent]
         if todo or value_rows:
-            new = list_write.append_many(self._cur, self._table, sid, todo, want, value_rows)
+            new = list_write.append_many(self._cur, self._table, sid, todo, want, value_rows, seen)
             lengths.update({k: a.n for k, a in new.items()})
+            self.hashes.update({(sid, k): a.new or a.stored for k, a in new.items() if (a.new or a.stored) is not None})
         for k, v in absent:  # read as absent: created by a plain INSERT, as save does
             self.save(user_id, session_id, k, v)
         return lengths

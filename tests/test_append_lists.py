@@ -107,6 +107,68 @@ def test_at_the_same_length_but_another_list_raises_and_writes_nothing(store, ot
     assert other.get_list("u", "s", "m") == [7, 8, 9, 4]
 
 
+@pytest.mark.parametrize("how", ["append_lists", "save_list_if_version"])
+def test_the_same_call_stays_stale_until_the_list_is_read_again(store, other, raw, how):
+    """A list rewritten to the length (or version) this process knew: the call is stale, and
+    the very same call again is stale too (it went through, the store having forgotten what it
+    knew, and wrote over the other writer's list); a read, and it goes."""
+    store.save_list("u", "s", "m", [1, 2, 3])
+    _, version = store.get_list_versioned("u", "s", "m")
+    other.save_list("u", "s", "m", [7, 8, 9])
+    raw.execute("UPDATE {t} SET version = %s WHERE session_id = 'u:s' AND state_key = 'm:_hash'", (version,))
+    call = ((lambda: store.append_lists("u", "s", {"m": [4]}, at={"m": 3})) if how == "append_lists" else
+            (lambda: store.save_list_if_version("u", "s", "m", [1, 2, 3, 4], version)))
+    for _ in range(2):
+        try:
+            assert call() == -1
+        except StaleStateError:
+            pass
+    assert other.get_list("u", "s", "m") == [7, 8, 9]
+    items, version = store.get_list_versioned("u", "s", "m")
+    assert items == [7, 8, 9]
+    if how == "append_lists":
+        assert store.append_lists("u", "s", {"m": [4]}, at={"m": 3}) == {"m": 4}
+    else:
+        assert store.save_list_if_version("u", "s", "m", items + [4], version) == version + 1
+    assert other.get_list("u", "s", "m") == [7, 8, 9, 4]
+
+
+def test_a_read_since_a_save_is_what_at_and_a_compare_and_set_go_by(store, other):
+    """What a process read last, not what it saved before, is what its calls are checked
+    against; and a read with consistency 'session' that sees another process's turn leaves
+    nothing stale behind (a compare-and-set with the version it read goes through)."""
+    for turn in range(4):
+        store.save_list("u", "s", "m", [turn])
+        other.save_list("u", "s", "m", [turn, "other"])
+        assert store.get_list("u", "s", "m") == [turn, "other"]
+        assert store.append_lists("u", "s", {"m": ["mine"]}, at={"m": 2}) == {"m": 3}
+    for turn in range(6):
+        worker = (store, other)[turn % 2]
+        items, version = worker.get_list_versioned("u", "t", "m", consistency="session")
+        assert worker.save_list_if_version("u", "t", "m", items + [turn], version) == version + 1
+    assert store.get_list("u", "t", "m") == list(range(6))
+
+
+def test_a_list_keyed_anew_by_reencrypt_is_not_taken_for_a_rewrite(url, database):
+    """reencrypt computes each hash row again under the new digest key, leaving version and
+    length: another process's compare-and-set with the version read before the rotation still
+    goes through, as reencrypt promises (a rewrite check took the new digests for another list)."""
+    from mysql_state import Keyring
+
+    k1, k2 = b"\x01" * 32, b"\x02" * 32
+    ring = lambda: Keyring({"k2": k2, "k1": k1}, current="k2")  # noqa: E731
+    with MysqlAgentStateStore.from_url(url, database_name=database, encryption=Keyring({"k1": k1}, current="k1"),
+                                       create_if_not_exist=True) as old:
+        old.save_list("u", "s", "m", ["a", "b"])
+    with MysqlAgentStateStore.from_url(url, database_name=database, encryption=ring()) as worker, \
+            MysqlAgentStateStore.from_url(url, database_name=database, encryption=ring()) as operator:
+        items, version = worker.get_list_versioned("u", "s", "m")
+        assert operator.reencrypt() > 0
+        assert worker.save_list_if_version("u", "s", "m", items + ["c"], version) == version + 1
+        assert worker.append_lists("u", "s", {"m": ["d"]}, at={"m": 3}) == {"m": 4}
+        assert operator.get_list("u", "s", "m") == ["a", "b", "c", "d"]
+
+
 def test_a_list_only_checked_rides_in_the_one_packet_and_is_left_as_it_is(store, other, raw, driver_commits):
     """A list given no items but a length (``at``: a compare-and-set on it alone) rides in the
     one-packet statement (it used to send the whole call the locked way: 3 round trips): its

@@ -1128,6 +1128,69 @@ def test_a_step_on_a_thread_deleted_and_copied_onto_by_another_process_refers_to
     assert got == ["m0", "m1", "x2, T2's own", "z3"]
 
 
+@pytest.mark.parametrize("channels, ahead", [(3, False), (1, True), (3, True)])
+def test_copied_onto_with_several_lists_and_by_the_transaction_way(url, database, store, channels, ahead):
+    """The case above with three list channels (each attempt found one log rewritten, and the
+    put gave up), and with a checkpoint of another process whose id is ahead of A's (A's steps
+    then go the transaction way, whose appends checked lengths only and referred to the copy's
+    messages). Compared with InMemorySaver."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    a, mem = MysqlSaver(store), InMemorySaver()
+    names = [f"l{i}" for i in range(channels)]
+    n_version = iter(range(1, 100))
+    version = lambda: a.get_next_version(next(n_version) - 1 or None, None)  # noqa: E731
+
+    def put(s, thread: str, n: int, parent, lists: dict, ver) -> None:
+        cp = empty_checkpoint()
+        cp["id"], cp["channel_values"] = _ck(n), {c: list(v) for c, v in lists.items()}
+        cp["channel_versions"] = {c: ver for c in lists}
+        c = {"thread_id": thread, "checkpoint_ns": "", **({"checkpoint_id": _ck(parent)} if parent else {})}
+        s.put({"configurable": c}, cp, {"step": n}, {c: ver for c in lists})
+
+    def load(s, thread: str) -> dict:
+        return s.get_tuple({"configurable": {"thread_id": thread, "checkpoint_ns": ""}}).checkpoint["channel_values"]
+
+    base = {c: [HumanMessage(content=f"{c}-0", id=f"{c}0"), AIMessage(content=f"{c}-1", id=f"{c}1")] for c in names}
+    v1 = version()
+    put(a, "T1", 1, None, base, v1)
+    a.copy_thread("T1", "T2")
+    put(mem, "T2", 1, None, base, v1)
+    parent = 1
+    with MysqlSaver.from_url(url, database_name=database) as b:  # another process, its clock ahead
+        if ahead:
+            vb = version()
+            seen = load(b, "T2")
+            theirs = {c: seen[c] + [AIMessage(content=f"{c}: B's", id=f"{c}b")] for c in names}
+            for s in (b, mem):
+                put(s, "T2", 1000, 1, theirs, vb)
+            parent = 1000
+        seen = load(a, "T2")
+        mine = {c: seen[c] + [AIMessage(content=f"{c}: T2's own", id=f"{c}x")] for c in names}
+        v2 = version()
+        for s in (a, mem):
+            put(s, "T2", 2, parent, mine, v2)
+        v3 = version()
+        t1 = {c: base[c] + [AIMessage(content=f"{c}: T1's", id=f"{c}y"), AIMessage(content=f"{c}: T1's too", id=f"{c}w")]
+              for c in names}
+        if not ahead:
+            t1 = {c: v[:3] for c, v in t1.items()}  # as long as A knows T2's logs
+        put(a, "T1", 3, 1, t1, v3)
+        b.delete_thread("T2")
+        b.copy_thread("T1", "T2")
+    mem.delete_thread("T2")
+    put(mem, "T2", 1, None, base, v1)
+    put(mem, "T2", 3, 1, t1, v3)
+    v4 = version()
+    nxt = {c: mine[c] + [HumanMessage(content=f"{c}-z", id=f"{c}z")] for c in names}
+    for s in (a, mem):
+        put(s, "T2", 4, 2, nxt, v4)
+    conf = {"configurable": {"thread_id": "T2", "checkpoint_ns": "", "checkpoint_id": _ck(4)}}
+    got = {c: [m.content for m in v] for c, v in MysqlSaver(store).get_tuple(conf).checkpoint["channel_values"].items()}
+    want = {c: [m.content for m in v] for c, v in mem.get_tuple(conf).checkpoint["channel_values"].items()}
+    assert got == want and got["l0"][-2:] == ["l0: T2's own", "l0-z"]
+
+
 def test_copy_thread_copies_every_checkpoint_and_the_copy_lives_on_its_own(saver, raw):
     g = chat_graph(saver)
     for i in range(3):
