@@ -127,8 +127,9 @@ def rewritten(text: Optional[str], seen: Optional[ListHash]) -> bool:
     """Whether the hash row ``text`` is not the one this process last read or wrote (``seen``;
     None: nothing known, nothing to tell) although the list's version or length is: another
     writer rewrote the list and left those as they were (the Java store's list save, a copy
-    over a deleted list). A hash row only keyed anew (``reencrypt``: its digests under another
-    digest key) is not taken for a rewrite.
+    over a deleted list). A hash row keyed anew (``reencrypt``: its digests under another
+    digest key, its checkpoint moved) is compared by its length only: a rewrite to the same
+    length between a key rotation and this call is not seen.
 
     >>> h = ListHash.parse('{"fmt":"mysql-state/list-v1","n":1,"sum":"01"}')
     >>> rewritten('{"fmt":"mysql-state/list-v1","n":1,"sum":"01"}', h), rewritten("3f2a9c", h)
@@ -137,7 +138,11 @@ def rewritten(text: Optional[str], seen: Optional[ListHash]) -> bool:
     if seen is None:
         return False
     now = ListHash.parse(text)
-    return now is None or (now.dk == seen.dk and now != seen)
+    if now is None:
+        return True
+    if now.dk != seen.dk:
+        return now.n != seen.n
+    return now != seen
 
 
 def _lock_hash(cur: Any, t: Table, sid: str, k: str) -> tuple[Optional[tuple], Optional[ListHash], Digester]:

@@ -28,7 +28,7 @@ from . import url as url_module  # (``url`` is a parameter name of from_url)
 from . import values as value_engine  # (``values`` is a parameter name of the public API)
 from .catalog import ALL_USERS, SessionPage
 from .crypto import Keyring
-from .errors import CommitUnknownError, SessionExistsError, StaleStateError
+from .errors import SessionExistsError, StaleStateError
 from .history import HistoryItem
 from .list_write import ListWrite
 from .listsync import Plan
@@ -354,9 +354,8 @@ class MysqlAgentStateStore:
         try:
             with w.lock():
                 plan = self._db.run(lambda cur: list_write.save(cur, t, w), what, write=True, session=w.sid)
-        except StaleStateError as stale:
-            if stale.expected != stale.stored:  # else rewritten at that version: stale until read again
-                self._forget((w.sid, w.key))
+        except StaleStateError:
+            self._forget((w.sid, w.key))
             raise
         if w.touch and plan.new_hash is not None:  # written, so its catalog row moved
             self._memory.catalog_touched(w.sid, began)
@@ -488,9 +487,7 @@ class MysqlAgentStateStore:
                                     write=True, session=sid)
             except StaleStateError as stale:  # rolled back: only what is known of that list is wrong
                 for k, _ in todo:
-                    # a list rewritten to the length this process knew: what it knows stays, so
-                    # the same call stays stale until the list is read again
-                    if (k == stale.key or stale.key not in snaps) and stale.expected != stale.stored:
+                    if k == stale.key or stale.key not in snaps:
                         self._forget((sid, k))
                 raise
             for k, datas in todo:
@@ -546,7 +543,7 @@ class MysqlAgentStateStore:
         elif stored is not None and consistency == "strong":  # a replica's may be behind
             self._memory.hints.put((sid, k), stored)
         elif consistency != "strong" and stored != self._memory.hints.get((sid, k)):
-            self._memory.hints.put((sid, k), None)  # the list changed, or the replica is behind: not known
+            self._memory.hints.put((sid, k), stored)  # the list changed (or the replica is behind): as seen
         return items, version
 
     def get_many(self, user_id: Optional[str], session_id: str, values: Sequence[str] = (),
@@ -577,10 +574,10 @@ class MysqlAgentStateStore:
                 self._memory.read((sid, k), seen.get(k))
             for k in value_keys:
                 self._memory.value((sid, k), seen.get(k))
-        else:  # a list seen otherwise than this process knew it: changed, or the replica is behind
+        else:  # a list seen otherwise than this process knew it (changed, or the replica is behind): as seen
             for k in list_keys:
                 if seen.get(k) != self._memory.hints.get((sid, k)):
-                    self._memory.hints.put((sid, k), None)
+                    self._memory.hints.put((sid, k), seen.get(k))
         return {k: VersionedState(*vv) if versioned else vv[0] for k, vv in found.items()}
 
     def list_length(self, user_id: Optional[str], session_id: str, key: str, *, consistency: str = "strong") -> int:
@@ -678,11 +675,8 @@ class MysqlAgentStateStore:
 
         try:
             result = self._db.run(tx, "transaction", write=True, session=None)  # any sessions
-        except CommitUnknownError:  # committed or not: what it wrote is not known
+        finally:
             self._memory.forget_all_of(touched, appended)
-            raise
-        # (any other error: rolled back, nothing written, what this process knows holds)
-        self._memory.forget_all_of(touched, appended)
         for sid, k in repaired:  # committed: written whole
             self._memory.replaced(sid, k)
         for key, written in hashes.items():  # committed: the hash rows its appends left

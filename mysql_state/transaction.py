@@ -98,6 +98,8 @@ class Transaction:
         #: Keys written whole here (a value, a whole list, a delete: ``(sid, None)`` a session):
         #: once committed, a damage a read found in them is gone.
         self.repaired: set[tuple[str, Optional[str]]] = set()
+        #: Lists read here (under their lock): ``at`` is checked against what the caller read.
+        self.read: set[tuple[str, str]] = set()
         #: The hash rows of the lists last appended to here, as written (read under their lock):
         #: once committed, what the store knows of them (``at`` is checked against it).
         self.hashes: dict[tuple[str, str], Any] = {}
@@ -122,6 +124,7 @@ class Transaction:
         sid, k = args.key_ids(t, user_id, session_id, key, is_list=True)
         offset, limit = args.window(offset, limit)
         list_read.read_hash(self._cur, t, sid, k, lock=True)
+        self.read.add((sid, k))
         try:
             return list_read.get(self._cur, t, sid, k, offset, limit, model)[0]
         except CorruptStateError:
@@ -132,6 +135,7 @@ class Transaction:
     def list_length(self, user_id: Optional[str], session_id: str, key: str) -> int:
         """Number of items; the hash row locked until the end."""
         sid, k = args.key_ids(self._table, user_id, session_id, key, is_list=True)
+        self.read.add((sid, k))
         return list_read.length(self._cur, self._table, sid, k, lock=True)
 
     # ---- writes ------------------------------------------------------------------------------
@@ -175,6 +179,9 @@ class Transaction:
         self.touched.add((sid, k))
         if appended:
             self.appended.add((sid, k))
+        elif k is None:  # the whole session
+            self.appended -= {x for x in self.appended if x[0] == sid}
+            self.hashes = {x: h for x, h in self.hashes.items() if x[0] != sid}
         else:
             self.appended.discard((sid, k))
             self.hashes.pop((sid, k), None)  # type: ignore[arg-type]
@@ -205,7 +212,8 @@ class Transaction:
         this call writes anything."""
         sid, todo, want, value_rows = args.append_lists(self._table, user_id, session_id, appends, at, values)
         # ``at`` checked against the store's last sight of each list too, unless written here already
-        seen = {k: self._seen((sid, k)) for k in want if (sid, k) not in self.touched} if self._seen else None
+        seen = ({k: self._seen((sid, k)) for k in want if (sid, k) not in self.touched and (sid, k) not in self.read}
+                if self._seen else None)
         for k, _ in todo:
             self._wrote(sid, k, appended=True)
         for k, _ in value_rows:

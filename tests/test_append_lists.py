@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from mysql_state import AsyncMysqlAgentStateStore, MysqlAgentStateStore, StaleStateError
+from mysql_state import AsyncMysqlAgentStateStore, CorruptStateError, MysqlAgentStateStore, StaleStateError
 
 from .test_faults import check_list_rows
 
@@ -108,29 +108,58 @@ def test_at_the_same_length_but_another_list_raises_and_writes_nothing(store, ot
 
 
 @pytest.mark.parametrize("how", ["append_lists", "save_list_if_version"])
-def test_the_same_call_stays_stale_until_the_list_is_read_again(store, other, raw, how):
-    """A list rewritten to the length (or version) this process knew: the call is stale, and
-    the very same call again is stale too (it went through, the store having forgotten what it
-    knew, and wrote over the other writer's list); a read, and it goes."""
+def test_a_list_rewritten_at_the_same_length_or_version_is_stale_then_read_again_goes(store, other, raw, how):
+    """A list rewritten to the length (or version) this process knew is stale, nothing
+    written; the list read again (a whole read, or only its length), the call goes. A stale
+    forgets what the process knew of the list, so a caller must read before it tries again, as
+    with any compare-and-set (the same call repeated unread is not checked again)."""
     store.save_list("u", "s", "m", [1, 2, 3])
     _, version = store.get_list_versioned("u", "s", "m")
     other.save_list("u", "s", "m", [7, 8, 9])
     raw.execute("UPDATE {t} SET version = %s WHERE session_id = 'u:s' AND state_key = 'm:_hash'", (version,))
-    call = ((lambda: store.append_lists("u", "s", {"m": [4]}, at={"m": 3})) if how == "append_lists" else
-            (lambda: store.save_list_if_version("u", "s", "m", [1, 2, 3, 4], version)))
-    for _ in range(2):
-        try:
-            assert call() == -1
-        except StaleStateError:
-            pass
-    assert other.get_list("u", "s", "m") == [7, 8, 9]
-    items, version = store.get_list_versioned("u", "s", "m")
-    assert items == [7, 8, 9]
+    before = raw.rows("u:s")
+    try:
+        stale = (store.append_lists("u", "s", {"m": [4]}, at={"m": 3}) if how == "append_lists" else
+                 store.save_list_if_version("u", "s", "m", [1, 2, 3, 4], version)) == -1
+    except StaleStateError:
+        stale = True
+    assert stale and raw.rows("u:s") == before
     if how == "append_lists":
-        assert store.append_lists("u", "s", {"m": [4]}, at={"m": 3}) == {"m": 4}
+        assert store.append_lists("u", "s", {"m": [4]}, at={"m": store.list_length("u", "s", "m")}) == {"m": 4}
     else:
+        items, version = store.get_list_versioned("u", "s", "m")
+        assert items == [7, 8, 9]
         assert store.save_list_if_version("u", "s", "m", items + [4], version) == version + 1
     assert other.get_list("u", "s", "m") == [7, 8, 9, 4]
+
+
+def test_what_a_transaction_read_is_what_its_at_goes_by_and_its_end_leaves_nothing_wrong(store, other, raw):
+    """Inside a transaction, at= is checked against what the transaction read under lock (it
+    was checked against the store's older sight and stayed stale at every run); a transaction
+    that found a list damaged and rolled back leaves the store nothing that would skip the
+    repair; one that appended and then deleted the session leaves no sight of the deleted list."""
+    store.save_list("u", "s", "m", [1, 2, 3])
+    store.get_list("u", "s", "m")
+    other.save_list("u", "s", "m", [7, 8, 9])
+
+    def answer(tx):
+        items = tx.get_list("u", "s", "m")
+        return tx.append_lists("u", "s", {"m": [sum(items)]}, at={"m": len(items)})
+
+    assert store.transaction(answer) == {"m": 4} and other.get_list("u", "s", "m") == [7, 8, 9, 24]
+    store.save_list("u", "d", "m", ["a", "b", "c"])
+    raw.execute("DELETE FROM {t} WHERE session_id = 'u:d' AND state_key = 'm' AND item_index = 1")
+    with pytest.raises(CorruptStateError):
+        store.transaction(lambda tx: tx.get_list("u", "d", "m"))
+    store.save_list("u", "d", "m", ["a", "b", "c", "d"])
+    assert check_list_rows(raw, "u:d", "m") == ["a", "b", "c", "d"]
+
+    def append_then_delete(tx):
+        tx.append_list("u", "gone", "log", ["x"])
+        tx.delete("u", "gone")
+
+    store.transaction(append_then_delete)
+    assert store.save_list_if_version("u", "gone", "log", ["new"], 0) == 1
 
 
 def test_a_read_since_a_save_is_what_at_and_a_compare_and_set_go_by(store, other):

@@ -546,8 +546,10 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 rewritten = [p.where for p in plans if p.key == stale.key]
                 if stale.key == layout.index_key(ns):  # another entry came: the index the slower way
                     self._known_index((thread, ns), None, None)
-                elif rewritten and stale.expected == stale.stored:  # as long, but another log (a copy over it)
-                    fresh.update(rewritten)
+                elif rewritten and stale.expected == stale.stored:
+                    # as long, but another log (a copy over a deleted thread): the thread's other
+                    # logs may be copies too, and what is known of them went with the rollback
+                    fresh.update(p.where for p in plans)
                 else:
                     exact = False  # a log is not as long as this process knew: read its length
             except _LogReset as reset:
