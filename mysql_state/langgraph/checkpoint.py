@@ -94,6 +94,12 @@ def _length_by(entry: Any) -> Optional[int]:
     return pos + 1 if type(pos) is int and pos >= 0 else None
 
 
+def _numbered(entries: Sequence[Sequence]) -> list[list]:
+    """Index entries ``[id, parent]`` (any position they had dropped) sorted by id, each with its
+    position: ``[id, parent, position]``."""
+    return [[e[0], e[1], i] for i, e in enumerate(sorted(entries, key=lambda e: e[0]))]
+
+
 class _LogReset(Exception):
     """Logs of a put shorter than this process knew them: rebuilt elsewhere (their channels)."""
 
@@ -238,8 +244,8 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         self._lock = threading.Lock()
         self._views: "OrderedDict[tuple, _View]" = OrderedDict()
         self._cached = 0
-        self._last: "OrderedDict[tuple, str]" = OrderedDict()  # (thread, ns) -> newest id indexed
-        self._ix_len: "OrderedDict[tuple, int]" = OrderedDict()  # (thread, ns) -> its index's length
+        #: (thread, ns) -> (the newest id its index holds, the index's length), known together
+        self._indexes: "OrderedDict[tuple, tuple[str, int]]" = OrderedDict()
         self._seq = 0
 
     @classmethod
@@ -345,10 +351,8 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         with self._lock:
             for where in [w for w in self._views if thread is None or w[0] == thread]:
                 self._cached -= len(self._views.pop(where).known)
-            for where in [w for w in self._last if thread is None or w[0] == thread]:
-                del self._last[where]
-            for where in [w for w in self._ix_len if thread is None or w[0] == thread]:
-                del self._ix_len[where]
+            for where in [w for w in self._indexes if thread is None or w[0] == thread]:
+                del self._indexes[where]
 
     def _known_index(self, where: tuple, newest: Optional[str], length: Optional[int]) -> None:
         """Remember a namespace's index as last read or written (bounded): its newest id and
@@ -358,14 +362,12 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         None: not known."""
         with self._lock:
             if newest is None or length is None:
-                self._last.pop(where, None)
-                self._ix_len.pop(where, None)
+                self._indexes.pop(where, None)
                 return
-            self._last[where], self._ix_len[where] = newest, length
-            self._last.move_to_end(where)
-            self._ix_len.move_to_end(where)
-            while len(self._last) > 10_000:
-                self._ix_len.pop(self._last.popitem(last=False)[0], None)
+            self._indexes[where] = (newest, length)
+            self._indexes.move_to_end(where)
+            while len(self._indexes) > 10_000:
+                self._indexes.popitem(last=False)
 
     def _next_seq(self) -> int:
         """An increasing number per process (nanoseconds since the epoch, or one more)."""
@@ -532,9 +534,9 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             attempt += 1
             thread, ns, record, blobs, plans = self._prepare(config, checkpoint, metadata, new_versions, fresh)
             with self._lock:
-                newest, length = self._last.get((thread, ns)), self._ix_len.get((thread, ns))
+                newest, length = self._indexes.get((thread, ns), (None, None))
             try:
-                if exact and newest is not None and length is not None and checkpoint["id"] > newest:  # the usual step
+                if exact and newest is not None and checkpoint["id"] > newest:  # the usual step
                     appends, at, values = self._exact(ns, record, blobs, plans, length)
                     self.store.append_lists(self.user_id, thread, appends, at=at, values=values)
                     known: dict = {"newest": checkpoint["id"], "ix": length + 1}
@@ -543,10 +545,9 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                     self.store.transaction(lambda tx: self._put_tx(tx, thread, ns, record, blobs, plans, exact, known))
                 break
             except StaleStateError as stale:
-                rewritten = [p.where for p in plans if p.key == stale.key]
                 if stale.key == layout.index_key(ns):  # another entry came: the index the slower way
                     self._known_index((thread, ns), None, None)
-                elif rewritten and stale.expected == stale.stored:
+                elif stale.expected == stale.stored and any(p.key == stale.key for p in plans):
                     # as long, but another log (a copy over a deleted thread): the thread's other
                     # logs may be copies too, and what is known of them went with the rollback
                     fresh.update(p.where for p in plans)
@@ -599,9 +600,8 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         elif tail[-1][:2] == [cid, parent]:  # there already: the same put again
             out.update(newest=cid, ix=n)
         else:  # an older id than the newest, or the newest put again with another parent
-            entries = sorted(([e[0], e[1]] for e in tx.get_list(u, thread, ix) if e[0] != cid), key=lambda e: e[0])
-            entries.insert(sum(1 for e in entries if e[0] < cid), [cid, parent])
-            tx.save_list(u, thread, ix, [[*e, i] for i, e in enumerate(entries)])
+            entries = _numbered([e for e in tx.get_list(u, thread, ix) if e[0] != cid] + [[cid, parent]])
+            tx.save_list(u, thread, ix, entries)
             out.update(newest=entries[-1][0], ix=len(entries))
         if not exact:
             tx.save(u, thread, layout.checkpoint_key(ns, cid), record)
@@ -1136,8 +1136,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 if r != rows.get(ck):
                     tx.save(u, thread, ck, r, maintenance=True)
             ix = layout.index_key(ns)
-            ordered = sorted(([r["id"], r["parent"]] for r in recs), key=lambda e: e[0])
-            new_index = [[*e, i] for i, e in enumerate(ordered)]
+            new_index = _numbered([[r["id"], r["parent"]] for r in recs])
             keep_keys.add(ix)
             if new_index != indexes[ns]:
                 tx.save_list(u, thread, ix, new_index, maintenance=True)
