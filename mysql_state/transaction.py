@@ -226,7 +226,9 @@ class Transaction:
         if todo or value_rows:
             new = list_write.append_many(self._cur, self._table, sid, todo, want, value_rows, seen)
             lengths.update({k: a.n for k, a in new.items()})
-            self.hashes.update({(sid, k): a.new or a.stored for k, a in new.items() if (a.new or a.stored) is not None})
+            for k, a in new.items():
+                if (written := a.new or a.stored) is not None:  # the hash row as this call left it
+                    self.hashes[(sid, k)] = written
         for k, v in absent:  # read as absent: created by a plain INSERT, as save does
             self.save(user_id, session_id, k, v)
         return lengths
