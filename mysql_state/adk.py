@@ -44,11 +44,13 @@ A turn of a real agent (``model`` is any ADK model; the test gives an offline on
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import datetime
 import re
+import threading
 import uuid
-from typing import Any, Optional
+from typing import Any, AsyncIterator, Optional
 
 try:
     from google.adk.errors._stale_session_error import StaleSessionError
@@ -106,22 +108,34 @@ def decode_id(value: str) -> str:
     return _UNESCAPE.sub(lambda m: _UNESCAPED[m.group(1)], value)
 
 
-def _check_finite(state: dict, what: str) -> None:
-    """Refuse a NaN or infinity in a state (delta) naming its state key, before anything is
-    written (the store would refuse it too, naming only its own row)."""
-    for key, value in state.items():
-        if str(key).startswith(State.TEMP_PREFIX):
-            continue  # never stored
-        bad = serde.non_finite(value)
-        if bad is not None:
-            raise ValueError(f"{what}: state key {key!r} holds the float {bad!r}, which JSON cannot represent "
-                             "(it would be stored as null); nothing was written")
+_SCOPES = (("app", State.APP_PREFIX), ("user", State.USER_PREFIX), ("session", ""))
+
+
+def _check_storable(deltas: dict[str, dict[str, Any]], what: str) -> None:
+    """Refuse what the store cannot hold in the JSON-safe ``deltas`` of a state
+    (``extract_json_safe_state_delta``'s: sets already lists) naming its state key, prefix
+    included, before anything is written: a NaN or an infinity (``ValueError``), an integer
+    beyond 64 bits, a dict key that is not a str (``TypeError``). The store would refuse them
+    too, naming only its own row."""
+    for scope, prefix in _SCOPES:
+        for key, value in deltas[scope].items():
+            try:
+                serde.encode(value, prefix + key)
+            except ValueError as exc:
+                bad = serde.non_finite(value)
+                raise ValueError(f"{what}: state key {prefix + key!r} holds the float {bad!r}, which JSON cannot "
+                                 "represent (it would be stored as null); nothing was written") from exc
+            except TypeError as exc:
+                raise TypeError(f"{what}: state key {prefix + key!r} cannot be stored as JSON "
+                                f"({exc.__cause__ or exc}); nothing was written") from exc
 
 
 class _Ids:
     """Where one ADK session lives in the store; checks lengths, naming the ids."""
 
     def __init__(self, app_name: str, user_id: str, session_id: str = "") -> None:
+        for what, value in (("app_name", app_name), ("user_id", user_id), ("session_id", session_id)):
+            keys.check_text(value, what)  # named as ADK names it, not as the store's row
         self.app_name, self.user_id, self.session_id = app_name, user_id, session_id
         self.owner = "adk." + encode_id(app_name)
         self.user_key = "u:" + encode_id(user_id)
@@ -225,6 +239,11 @@ class MysqlSessionService(BaseSessionService):
     def __init__(self, store: AnyStore) -> None:
         self.store = as_async(store, "MysqlSessionService")
         self._owns_store = False
+        # One asyncio.Lock per session being appended to, per event loop, with its users: the
+        # appends of one process to one session take turns (as DatabaseSessionService's), so
+        # two at once on one Session object do not both start from the same revision.
+        self._appending: dict[tuple, list] = {}
+        self._appending_guard = threading.Lock()  # the dict, from any thread or loop
 
     @classmethod
     def from_url(cls, url: str, *, create_tables: bool = False, **store_options: Any) -> "MysqlSessionService":
@@ -270,8 +289,8 @@ class MysqlSessionService(BaseSessionService):
         """
         session_id = _strip(session_id) or platform_uuid.new_uuid()
         ids = _Ids(app_name, user_id, session_id)
-        _check_finite(state or {}, "create_session")
         deltas = _session_util.extract_json_safe_state_delta(state or {})
+        _check_storable(deltas, "create_session")
         meta = {"state": deltas["session"], "update_time": platform_time.get_time(), "marker": uuid.uuid4().hex,
                 "last": None}
 
@@ -460,53 +479,89 @@ class MysqlSessionService(BaseSessionService):
         ids = _Ids(app_name, user_id)
         return dict(await self.store.get(ids.owner, INDEX, ids.user_key) or {})
 
+    @contextlib.asynccontextmanager
+    async def _turn_of(self, ids: _Ids) -> AsyncIterator[None]:
+        """This process's turn to append to one session (see ``_appending``)."""
+        key = (asyncio.get_running_loop(), ids.owner, ids.session_key)
+        with self._appending_guard:
+            entry = self._appending.setdefault(key, [asyncio.Lock(), 0])
+            entry[1] += 1
+        try:
+            async with entry[0]:
+                yield
+        finally:
+            with self._appending_guard:
+                entry[1] -= 1
+                if entry[1] == 0:
+                    self._appending.pop(key, None)
+
     async def append_event(self, session: Session, event: Event) -> Event:
         """Persist ``event`` and its state delta in one transaction; update ``session`` in memory.
 
         Partial events are not stored; ``temp:`` keys reach only the in-memory state.
         ``SessionNotFoundError`` when the session was deleted, ``StaleSessionError`` when it
         was changed in storage since ``session`` was loaded (as ``DatabaseSessionService``).
+        Appends of this process to one session take turns, so two at once on one ``Session``
+        object both land. An event whose id the session already holds (in ``session`` as
+        loaded, or stored last) is stored once: an equal one again (a retry) changes nothing
+        and is returned, another event with that id raises ``AlreadyExistsError``.
         """
         if event.partial:
             return event
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
         ids = _Ids(session.app_name, session.user_id, session.id)
-        _check_finite(event.actions.state_delta or {}, "append_event")
         deltas = _session_util.extract_json_safe_state_delta(event.actions.state_delta or {})
+        _check_storable(deltas, "append_event")
         data = event.model_dump(exclude_none=True, mode="json")
-        marker, seen_time = session._storage_update_marker, session.last_update_time
-        last_seen = session.events[-1].id if session.events else None
         new_marker = uuid.uuid4().hex
+        async with self._turn_of(ids):
+            # Read under the turn: an append just before, on this object, moved them on.
+            marker, seen_time = session._storage_update_marker, session.last_update_time
+            last_seen = session.events[-1].id if session.events else None
+            held = next((e for e in reversed(session.events) if e.id == event.id), None)
 
-        def tx(t: Any) -> dict:
-            meta = t.get(ids.owner, INDEX, ids.session_key)
-            if meta is None:
-                raise SessionNotFoundError(f"Session {session.id} not found.")
-            if marker is not None:
-                if marker != meta["marker"]:
-                    raise StaleSessionError(STALE_MESSAGE)
-            elif meta["update_time"] > seen_time:  # a session object without a marker
-                tail = t.get_list(ids.owner, ids.events, EVENTS, offset=-1)
-                if (tail[-1]["id"] if tail else None) != last_seen:
-                    raise StaleSessionError(STALE_MESSAGE)
-            for scope, key in (("app", APP_KEY), ("user", ids.user_key)):  # always app first: no deadlock
-                if deltas[scope]:
-                    self._update(t, ids.owner, key, deltas[scope])
-            new = {
-                "state": {**meta["state"], **deltas["session"]},
-                "update_time": event.timestamp,
-                "marker": new_marker,
-                "last": data.get("id"),  # the event appended last: a read of the events checks it
-            }
-            t.save(ids.owner, INDEX, ids.session_key, new)
-            t.append_list(ids.owner, ids.events, EVENTS, [data])
-            return new
+            def tx(t: Any) -> Optional[dict]:
+                meta = t.get(ids.owner, INDEX, ids.session_key)
+                if meta is None:
+                    raise SessionNotFoundError(f"Session {session.id} not found.")
+                if marker is not None:
+                    if marker != meta["marker"]:
+                        raise StaleSessionError(STALE_MESSAGE)
+                elif meta["update_time"] > seen_time:  # a session object without a marker
+                    tail = t.get_list(ids.owner, ids.events, EVENTS, offset=-1)
+                    if (tail[-1]["id"] if tail else None) != last_seen:
+                        raise StaleSessionError(STALE_MESSAGE)
+                if held is not None or meta.get("last") == data["id"]:
+                    stored = held.model_dump(exclude_none=True, mode="json") if held is not None else (
+                        t.get_list(ids.owner, ids.events, EVENTS, offset=-1) or [None])[-1]
+                    if stored == data:
+                        return None  # delivered again: stored once, nothing changes
+                    raise AlreadyExistsError(f"Event with id {event.id} already exists in session {session.id}; "
+                                             "nothing was written.")
+                for scope, key in (("app", APP_KEY), ("user", ids.user_key)):  # always app first: no deadlock
+                    if deltas[scope]:
+                        self._update(t, ids.owner, key, deltas[scope])
+                new = {
+                    "state": {**meta["state"], **deltas["session"]},
+                    "update_time": event.timestamp,
+                    "marker": new_marker,
+                    "last": data["id"],  # the event appended last: a read of the events checks it
+                }
+                t.save(ids.owner, INDEX, ids.session_key, new)
+                try:
+                    t.append_list(ids.owner, ids.events, EVENTS, [data])
+                except TypeError as exc:  # an integer beyond 64 bits in the event: named as ADK's
+                    raise TypeError(f"append_event: event {event.id!r} of session {session.id!r} cannot be stored "
+                                    f"as JSON ({exc.__cause__ or exc}); nothing was written") from exc
+                return new
 
-        new = await self.store.transaction(tx)
-        session.last_update_time = new["update_time"]
-        session._storage_update_marker = new["marker"]
-        return self._commit_event_to_session(session, event)
+            new = await self.store.transaction(tx)
+            if new is None:
+                return event
+            session.last_update_time = new["update_time"]
+            session._storage_update_marker = new["marker"]
+            return self._commit_event_to_session(session, event)
 
     async def close(self) -> None:
         """Close the store if :meth:`from_url` made it; a store that was passed in stays open."""

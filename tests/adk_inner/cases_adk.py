@@ -664,3 +664,76 @@ def test_a_misspelt_from_url_option_names_the_adapters_own(url: str) -> None:
         MysqlSessionService.from_url(url, create_table=True)
     with pytest.raises(TypeError, match="option for it is create_tables="):
         MysqlSessionService.from_url(url, create_if_not_exist=True)
+
+
+def test_two_appends_at_once_on_one_session_object_both_land(svc, raw) -> None:
+    """Two ``append_event`` calls at once on the one Session object (ADK's live tool caller
+    does that): both stored in order, as DatabaseSessionService's per-session lock gives;
+    before, the second read the revision before the first committed and was refused stale."""
+    async def go():
+        s = await svc.create_session(app_name=APP, user_id=USER, session_id="both")
+        got = await asyncio.gather(*(svc.append_event(s, delta_event({f"k{i}": i}, invocation_id=f"inv{i}"))
+                                     for i in range(4)), return_exceptions=True)
+        assert [type(r).__name__ for r in got] == ["Event"] * 4, got
+        stored = await svc.get_session(app_name=APP, user_id=USER, session_id="both")
+        assert [e.invocation_id for e in stored.events] == ["inv0", "inv1", "inv2", "inv3"] == [
+            e.invocation_id for e in s.events]
+        assert stored.state == {"k0": 0, "k1": 1, "k2": 2, "k3": 3}
+    run(go())
+    assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id LIKE %s AND state_key = 'events'", ("%:both",)) == [(4,)]
+
+
+def test_an_event_delivered_again_is_stored_once_and_another_with_its_id_is_refused(svc, raw) -> None:
+    """The same event appended again (a retry, on the same Session object or on one loaded
+    again) is stored once and changes nothing; a different event with an id the session
+    already holds raises AlreadyExistsError, nothing written (DatabaseSessionService refuses
+    a duplicate id by its primary key; before, both were stored)."""
+    async def go():
+        s = await svc.create_session(app_name=APP, user_id=USER, session_id="dup")
+        first = delta_event({"n": 1}, invocation_id="inv1", id="evt-1")
+        await svc.append_event(s, first)
+        assert await svc.append_event(s, first) is first  # the same object again
+        again = await svc.get_session(app_name=APP, user_id=USER, session_id="dup")
+        assert isinstance(await svc.append_event(again, first.model_copy(deep=True)), Event)  # an equal copy
+        await svc.append_event(again, delta_event({"n": 2}, invocation_id="inv2", id="evt-2"))
+        before = raw.all_rows()
+        with pytest.raises(AlreadyExistsError, match="evt-1 already exists in session dup; nothing was written"):
+            await svc.append_event(again, delta_event({"n": 3}, invocation_id="other", id="evt-1"))
+        fresh = await svc.get_session(app_name=APP, user_id=USER, session_id="dup")
+        with pytest.raises(AlreadyExistsError, match="evt-2 already exists"):  # stored last, not held: read
+            fresh.events = []
+            await svc.append_event(fresh, delta_event({"n": 4}, invocation_id="other", id="evt-2"))
+        assert raw.all_rows() == before
+        final = await svc.get_session(app_name=APP, user_id=USER, session_id="dup")
+        assert [e.id for e in final.events] == ["evt-1", "evt-2"] and final.state == {"n": 2}
+        assert [e.id for e in again.events] == ["evt-1", "evt-2"]
+    run(go())
+
+
+def test_bad_ids_and_values_are_named_as_adk_names_them(svc, raw) -> None:
+    """An id that utf8mb4 cannot hold names the ADK argument, a state value JSON cannot hold
+    names its state key (prefix included), an event that cannot be stored names the event;
+    nothing is written. Before, the store's own rows were named ('adk.a\\ud800', 's:u:s3')."""
+    async def go():
+        before = raw.all_rows()
+        for kw, name in (({"app_name": "a\ud800"}, "app_name"), ({"user_id": "u\ud800"}, "user_id"),
+                         ({"session_id": "s\ud800"}, "session_id")):
+            args = {"app_name": APP, "user_id": USER, "session_id": "s", **kw}
+            with pytest.raises(ValueError, match=f"^{name} .* is not valid Unicode text"):
+                await svc.create_session(**args)
+        with pytest.raises(ValueError, match="^user_id .* is not valid Unicode text"):
+            await svc.get_user_state(app_name=APP, user_id="u\ud800")
+        with pytest.raises(TypeError, match=r"create_session: state key 'k' cannot be stored as JSON \(Integer "
+                                            r"exceeds 64-bit range\); nothing was written"):
+            await svc.create_session(app_name=APP, user_id=USER, session_id="s3", state={"k": 2 ** 70})
+        with pytest.raises(ValueError, match="create_session: state key 'user:k' holds the float nan"):
+            await svc.create_session(app_name=APP, user_id=USER, session_id="s4", state={"user:k": {float("nan")}})
+        assert raw.all_rows() == before
+        s = await svc.create_session(app_name=APP, user_id=USER, session_id="s5")
+        before = raw.all_rows()
+        with pytest.raises(TypeError, match="append_event: event 'big' of session 's5' cannot be stored as JSON"):
+            await svc.append_event(s, Event(id="big", invocation_id="i", author="user", custom_metadata={"n": 2 ** 70}))
+        with pytest.raises(TypeError, match="append_event: state key 'app:big' cannot be stored as JSON"):
+            await svc.append_event(s, delta_event({"app:big": -(2 ** 65)}))
+        assert raw.all_rows() == before and s.events == []
+    run(go())
