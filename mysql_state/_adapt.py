@@ -7,6 +7,8 @@ Each adapter accepts an :class:`AsyncMysqlAgentStateStore` or a :class:`MysqlAge
 from __future__ import annotations
 
 import inspect
+import threading
+import weakref
 from typing import Any, Union
 
 from . import url as url_module
@@ -15,11 +17,34 @@ from .store import MysqlAgentStateStore
 
 AnyStore = Union[AsyncMysqlAgentStateStore, MysqlAgentStateStore]
 
+# The async twin of each sync store an adapter was given, shared by every adapter object on
+# that store (weakly: a twin lives as long as an adapter object uses it, a store as long as its
+# owner keeps it), so that the threads stay bounded by the store's pool size for the whole
+# process, as with one async store: a twin per session, each with its own pool-sized
+# executor, held a thread per call waiting for a pooled connection (PoolTimeoutError under
+# load) and threads per session until it was garbage-collected.
+_TWINS: "weakref.WeakKeyDictionary[MysqlAgentStateStore, weakref.ReferenceType[AsyncMysqlAgentStateStore]]" = (
+    weakref.WeakKeyDictionary())
+_TWINS_LOCK = threading.Lock()
+
+
+def twin_of(store: MysqlAgentStateStore) -> AsyncMysqlAgentStateStore:
+    """The one async twin of the sync ``store`` that adapters share (made on first use; it
+    never closes the store, which stays the caller's to close)."""
+    with _TWINS_LOCK:
+        known = _TWINS.get(store)
+        twin = known() if known is not None else None
+        if twin is None:
+            twin = AsyncMysqlAgentStateStore(store, close_store=False)
+            _TWINS[store] = weakref.ref(twin)
+        return twin
+
 
 def as_async(store: Any, owner: str) -> AsyncMysqlAgentStateStore:
-    """``store`` as an async store; a sync one is wrapped and stays the caller's to close."""
+    """``store`` as an async store; a sync one is wrapped (:func:`twin_of`) and stays the
+    caller's to close."""
     if isinstance(store, MysqlAgentStateStore):
-        return AsyncMysqlAgentStateStore(store, close_store=False)
+        return twin_of(store)
     if not isinstance(store, AsyncMysqlAgentStateStore):
         raise TypeError(
             f"{owner} needs an AsyncMysqlAgentStateStore or a MysqlAgentStateStore, got {type(store).__name__}"

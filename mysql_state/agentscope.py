@@ -39,6 +39,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from . import keys
+from ._adapt import as_async
 from .aio import AsyncMysqlAgentStateStore
 from .errors import CorruptStateError
 from .results import SaveReport as ListSaveReport
@@ -105,11 +106,7 @@ class AgentStateRepository:
         context_key: str = CONTEXT_KEY,
         state_key: str = STATE_KEY,
     ) -> None:
-        if isinstance(store, MysqlAgentStateStore):
-            store = AsyncMysqlAgentStateStore(store, close_store=False)
-        if not isinstance(store, AsyncMysqlAgentStateStore):
-            raise TypeError(f"store must be an AsyncMysqlAgentStateStore, got {type(store).__name__}")
-        self.store = store
+        self.store = as_async(store, "AgentStateRepository")
         self.context_key = context_key
         self.state_key = state_key
 

@@ -47,6 +47,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "mysql_state.agentscope1 needs AgentScope 1.0.x: pip install 'mysql-state[agentscope1]'"
     ) from exc
 
+from ._adapt import as_async
 from .aio import AsyncMysqlAgentStateStore
 from .errors import ConflictError, StaleStateError
 from .store import MysqlAgentStateStore
@@ -72,12 +73,6 @@ _LIST_REF = "__mysql_state_list__"
 _ESCAPED = "__mysql_state_escaped__"
 
 
-def _async(store: AsyncMysqlAgentStateStore | MysqlAgentStateStore) -> AsyncMysqlAgentStateStore:
-    if isinstance(store, MysqlAgentStateStore):
-        return AsyncMysqlAgentStateStore(store, close_store=False)
-    if not isinstance(store, AsyncMysqlAgentStateStore):
-        raise TypeError(f"store must be an AsyncMysqlAgentStateStore, got {type(store).__name__}")
-    return store
 
 
 def _user(user_id: str) -> Optional[str]:
@@ -107,7 +102,7 @@ class MysqlSession(SessionBase):
     """
 
     def __init__(self, store: AsyncMysqlAgentStateStore | MysqlAgentStateStore, *, key: str = SESSION_KEY) -> None:
-        self.store = _async(store)
+        self.store = as_async(store, type(self).__name__)
         self.key = key
 
     def _list_key(self, path: tuple[str, ...]) -> str:
@@ -246,7 +241,7 @@ class MysqlMemory(InMemoryMemory):
         key: str = "agentscope1.memory",
     ) -> None:
         super().__init__()
-        self.store = _async(store)
+        self.store = as_async(store, type(self).__name__)
         self.user_id = user_id or None
         self.session_id = session_id
         self.key = key

@@ -37,6 +37,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from . import keys
 from ._adapt import AnyStore, as_async, open_store
+from .errors import StoreClosedError
 
 __all__ = ["MysqlSession", "ITEMS_KEY"]
 
@@ -81,6 +82,7 @@ class MysqlSession(SessionABC):
             coerce_session_settings(session_settings) if session_settings is not None else SessionSettings()
         )
         self._owns_store = False
+        self._closed = False
         # Validate the ids now (ValueError naming the id), not on the first turn.
         keys.pack(user_id, session_id)
         keys.state_key(key, is_list=True, exact=self.store.sync.exact_keys)
@@ -93,6 +95,7 @@ class MysqlSession(SessionABC):
         *,
         user_id: Optional[str] = None,
         create_tables: bool = False,
+        key: str = ITEMS_KEY,
         session_settings: SessionSettings | dict[str, Any] | None = None,
         **store_options: Any,
     ) -> "MysqlSession":
@@ -105,7 +108,7 @@ class MysqlSession(SessionABC):
         """
         store = open_store(url, create_tables, store_options)
         try:
-            session = cls(session_id, store, user_id=user_id, session_settings=session_settings)
+            session = cls(session_id, store, user_id=user_id, key=key, session_settings=session_settings)
         except BaseException:
             store.sync.close()
             raise
@@ -117,6 +120,7 @@ class MysqlSession(SessionABC):
 
         As ``SQLiteSession``: ``0`` gives no items, a negative limit gives them all.
         """
+        self._check_open()
         n = resolve_session_limit(limit, self.session_settings)
         if n is not None and n == 0:
             return []
@@ -125,21 +129,39 @@ class MysqlSession(SessionABC):
 
     async def add_items(self, items: list[Any]) -> None:
         """Append ``items`` after the history (one transaction; the history is not rewritten)."""
+        self._check_open()
         if items:
             await self.store.append_list(self.user_id, self.session_id, self.key, list(items))
 
     async def pop_item(self) -> Any | None:
         """Remove and return the most recent item (None when empty), atomically across processes."""
+        self._check_open()
         return await self.store.pop_list(self.user_id, self.session_id, self.key)
 
     async def clear_session(self) -> None:
         """Remove every item of this session (other keys of the store session stay)."""
+        self._check_open()
         await self.store.delete(self.user_id, self.session_id, self.key)
 
     async def close(self) -> None:
-        """Close the store if :meth:`from_url` made it; a store that was passed in stays open."""
+        """Close the session: its calls then raise :class:`~mysql_state.errors.StoreClosedError`
+        (a ``RuntimeError``, as a closed ``SQLiteSession`` raises), and the store too if
+        :meth:`from_url` made it; a store that was passed in stays open. Idempotent.
+
+        >>> session = MysqlSession("chat-4", store)
+        >>> asyncio.run(session.close())
+        >>> asyncio.run(session.add_items([]))
+        Traceback (most recent call last):
+        mysql_state.errors.StoreClosedError: MysqlSession 'chat-4' is closed (close() was called); it runs no new call
+        """
+        self._closed = True
         if self._owns_store:
             await self.store.aclose()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError(f"MysqlSession {self.session_id!r} is closed (close() was called); "
+                                   "it runs no new call")
 
     def __repr__(self) -> str:
         return f"MysqlSession(session_id={self.session_id!r}, user_id={self.user_id!r}, key={self.key!r})"

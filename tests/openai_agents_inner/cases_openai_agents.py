@@ -186,8 +186,8 @@ def test_from_url_close_closes_only_its_own_store(sync_store, url: str, database
         with pytest.raises(RuntimeError, match="closed"):
             await owned.get_items()
         shared = MysqlSession("own", sync_store, user_id="alice")
-        await shared.close()  # the caller's store stays open
-        assert [i["content"] for i in await shared.get_items()] == ["x"]
+        await shared.close()  # the session is closed, the caller's store stays open
+        assert [i["content"] for i in await MysqlSession("own", sync_store, user_id="alice").get_items()] == ["x"]
     run(go())
 
 
@@ -274,3 +274,65 @@ def test_the_modules_docstring_examples_run(url: str, database: str, monkeypatch
     result = run_examples("mysql_state.openai_agents", url, database, monkeypatch)
     assert result.attempted > 0, "mysql_state.openai_agents lost its examples"
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed (see above)"
+
+
+def test_sessions_on_one_sync_store_share_its_threads_and_its_queue(url: str, database: str) -> None:
+    """Many sessions on one sync store: their calls queue within the store's pool size, as on
+    one async store. Before, each session wrapped the store with an executor of its own: 20
+    sessions at once held 20 threads waiting for 2 connections (PoolTimeoutError), and 40
+    sessions kept ~8 threads each after every call."""
+    store = MysqlAgentStateStore.from_url(url, database_name=database, create_if_not_exist=True,
+                                          pool_size=2, pool_timeout=1)
+    try:
+        big = "x" * 2_000_000
+        sessions = [MysqlSession(f"load-{i}", store) for i in range(20)]
+
+        async def go():
+            for _ in range(3):
+                await asyncio.gather(*(s.add_items([{"role": "user", "content": big}]) for s in sessions))
+            return [len(await s.get_items()) for s in sessions]
+
+        assert run(go()) == [3] * 20
+        before = threading.active_count()
+        many = [MysqlSession(f"many-{i}", store) for i in range(40)]
+
+        async def each():
+            await asyncio.gather(*(s.add_items(msgs("hi")) for s in many))
+
+        run(each())
+        assert threading.active_count() - before <= 2, (before, threading.active_count())
+    finally:
+        store.close()
+
+
+def test_a_closed_session_runs_no_call_and_leaves_a_shared_store_open(sync_store) -> None:
+    """As a closed SQLiteSession: every call raises (a RuntimeError), even an empty add_items,
+    which before returned without a word; a store passed in stays open for other sessions."""
+    async def go():
+        session, other = MysqlSession("closing", sync_store), MysqlSession("staying", sync_store)
+        await session.add_items(msgs("kept"))
+        await session.close()
+        await session.close()  # again: nothing happens
+        for call in (lambda: session.add_items([]), lambda: session.add_items(msgs("x")), session.get_items,
+                     session.pop_item, session.clear_session):
+            with pytest.raises(RuntimeError, match="MysqlSession 'closing' is closed"):
+                await call()
+        await other.add_items(msgs("fine"))
+        return await other.get_items(), await MysqlSession("closing", sync_store).get_items()
+
+    assert run(go()) == (msgs("fine"), msgs("kept"))
+
+
+def test_from_url_takes_the_list_key_as_the_constructor_does(url: str, database: str, raw) -> None:
+    """``from_url(..., key=...)`` names the list, as ``MysqlSession(..., key=...)`` (before:
+    refused, with a hint at the unrelated ssl_key)."""
+    async def go():
+        session = MysqlSession.from_url("keyed", url, database_name=database, key="history", create_tables=True)
+        try:
+            await session.add_items(msgs("a", "b"))
+            return await session.get_items()
+        finally:
+            await session.close()
+
+    assert run(go()) == msgs("a", "b")
+    assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = '__anon__:keyed' AND state_key = 'history'") == [(2,)]
