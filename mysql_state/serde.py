@@ -30,9 +30,31 @@ def _default(obj: Any) -> Any:
     raise TypeError(f"type {type(obj).__name__} is not JSON serialisable")
 
 
+#: The deepest nesting of arrays and objects orjson writes (deeper raises "Recursion limit reached").
+MAX_DEPTH = 254
+
+
+def _deeper_than(obj: Any, limit: int) -> bool:
+    """Whether ``obj`` nests lists, tuples or dicts more than ``limit`` levels deep (walked
+    only when orjson refused a value, to say why in this library's words).
+
+    >>> _deeper_than([[1]], 2), _deeper_than([[[1]]], 2)
+    (False, True)
+    """
+    level: list = [obj]
+    for _ in range(limit):
+        level = [c for o in level if isinstance(o, (list, tuple, dict))
+                 for c in (o.values() if isinstance(o, dict) else o)]
+        if not level:
+            return False
+    return any(isinstance(o, (list, tuple, dict)) for o in level)
+
+
 def _fail(key: str, value: Any, exc: Exception, item: Optional[int] = None) -> TypeError:
     where = f"item {item} of list {key!r}" if item is not None else f"key {key!r}"
-    return TypeError(f"cannot serialise the value for {where}: {type(value).__name__} ({exc})")
+    reason = (f"it nests arrays and objects more than {MAX_DEPTH} levels deep, the most JSON is stored with"
+              if _deeper_than(value, MAX_DEPTH) else str(exc))
+    return TypeError(f"cannot serialise the value for {where}: {type(value).__name__} ({reason}); nothing was written")
 
 
 _ATOMS = frozenset({str, int, bool, type(None), bytes})  # exact types that hold no float

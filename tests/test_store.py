@@ -354,6 +354,26 @@ def test_unserialisable_value_is_a_type_error_and_writes_nothing(store, raw):
     assert store.get_list("u", "s", "memory") == [1]
 
 
+def test_a_value_nested_deeper_than_json_is_stored_is_refused_in_words_and_writes_nothing(store, raw):
+    """orjson writes 254 levels of arrays and objects and said only "Recursion limit
+    reached"; the error now names the key (or item) and the rule, and nothing is written."""
+    def nest(depth: int):
+        v: object = 1
+        for _ in range(depth):
+            v = [v]
+        return v
+
+    store.save("u", "s", "deep", nest(254))  # the deepest that is stored
+    assert store.get("u", "s", "deep") == nest(254)
+    with pytest.raises(TypeError, match=r"key 'deeper': dict \(it nests arrays and objects more than 254 levels deep"):
+        store.save("u", "s", "deeper", {"a": nest(254)})
+    with pytest.raises(TypeError, match=r"item 1 of list 'memory': list \(it nests .* more than 254 levels"):
+        store.save_list("u", "s", "memory", [1, nest(255)])
+    with pytest.raises(TypeError, match=r"Integer exceeds 64-bit range\); nothing was written"):
+        store.save("u", "s", "big", 2 ** 64)
+    assert [r[1] for r in raw.rows()] == ["deep"]
+
+
 def test_save_many_writes_values_and_lists_in_one_transaction(store, raw):
     plans = store.save_many("u", "s", values={"summary": {"t": 1}, "plan": [1]}, lists={"context": msgs(3)})
     assert plans["context"].kind == "rewrite" and plans["context"].rows_written == 3
