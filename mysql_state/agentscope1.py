@@ -47,6 +47,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "mysql_state.agentscope1 needs AgentScope 1.0.x: pip install 'mysql-state[agentscope1]'"
     ) from exc
 
+from . import serde
 from ._adapt import as_async
 from .aio import AsyncMysqlAgentStateStore
 from .errors import ConflictError, StaleStateError
@@ -77,6 +78,15 @@ _ESCAPED = "__mysql_state_escaped__"
 
 def _user(user_id: str) -> Optional[str]:
     return user_id or None  # JSONSession's "" (no user) is the store's anonymous user
+
+
+def _check_plain(obj: Any, what: str) -> None:
+    """Refuse, as ``json.dumps`` (``JSONSession``) does, a value JSON has no type for, which
+    orjson would store as a string and read back as one (``datetime``, ``UUID``...)."""
+    bad = serde.not_plain_json(obj)
+    if bad is not serde.NOTHING:
+        raise TypeError(f"{what} holds a {type(bad).__name__}, which JSON has no type for (json.dumps refuses it; "
+                        "stored it would read back as a string); nothing was written")
 
 
 def _is_memory(d: Any) -> bool:
@@ -125,16 +135,20 @@ class MysqlSession(SessionBase):
         lists: dict[str, list] = {}
 
         def lift(obj: Any, path: tuple[str, ...]) -> Any:
-            if _is_memory(obj):
+            if _is_memory(obj):  # its content to a list; its other keys lifted as any dict's
                 key = self._list_key(path)
                 lists[key] = obj["content"]
-                return {**obj, "content": {_LIST_REF: key}}
+                return {**{k: lift(v, (*path, str(k))) for k, v in obj.items() if k != "content"},
+                        "content": {_LIST_REF: key}}
             if isinstance(obj, dict):
                 lifted = {k: lift(v, (*path, str(k))) for k, v in obj.items()}
                 return {_ESCAPED: lifted} if set(obj) in ({_LIST_REF}, {_ESCAPED}) else lifted
             return obj
 
-        states = {name: lift(module.state_dict(), (name,)) for name, module in state_modules_mapping.items()}
+        dicts = {name: module.state_dict() for name, module in state_modules_mapping.items()}
+        for name, state in dicts.items():  # JSONSession's json.dumps refuses these: so does this
+            _check_plain(state, f"save_session_state: module {name!r} of session {session_id!r}")
+        states = {name: lift(state, (name,)) for name, state in dicts.items()}
 
         def save(tx: Any) -> None:  # one transaction: the whole state, or (an error) nothing of it
             previous = tx.get(uid, session_id, self.key)
@@ -302,6 +316,8 @@ class MysqlMemory(InMemoryMemory):
 
     async def _flush(self, expected: Optional[int] = None) -> None:
         rows = [[_message_row(msg), list(marks)] for msg, marks in self.content]
+        if self._pending_content:  # set by load_state_dict: not checked by add
+            _check_plain(rows, f"MysqlMemory {self.key!r} of session {self.session_id!r}")
         report = await self.store.save_list_report(self.user_id, self.session_id, self.key, rows,
                                                    expected_version=expected)
         self.last_plan, self._version, self._pending_content = report, report.version, False
@@ -338,6 +354,9 @@ class MysqlMemory(InMemoryMemory):
         >>> memory.last_plan.kind, memory.last_plan.rows_written
         ('append', 1)
         """
+        for msg in memories if isinstance(memories, list) else [memories]:
+            if isinstance(msg, Msg):  # anything else: InMemoryMemory's own checks
+                _check_plain(_message_row(msg), f"MysqlMemory.add: message {msg.id!r}")
         await self._change(lambda: super(MysqlMemory, self).add(memories, marks, **kwargs))
 
     async def delete(self, msg_ids: list[str], **kwargs: Any) -> int:

@@ -58,6 +58,46 @@ def _fail(key: str, value: Any, exc: Exception, item: Optional[int] = None) -> T
 
 
 _ATOMS = frozenset({str, int, bool, type(None), bytes})  # exact types that hold no float
+_JSON_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
+class _Nothing:
+    """:func:`not_plain_json`'s answer when every value is plain JSON (None is a value)."""
+
+    def __repr__(self) -> str:
+        return "NOTHING"
+
+
+NOTHING: Any = _Nothing()
+
+
+def not_plain_json(obj: Any) -> Any:
+    """The first value in ``obj`` that Python's ``json`` module refuses to write, or
+    :data:`NOTHING`: for adapters that mirror a framework storing with ``json.dumps``, which
+    refuses what orjson writes as a string (``datetime``, ``date``, ``UUID``, a dataclass, a
+    plain ``Enum``, a pydantic model), so such a value would read back as another type.
+    Dicts, lists and tuples are walked; ``str``/``int``/``float`` subclasses are plain (``json``
+    writes an ``IntEnum`` or a ``StrEnum``).
+
+    >>> import datetime
+    >>> not_plain_json({"a": [1, "x", None, {"b": 2.5}]}) is NOTHING
+    True
+    >>> not_plain_json({"a": [1, {"at": datetime.date(2026, 1, 2)}]})
+    datetime.date(2026, 1, 2)
+    """
+    stack = [obj]
+    while stack:
+        o = stack.pop()
+        kind = type(o)
+        if kind in _JSON_LEAVES:
+            continue
+        if kind is dict or (kind is not list and kind is not tuple and isinstance(o, dict)):
+            stack.extend(o.values())
+        elif kind is list or kind is tuple or isinstance(o, (list, tuple)):
+            stack.extend(o)
+        elif not isinstance(o, (str, int, float)):
+            return o
+    return NOTHING
 
 
 def non_finite(obj: Any, depth: int = 0) -> Optional[float]:

@@ -474,3 +474,88 @@ def test_a_modules_dict_that_looks_like_a_memory_reference_loads_back_as_it_was(
         assert [m.get_text_content() for m in await memory2.get_memory()] == ["x"]
 
     run(go())
+
+
+def test_marker_like_dicts_beside_a_memorys_content_load_back_as_jsonsession_gives_them(astore):
+    """A state dict shaped like a memory (``content`` + ``_compressed_summary``) had its other
+    keys saved unescaped (audit of 2026-12-07): a marker-like dict there loaded back as another
+    memory's messages, or unwrapped. Now they are lifted as any dict's keys are."""
+    from agentscope.module import StateModule
+
+    class Holder(StateModule):
+        def __init__(self, extra):
+            super().__init__()
+            self.extra = extra
+            self.register_state("extra")
+
+    async def go():
+        with tempfile.TemporaryDirectory() as d:
+            js, ms = JSONSession(save_dir=d), MysqlSession(astore)
+            other = InMemoryMemory()
+            await other.add(Msg("u", "secret note", "user"))
+            shaped = {"content": [], "_compressed_summary": "",
+                      "ref": {"__mysql_state_list__": ms.key + ".notes"}, "esc": {"__mysql_state_escaped__": {"k": "v"}}}
+            for s in (js, ms):
+                await s.save_session_state("shaped", user_id="u", notes=other, h=Holder(shaped))
+            got = {}
+            for name, s in (("json", js), ("mysql", ms)):
+                h, notes = Holder(None), InMemoryMemory()
+                await s.load_session_state("shaped", user_id="u", notes=notes, h=h)
+                got[name] = (h.extra, [m.get_text_content() for m in await notes.get_memory()])
+            assert got["mysql"] == got["json"] == (shaped, ["secret note"])
+
+    run(go())
+
+
+def test_values_json_has_no_type_for_are_refused_as_jsonsession_refuses_them(astore, raw):
+    """orjson writes a datetime or a UUID as a string, so they read back as strings (audit of
+    2026-12-07); JSONSession's json.dumps refuses them. Now refused too, naming the module or
+    the message and the type; nothing is written, the memory is as it was."""
+    import datetime
+    import uuid
+
+    from agentscope.module import StateModule
+
+    class Holder(StateModule):
+        """A module whose state_dict is its own (register_state would refuse the datetime
+        itself, before any session sees it)."""
+
+        def __init__(self, extra):
+            super().__init__()
+            self.extra = extra
+
+        def state_dict(self):
+            return {"extra": self.extra}
+
+        def load_state_dict(self, state, strict=True):
+            self.extra = state["extra"]
+
+    async def go():
+        session = MysqlSession(astore)
+        await session.save_session_state("typed", user_id="u", h=Holder({"n": 1}))
+        before = raw.rows("u:typed")
+        for bad in (datetime.datetime(2020, 1, 2, 3, 4, 5), datetime.date(2020, 1, 2), uuid.UUID(int=5)):
+            with tempfile.TemporaryDirectory() as d, pytest.raises(TypeError):
+                await JSONSession(save_dir=d).save_session_state("typed", user_id="u", h=Holder({"at": [bad]}))
+            with pytest.raises(TypeError, match=rf"module 'h' of session 'typed' holds a {type(bad).__name__}, "
+                                                r"which JSON has no type for .*nothing was written"):
+                await session.save_session_state("typed", user_id="u", h=Holder({"at": [bad]}))
+            assert raw.rows("u:typed") == before
+
+        m = MysqlMemory(astore, session_id="typed-mem", user_id="u")
+        await m.add(Msg("u", "ok", "user"))
+        msg = Msg("u", "stamped", "user", metadata={"at": datetime.datetime(2020, 1, 2)})
+        with pytest.raises(TypeError, match=rf"MysqlMemory.add: message {msg.id!r} holds a datetime"):
+            await m.add(msg)
+        assert [x.get_text_content() for x in await m.get_memory(prepend_summary=False)] == ["ok"]
+        assert len(memory_rows(raw, "u:typed-mem")[0]) == 1
+
+        source = InMemoryMemory()
+        await source.add(msg)  # InMemoryMemory holds any object; a stored memory cannot
+        loaded = MysqlMemory(astore, session_id="typed-load", user_id="u")
+        loaded.load_state_dict(source.state_dict())
+        with pytest.raises(TypeError, match="holds a datetime"):
+            await loaded.flush()
+        assert raw.rows("u:typed-load") == []
+
+    run(go())
