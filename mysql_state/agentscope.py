@@ -237,7 +237,7 @@ def _app_storage_class() -> type:
     if "cls" in _APP_STORAGE:
         return _APP_STORAGE["cls"]
     try:
-        from agentscope.app.storage import AsyncSQLAlchemyStorage
+        from agentscope.app.storage import AsyncSQLAlchemyStorage, SessionRecord
         from agentscope.app.storage._sql._tables import SessionRow
         from agentscope.state import AgentState as RowState  # the row's stub state
         from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -313,29 +313,58 @@ def _app_storage_class() -> type:
 
         async def upsert_session(self, user_id: str, agent_id: str, config: Any, state: Any = None,
                                  session_id: Optional[str] = None, **kwargs: Any) -> "SessionRecord":
-            """Upsert the row with a stub state; the real state goes to the store. The ids are
-            checked against the store's rules first: an id the store refuses (a user id with
-            ':') writes nothing, not a row whose state could never be stored."""
-            keys.pack(user_id, session_id if session_id is not None else "-")
+            """Upsert the row with a stub state; the real state goes to the store, FIRST: an id
+            the store refuses (a user id with ':'), a state it cannot hold or a store that is
+            down write nothing, neither a new row nor a changed config. A new session (no id,
+            ``""`` as in AgentScope, or an id with no row) starts from the state given or a
+            fresh one, never from what a deleted session of that id left in the store."""
+            keys.pack(user_id, session_id or "-")
+            owner = await self._owner(session_id) if session_id else None
+            if owner is None:
+                sid = session_id or SessionRecord.model_fields["id"].default_factory()
+                first = state if state is not None else RowState()
+                await self.repo.save(user_id, sid, first)  # written over anything left there
+                try:
+                    rec = await super().upsert_session(user_id, agent_id, config, None, sid, **kwargs)
+                except BaseException:
+                    await self._forget_orphan(user_id, sid)
+                    raise
+                rec.state = first
+                return rec
+            if state is not None:  # the row's owner's state, as update_session_state writes it
+                await self.repo.save(owner, session_id, state)
             rec = await super().upsert_session(user_id, agent_id, config, None, session_id, **kwargs)
             if state is not None:
-                await self.repo.save(rec.user_id, rec.id, state)
                 rec.state = state
-            elif not await self.repo.exists(rec.user_id, rec.id):
-                await self.repo.save(rec.user_id, rec.id, rec.state)  # new session: fresh state
             else:
                 await self._hydrate(rec)
             return rec
 
+        async def _forget_orphan(self, user_id: str, session_id: str, *, quiet: bool = True) -> None:
+            """Delete the state of a session that has no row (its creation failed, it was
+            deleted under a turn, or its deletion could not delete the state), unless a row
+            came meanwhile. ``quiet``: an error here never masks the one the caller raises."""
+            try:
+                if await self._owner(session_id) is None:
+                    await self.repo.delete(user_id, session_id)
+            except Exception:  # noqa: BLE001 - the error being raised is the one to see
+                if not quiet:
+                    raise
+
         async def update_session_state(self, user_id: str, agent_id: str, session_id: str,
                                        state: AgentState) -> None:
             """The hot path after each chat turn: an incremental save of the state; the row
-            keeps its stub state and its ``updated_at`` moves, as in AgentScope's storage."""
+            keeps its stub state and its ``updated_at`` moves, as in AgentScope's storage. A
+            session deleted during the turn does not keep the state saved for it."""
             owner = await self._owner(session_id)
             if owner is None:
                 raise KeyError(f"Session {session_id!r} not found.")
             await self.repo.save(owner, session_id, state)
-            await super().update_session_state(user_id, agent_id, session_id, RowState(session_id=session_id))
+            try:
+                await super().update_session_state(user_id, agent_id, session_id, RowState(session_id=session_id))
+            except KeyError:  # deleted since _owner: the state just saved must not outlive it
+                await self._forget_orphan(owner, session_id)
+                raise
 
         async def get_session(self, user_id: str, agent_id: str, session_id: str) -> Optional["SessionRecord"]:
             return await self._hydrate(await super().get_session(user_id, agent_id, session_id))
@@ -362,6 +391,8 @@ def _app_storage_class() -> type:
                     sess.info.setdefault(_STATES_TO_DELETE, []).append((self.repo, user_id, session_id))
                 else:  # a session not made by _session: as before, at once
                     await self.repo.delete(user_id, session_id)
+            else:  # no row: a state left by a deletion whose state delete failed goes now
+                await self._forget_orphan(user_id, session_id, quiet=False)
             return ok
 
     _APP_STORAGE["cls"] = MysqlStateAppStorage

@@ -25,6 +25,7 @@ from agentscope.tool import FunctionTool, Toolkit  # noqa: E402
 
 from mysql_state.agentscope import CONTEXT_KEY, STATE_KEY, AgentStateRepository  # noqa: E402
 from mysql_state.aio import AsyncMysqlAgentStateStore  # noqa: E402
+from mysql_state.errors import StoreClosedError  # noqa: E402
 
 SUMMARY_FIELDS = ("task_overview", "current_state", "important_discoveries", "next_steps", "context_to_preserve")
 
@@ -475,6 +476,108 @@ def test_app_storage_deletes_a_state_only_when_the_deletion_commits(astore, raw,
             assert raw.rows(sid) and await storage.get_session("alice", "agent-1", rec.id) is not None
             assert await storage.delete_session("alice", "agent-1", rec.id)  # committed: both go
             assert raw.rows(sid) == [] and await storage.get_session("alice", "agent-1", rec.id) is None
+
+    run(go())
+
+
+def test_app_storage_upsert_writes_nothing_when_the_state_cannot_be_stored(url, database, astore, raw, app_db):
+    """upsert_session wrote the row (a new session, or a new config) before the state: a state
+    the store refuses, or a store that is down, left a session without its state or a config
+    half applied (audit of 2026-12-07). AgentScope's storage writes one row: all or nothing.
+    The state now goes first."""
+    from agentscope.app.storage import SessionConfig
+
+    from mysql_state.agentscope import MysqlStateAppStorage
+
+    app_url, app_name = app_db
+    bad = AgentState(summary="a lone surrogate \ud800")
+
+    def session_rows() -> list:
+        return raw.query(f"SELECT id, payload FROM `{app_name}`.`sessions` ORDER BY id")
+
+    async def go():
+        async with MysqlStateAppStorage(app_url, astore) as storage:
+            with pytest.raises(TypeError, match="surrogates"):
+                await storage.upsert_session("alice", "ag", SessionConfig(workspace_id="w"), bad, "new-1")
+            assert session_rows() == [] and raw.rows() == []
+            await storage.upsert_session("alice", "ag", SessionConfig(workspace_id="w-old"),
+                                         AgentState(summary="old"), "old-1")
+            rows, states = session_rows(), raw.rows()
+            with pytest.raises(TypeError, match="surrogates"):
+                await storage.upsert_session("alice", "ag", SessionConfig(workspace_id="w-new"), bad, "old-1")
+            assert session_rows() == rows and raw.rows() == states
+            got = await storage.get_session("alice", "ag", "old-1")
+            assert got.config.workspace_id == "w-old" and got.state.summary == "old"
+
+        down = AsyncMysqlAgentStateStore.from_url(url, database_name=database)
+        await down.aclose()
+        async with MysqlStateAppStorage(app_url, down) as storage:
+            with pytest.raises(StoreClosedError):
+                await storage.upsert_session("alice", "ag", SessionConfig(workspace_id="w"))
+            with pytest.raises(StoreClosedError):
+                await storage.upsert_session("alice", "ag", SessionConfig(workspace_id="w-new"),
+                                             AgentState(summary="new"), "old-1")
+        assert session_rows() == rows and raw.rows() == states
+
+    run(go())
+
+
+def test_app_storage_a_recreated_session_never_comes_back_with_a_deleted_ones_state(url, database, astore, raw,
+                                                                                   app_db):
+    """A deleted session's state outlived its row (a turn's save racing the deletion, or a
+    store down while the row was deleted) and a session created again under the same id came
+    back holding the deleted conversation (audit of 2026-12-07). A new session now starts from
+    the state given or a fresh one; a turn on a session deleted under it leaves no state; a
+    deletion retried once the store is back deletes what the failed one left; and an empty
+    session id makes a new session, as in AgentScope's storages."""
+    from agentscope.app.storage import SessionConfig
+
+    from mysql_state.agentscope import MysqlStateAppStorage
+
+    app_url, app_name = app_db
+    secret = AgentState(summary="turn", context=[UserMsg("alice", "secret")])
+
+    def texts(state: AgentState) -> list:
+        return [b.text for m in state.context for b in m.content]
+
+    async def go():
+        async with MysqlStateAppStorage(app_url, astore) as storage:
+            rec = await storage.upsert_session("alice", "ag", SessionConfig(workspace_id="w"), session_id="")
+            assert rec.id and await astore.list_session_ids("alice") == {rec.id}
+
+            # a turn and a deletion at once, many times: no state outlives its row, and the
+            # session made again under that id starts fresh
+            for i in range(30):
+                sid = f"race-{i}"
+                await storage.upsert_session("alice", "ag", SessionConfig(workspace_id="w"), None, sid)
+
+                async def turn(i=i, sid=sid):
+                    await asyncio.sleep(0.0005 * (i % 7))
+                    await storage.update_session_state("alice", "ag", sid, secret)
+
+                await asyncio.gather(turn(), storage.delete_session("alice", "ag", sid), return_exceptions=True)
+                assert raw.rows(f"alice:{sid}") == [], f"{sid}: a state outlived its session's row"
+                again = await storage.upsert_session("alice", "ag", SessionConfig(workspace_id="w"), None, sid)
+                assert texts(again.state) == []
+                assert texts(await AgentStateRepository(astore).load("alice", sid)) == []
+
+            # a state left behind (what a deletion with the store down leaves) is not adopted
+            await AgentStateRepository(astore).save("alice", "orphan-1", secret)
+            rec = await storage.upsert_session("alice", "ag", SessionConfig(workspace_id="w"), None, "orphan-1")
+            assert texts(rec.state) == [] and texts(await AgentStateRepository(astore).load("alice", "orphan-1")) == []
+
+            # the store down during a deletion: the row goes, the call raises; retried with the
+            # store back, the deletion deletes the state it left
+            await storage.upsert_session("alice", "ag", SessionConfig(workspace_id="w"), secret, "chat-9")
+        down = AsyncMysqlAgentStateStore.from_url(url, database_name=database)
+        await down.aclose()
+        async with MysqlStateAppStorage(app_url, down) as storage:
+            with pytest.raises(StoreClosedError):
+                await storage.delete_session("alice", "ag", "chat-9")
+        assert texts(await AgentStateRepository(astore).load("alice", "chat-9")) == ["secret"]
+        async with MysqlStateAppStorage(app_url, astore) as storage:
+            assert await storage.delete_session("alice", "ag", "chat-9") is False  # the row was gone
+            assert raw.rows("alice:chat-9") == []
 
     run(go())
 
