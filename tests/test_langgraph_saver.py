@@ -178,6 +178,71 @@ def test_trimmed_conversations_and_delta_channels_match_the_oracle(saver):
         assert ours == ref
 
 
+def test_a_checkpoint_that_leaves_a_channel_out_reads_its_value_by_version_as_the_oracle(saver, store, other):
+    """LangGraph writes a DeltaChannel's snapshot once; the checkpoints after it that do not
+    write the channel keep the snapshot's version and leave the value out. InMemorySaver and
+    PostgresSaver load values by version, so those checkpoints read back with the snapshot;
+    MysqlSaver gave them without it (audit of 2026-12-07): every load walked the ancestors,
+    and delete_for_runs of the run that wrote the snapshot lost the channel. Now each such
+    checkpoint refers to what its parent holds for that version: from this process's memory,
+    from the parent's row in a process that never saw it, and again from the row when
+    another process's prune rebuilt the log meanwhile."""
+    from langgraph.checkpoint.serde.types import _DeltaSnapshot
+
+    class S(TypedDict):
+        items: Annotated[list, DeltaChannel(operator.add, snapshot_frequency=1)]
+        plain: Annotated[list, operator.add]
+        n: int
+
+    def build(cp):
+        b = StateGraph(S)
+        b.add_node("add", lambda s: {"items": [f"x{s.get('n', 0)}"], "plain": ["p"], "n": 1})
+        b.add_node("other", lambda s: {"n": s["n"] + 1})
+        b.add_edge(START, "add")
+        b.add_edge("add", "other")
+        b.add_edge("other", END)
+        return b.compile(checkpointer=cp)
+
+    oracle = InMemorySaver()
+    runs = ["11111111-1111-1111-1111-111111111111", "22222222-2222-2222-2222-222222222222"]
+    for cp in (saver, oracle):
+        g = build(cp)
+        for run in runs:
+            g.invoke({}, {"configurable": {"thread_id": "t"}, "run_id": run})
+    cfg = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
+    mine = [t.checkpoint["channel_values"] for t in saver.list(cfg)]
+    theirs = [t.checkpoint["channel_values"] for t in oracle.list(cfg)]
+    assert mine == theirs and isinstance(mine[0]["items"], _DeltaSnapshot)
+    cold = MysqlSaver(other)  # another worker: its puts carry over from the parent's row
+    build(cold).invoke({}, {"configurable": {"thread_id": "t"}, "run_id": runs[1]})
+    build(oracle).invoke({}, {"configurable": {"thread_id": "t"}, "run_id": runs[1]})
+    assert [t.checkpoint["channel_values"] for t in saver.list(cfg)] == [
+        t.checkpoint["channel_values"] for t in oracle.list(cfg)]
+    # the run that wrote the first snapshots deleted: the channel still reads as the oracle's
+    before = build(saver).get_state({"configurable": {"thread_id": "t"}}).values
+    assert before == build(oracle).get_state({"configurable": {"thread_id": "t"}}).values and len(before["items"]) == 3
+    saver.delete_for_runs([runs[0]])
+    assert build(saver).get_state({"configurable": {"thread_id": "t"}}).values == before
+
+    # raw: a snapshot, a new snapshot, then checkpoints that leave the channel out; another
+    # process prunes (the log rebuilt under a new name) between two puts of this one
+    v1, v2 = "00000000000000000000000000000001.1", "00000000000000000000000000000002.1"
+
+    def put(cp, cid, parent, versions, values, new):
+        conf = {"thread_id": "raw", "checkpoint_ns": "", **({"checkpoint_id": parent} if parent else {})}
+        cp.put({"configurable": conf}, {"v": 4, "id": cid, "ts": "2026-01-01T00:00:00+00:00", "versions_seen": {},
+                                        "channel_versions": versions, "channel_values": values}, {}, new)
+
+    for cp in (saver, oracle):
+        put(cp, "c1", None, {"items": v1}, {"items": _DeltaSnapshot([1, 2, 3])}, {"items": v1})
+        put(cp, "c2", "c1", {"items": v2}, {"items": _DeltaSnapshot([9])}, {"items": v2})
+        put(cp, "c3", "c2", {"items": v2}, {}, {})
+    MysqlSaver(other).prune(["raw"], strategy="keep_latest")
+    put(saver, "c4", "c3", {"items": v2}, {}, {})
+    got = saver.get_tuple({"configurable": {"thread_id": "raw", "checkpoint_ns": ""}})
+    assert got.checkpoint["id"] == "c4" and got.checkpoint["channel_values"] == {"items": _DeltaSnapshot([9])}
+
+
 def test_delta_history_takes_a_bounded_number_of_statements(saver, store):
     class S(TypedDict):
         items: Annotated[list, DeltaChannel(operator.add, snapshot_frequency=1000)]

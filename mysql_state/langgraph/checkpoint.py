@@ -178,6 +178,11 @@ class _LogShort(CorruptStateError):
 READ_ATTEMPTS = 3
 
 
+def _refs_of(record: dict) -> dict:
+    """What a checkpoint row refers to per channel: list references, inline values, blob versions."""
+    return {"lists": record.get("lists", {}), "values": record.get("values", {}), "blobs": record.get("blobs", {})}
+
+
 def _is_list(value: Any) -> bool:
     return type(value) is list or (isinstance(value, _DeltaSnapshot) and type(value.value) is list)
 
@@ -246,6 +251,9 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         self._cached = 0
         #: (thread, ns) -> (the newest id its index holds, the index's length), known together
         self._indexes: "OrderedDict[tuple, tuple[str, int]]" = OrderedDict()
+        #: (thread, ns) -> (id, channel versions, references) of the checkpoint last put or
+        #: loaded there: what the next put carries over for channels it names but leaves out
+        self._carried: "OrderedDict[tuple, tuple[str, dict, dict]]" = OrderedDict()
         self._seq = 0
 
     @classmethod
@@ -353,6 +361,8 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 self._cached -= len(self._views.pop(where).known)
             for where in [w for w in self._indexes if thread is None or w[0] == thread]:
                 del self._indexes[where]
+            for where in [w for w in self._carried if thread is None or w[0] == thread]:
+                del self._carried[where]
 
     def _known_index(self, where: tuple, newest: Optional[str], length: Optional[int]) -> None:
         """Remember a namespace's index as last read or written (bounded): its newest id and
@@ -507,7 +517,61 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 record["blobs"][ch] = version
                 if ch in new_versions:
                     blobs[layout.blob_key(ns, ch, new_versions[ch])] = to_row(self.serde, v)
+        omitted = [ch for ch, v in versions.items() if v is not None and ch not in values and ch not in new_versions]
+        if omitted and parent:
+            self._carry_over(thread, ns, parent, omitted, versions, record, plans, fresh)
         return thread, ns, record, blobs, plans
+
+    def _carry_over(self, thread: str, ns: str, parent: str, channels: Sequence[str], versions: Mapping,
+                    record: dict, plans: list, fresh: set) -> None:
+        """Channels a checkpoint names a version of but leaves out of its values: LangGraph
+        writes a ``DeltaChannel``'s snapshot once, and the checkpoints after it that do not
+        write the channel keep the snapshot's version and leave the value out. Each refers to
+        what its parent holds for that same version, so it reads back with the value, as
+        ``InMemorySaver`` and ``PostgresSaver`` load values by version (else every load
+        walked the ancestors, and ``delete_for_runs`` of the run that wrote the snapshot lost
+        the channel). A version the parent does not hold (the channel empty): nothing."""
+        reread = any((thread, ns, ch) in fresh for ch in channels)  # a log rebuilt: the row as stored now
+        source = self._parent_refs(thread, ns, parent, reread)
+        if source is None:
+            return
+        held, refs = source
+        for ch in channels:
+            if held.get(ch) != versions[ch]:
+                continue
+            if ch in refs["lists"]:  # the same items: checked as long as the reference needs
+                ref = refs["lists"][ch]
+                with self._lock:
+                    view = None if reread else self._view((thread, ns, ch))
+                    floor = view.length if view is not None and view.gen == ref["g"] else layout.span_of(ref["r"])[1]
+                plans.append(_ListPlan((thread, ns, ch), layout.log_key(ns, ch, ref["g"]), ref["g"], versions[ch],
+                                       bool(ref.get("d")), [], [], [], [], floor, ref=ref, reused=True))
+            elif ch in refs["values"]:
+                record["values"][ch] = refs["values"][ch]
+            elif ch in refs["blobs"]:
+                record["blobs"][ch] = refs["blobs"][ch]
+
+    def _parent_refs(self, thread: str, ns: str, parent: str, reread: bool) -> Optional[tuple[dict, dict]]:
+        """The channel versions and references of checkpoint ``parent``: as this process last
+        put or loaded it, else its row read (one statement); None when it has none."""
+        with self._lock:
+            hit = None if reread else self._carried.get((thread, ns))
+        if hit is not None and hit[0] == parent:
+            return hit[1], hit[2]
+        key = layout.checkpoint_key(ns, parent)
+        row = self.store.get(self.user_id, thread, key)
+        if row is None:
+            return None
+        r = self._record(thread, key, row)
+        return self._decode(thread, key, r["checkpoint"]).get("channel_versions", {}), _refs_of(r)
+
+    def _remember(self, thread: str, ns: str, cid: str, versions: Mapping, record: dict) -> None:
+        """The checkpoint just put or loaded in a namespace, for :meth:`_carry_over` (bounded)."""
+        with self._lock:
+            self._carried[(thread, ns)] = (cid, dict(versions), _refs_of(record))
+            self._carried.move_to_end((thread, ns))
+            while len(self._carried) > 10_000:
+                self._carried.popitem(last=False)
 
     def put(
         self,
@@ -564,6 +628,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 last = None if p.reused else _Last(p.items, p.marks, p.ref["r"], p.print, p.lazy, p.exact, p.gen)
                 self._learn(p.where, p.gen, triples, p.start + len(p.missing), p.version, p.ref, last)
         self._known_index((thread, ns), known.get("newest"), known.get("ix"))
+        self._remember(thread, ns, checkpoint["id"], checkpoint.get("channel_versions", {}), record)
         return {"configurable": {"thread_id": thread, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
 
     def _put_tx(self, tx: Any, thread: str, ns: str, record: dict, blobs: dict, plans: list,
@@ -731,6 +796,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             out.append(self._tuple(thread, r, values, writes[(r["ns"], r["id"])]))
             if learn:  # each list's version as read: a put naming it again refers to it, as stored
                 versions = out[-1].checkpoint.get("channel_versions", {})
+                self._remember(thread, r["ns"], r["id"], versions, r)
                 for ch, ref in r.get("lists", {}).items():
                     if versions.get(ch) is not None:
                         self._learn((thread, r["ns"], ch), ref["g"], [], 0, versions[ch], ref)
