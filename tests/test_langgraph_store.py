@@ -224,8 +224,19 @@ def test_bad_puts_are_refused_before_any_sql(memory, raw):
         memory.put(("ns",), "\ud800", {"v": 1})
     with pytest.raises(ValueError, match="ttl"):
         memory.put(("ns",), "t", {"v": 1}, ttl=-1)
-    with pytest.raises(TypeError, match="mapping"):
+    with pytest.raises(TypeError, match="must be a dict, got list"):
         memory.batch([PutOp(("ns",), "x", ["not", "a", "dict"])])
+    import collections
+
+    with pytest.raises(TypeError, match="must be a dict, got UserDict"):  # orjson cannot write one
+        memory.put(("ns",), "x", collections.UserDict(v=1))
+    for minutes in (5e9, 1e12):  # an expiry past year 9999, a wait no clock sleeps: refused here
+        with pytest.raises(ValueError, match="at most 100,000,000"):
+            memory.put(("ns",), "t", {"v": 1}, ttl=minutes)
+        with pytest.raises(ValueError, match="sweep_interval_minutes must be a positive number of minutes, at most"):
+            memory.start_ttl_sweeper(minutes)
+    with pytest.raises(ValueError, match=r"default_ttl'\] must be a positive number of minutes, at most"):
+        MysqlStore(memory.store, ttl={"default_ttl": 1e10})
     with pytest.raises(ValueError, match="Unsupported operator"):
         memory.search(("ns",), filter={"v": {"$regex": "x"}})
     with pytest.raises(ValueError, match="Unknown operation type"):
@@ -239,6 +250,7 @@ def test_values_json_does_not_hold_are_refused_naming_the_field_and_nothing_is_w
     value came back as another thing (and a filter with the datetime found nothing, where
     InMemoryStore finds the item); an integer past 64 bits gave orjson's message. As the docs
     say, they are refused, naming the field, and nothing is written."""
+    import collections
     import dataclasses
     import datetime
     import enum
@@ -246,6 +258,23 @@ def test_values_json_does_not_hold_are_refused_naming_the_field_and_nothing_is_w
 
     class Color(enum.Enum):
         RED = "red"
+
+    class Mode(str, enum.Enum):
+        DARK = "dark"
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+
+    class Score(float):
+        pass
+
+    Pair = collections.namedtuple("Pair", "a b")
+
+    def deep(levels: int) -> dict:  # a value of that many levels (the value itself is one)
+        v: object = 1
+        for _ in range(levels):
+            v = {"x": v}
+        return v  # type: ignore[return-value]
 
     @dataclasses.dataclass
     class Point:
@@ -262,10 +291,19 @@ def test_values_json_does_not_hold_are_refused_naming_the_field_and_nothing_is_w
                         ({"x": [float("nan")]}, "field 'x.0' is nan"),
                         ({"i": float("inf")}, "field 'i' is inf"),
                         ({"t": "a\ud800b"}, "field 't' is a str with a lone surrogate"),
-                        ({"d": {"k\udfff": 1}}, "field 'd' has a key with a lone surrogate")]:
+                        ({"d": {"k\udfff": 1}}, "field 'd' has a key with a lone surrogate"),
+                        # written by orjson as nothing it can: refused here, not inside the write
+                        ({"m": {"score": Score(0.5)}}, "field 'm.score' is a Score, a float subclass"),
+                        ({"p": Pair(1, 2)}, "field 'p' is a Pair, a tuple subclass"),
+                        ({"d": {Mode.DARK: 1}}, "field 'd' has a key that is not a str: Mode"),
+                        (deep(254), "field 'x(.x)+' nests deeper than 253 levels")]:
         with pytest.raises(TypeError, match=f"\\('ev',\\) 'e1' must be what JSON holds: {said}"):
             memory.batch([PutOp(("ok",), "k2", {"v": 2}), PutOp(("ev",), "e1", value)])
         assert raw.rows(SESSION) == before
+    memory.put(("deep",), "d", deep(253))  # the deepest that is stored
+    assert memory.get(("deep",), "d").value == deep(253)
+    memory.put(("enum",), "e", {"mode": Mode.DARK, "level": Level.HIGH})  # str and int enums: plain values
+    assert memory.get(("enum",), "e").value == {"mode": "dark", "level": 3}
     memory.put(("ev",), "e1", {"n": 2**64 - 1, "m": -(2**63), "t": (1, "a"), "f": 1.5, "b": True, "z": None})
     assert memory.get(("ev",), "e1").value == {"n": 2**64 - 1, "m": -(2**63), "t": [1, "a"], "f": 1.5, "b": True,
                                                 "z": None}
@@ -280,7 +318,11 @@ def test_a_batch_with_a_bad_put_reads_and_refreshes_nothing(url, database, raw):
     try:
         mem.put(("d",), "k", {"v": 1})
         expiry = raw.rows("refresh:langgraph-store")
-        for bad, said in (({"f": float("nan")}, "field 'f' is nan"), ({"t": "\ud800"}, "field 't' is a str")):
+        class Score(float):
+            pass
+
+        for bad, said in (({"f": float("nan")}, "field 'f' is nan"), ({"t": "\ud800"}, "field 't' is a str"),
+                          ({"s": Score(1.5)}, "field 's' is a Score")):
             time.sleep(0.01)
             with pytest.raises(TypeError, match=said):
                 mem.batch([GetOp(("d",), "k", refresh_ttl=True), PutOp(("d",), "k2", bad)])

@@ -68,39 +68,56 @@ def _not_utf8(text: str) -> bool:
         return True
 
 
-def not_json(value: Any, path: str = "") -> Optional[str]:
-    """What in ``value`` JSON does not hold, as its field path and type, or None: dicts with
-    string keys, lists and tuples, strings (valid Unicode: no lone surrogate), booleans,
-    integers within 64 bits and finite numbers. Checked before any SQL, so a put refused
-    writes nothing and the batch reads nothing either.
+#: The deepest a put's value may nest (the value itself is level 1): orjson writes 254 levels of
+#: arrays and objects, and the stored row wraps the value in one more.
+MAX_VALUE_DEPTH = 253
+
+
+def not_json(value: Any, path: str = "", depth: int = 1) -> Optional[str]:
+    """What in ``value`` JSON does not hold as given, as its field path and type, or None:
+    dicts with ``str`` keys (exactly ``str``), lists, tuples (not their subclasses, such as a
+    namedtuple), strings (valid Unicode: no lone surrogate), booleans, integers within 64 bits
+    and finite ``float`` s (exactly ``float``: a subclass such as ``numpy.float64`` is not
+    written), nested at most :data:`MAX_VALUE_DEPTH` levels. Checked before any SQL, so a put
+    refused writes nothing and the batch reads (or refreshes) nothing either.
 
     >>> import datetime
     >>> not_json({"a": [1, {"when": datetime.date(2024, 1, 2)}]}), not_json({"n": 2**70}), not_json({"k": [1.5]})
     ("field 'a.1.when' is a date", "field 'n' is an integer past 64 bits", None)
     >>> not_json({"x": [float("nan")]}), not_json({"t": "a\\ud800"})
     ("field 'x.0' is nan, which JSON has not", "field 't' is a str with a lone surrogate (not valid Unicode)")
+    >>> class Score(float): pass
+    >>> not_json({"meta": {"score": Score(0.5)}})
+    "field 'meta.score' is a Score, a float subclass (store float(x))"
     """
     if isinstance(value, _JSON_LEAVES):
         if isinstance(value, int) and not isinstance(value, bool) and not _INT_RANGE[0] <= value <= _INT_RANGE[1]:
             return f"field {path!r} is an integer past 64 bits"
-        if isinstance(value, float) and not math.isfinite(value):
-            return f"field {path!r} is {value!r}, which JSON has not"
+        if isinstance(value, float):
+            if type(value) is not float:
+                return f"field {path!r} is a {type(value).__name__}, a float subclass (store float(x))"
+            if not math.isfinite(value):
+                return f"field {path!r} is {value!r}, which JSON has not"
         if isinstance(value, str) and _not_utf8(value):
             return f"field {path!r} is a str with a lone surrogate (not valid Unicode)"
         return None
+    if isinstance(value, (dict, list, tuple)) and depth > MAX_VALUE_DEPTH:
+        return f"field {path!r} nests deeper than {MAX_VALUE_DEPTH} levels of objects and arrays"
     if isinstance(value, dict):
         for k, v in value.items():
-            if not isinstance(k, str):
+            if type(k) is not str:
                 return f"field {path!r} has a key that is not a str: {type(k).__name__} {k!r}"[:200]
             if _not_utf8(k):
                 return f"field {path!r} has a key with a lone surrogate (not valid Unicode): {k!r}"[:200]
-            found = not_json(v, f"{path}.{k}" if path else k)
+            found = not_json(v, f"{path}.{k}" if path else k, depth + 1)
             if found is not None:
                 return found
         return None
     if isinstance(value, (list, tuple)):
+        if isinstance(value, tuple) and type(value) is not tuple:
+            return f"field {path!r} is a {type(value).__name__}, a tuple subclass (store list(x) or a dict)"
         for i, v in enumerate(value):
-            found = not_json(v, f"{path}.{i}" if path else str(i))
+            found = not_json(v, f"{path}.{i}" if path else str(i), depth + 1)
             if found is not None:
                 return found
         return None

@@ -96,11 +96,17 @@ def _iso(when: datetime) -> str:
     return when.isoformat(timespec="microseconds")
 
 
+#: The most minutes a TTL or a sweep interval may be (about 190 years): an expiry must be a
+#: date the server and Python hold (year 9999), a wait one the platform's clock can sleep.
+MAX_MINUTES = 100_000_000
+
+
 def _check_minutes(name: str, v: Any, *, allow_none: bool = True) -> Optional[float]:
     if v is None and allow_none:
         return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-        raise ValueError(f"{name} must be a positive number of minutes{' or None' if allow_none else ''}, got {v!r}")
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 < v <= MAX_MINUTES:
+        raise ValueError(f"{name} must be a positive number of minutes, at most {MAX_MINUTES:,}"
+                         f"{' (or None: no expiry)' if allow_none else ''}, got {v!r}")
     return float(v)
 
 
@@ -348,8 +354,8 @@ class MysqlStore(BaseStore):
             raise InvalidNamespaceError("Namespace cannot be empty.")
         if op.namespace[0] == "langgraph":
             raise InvalidNamespaceError(f'Root label for namespace cannot be "langgraph". Got: {op.namespace}')
-        if not isinstance(op.value, Mapping):
-            raise TypeError(f"the value put at {op.namespace!r} {op.key!r} must be a mapping (a dict), got {type(op.value).__name__}")
+        if not isinstance(op.value, dict):
+            raise TypeError(f"the value put at {op.namespace!r} {op.key!r} must be a dict, got {type(op.value).__name__}")
         bad = not_json(op.value)
         if bad is not None:
             raise TypeError(f"the value put at {op.namespace!r} {op.key!r} must be what JSON holds: {bad}"
