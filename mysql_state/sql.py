@@ -765,6 +765,10 @@ FORK_ROWS = (
 REPEATABLE_READ_NEXT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
 CONSISTENT_SNAPSHOT = "START TRANSACTION WITH CONSISTENT SNAPSHOT"
 EXPORT_SELECT = "SELECT " + ", ".join(EXPORT_COLUMNS) + " FROM {t} o WHERE {where}"
+# The hash rows of lists whose first item an export chunk holds, sent before those items (so a
+# file cut inside a list holds a hash row that counts more items than it does: refused).
+EXPORT_HASH_ROWS = ("SELECT " + ", ".join(EXPORT_COLUMNS) + " FROM {t} WHERE item_index = 0"
+                    " AND (session_id, state_key) IN ({pairs})")
 # A catalog row is exported only with a session that has rows.
 EXPORT_HAS_ROWS = " AND EXISTS (SELECT 1 FROM {t} d WHERE d.session_id = o.state_key)"
 # "replace": the rows of keys the import does not hold (conditions by key, OR-ed).

@@ -114,10 +114,20 @@ def export_lines(hold: Callable[[str], ContextManager[Any]], q: Callable[[str], 
             _execute(cur, sql.CONSISTENT_SNAPSHOT)
             seen: list[str] = []
             for clause, params in where:
-                for r in _scan(cur, q, clause, params):
-                    if keys.is_packed(r[0]) and (not seen or seen[-1] != r[0]):
-                        seen.append(r[0])
-                    yield line(r)
+                sent: set = set()  # hash rows sent ahead of their items, not met in the scan yet
+                for chunk in _chunks(cur, q, clause, params):
+                    heads = _heads(cur, q, chunk)
+                    for r in chunk:
+                        if keys.is_packed(r[0]) and (not seen or seen[-1] != r[0]):
+                            seen.append(r[0])
+                        if (r[0], r[1]) in sent:  # sent before its items
+                            sent.discard((r[0], r[1]))
+                            continue
+                        head = heads.get((r[0], keys.hash_key(r[1]))) if r[2] == 0 else None
+                        if head is not None:
+                            sent.add((head[0], head[1]))
+                            yield line(head)
+                        yield line(r)
             hist = sorted({keys.history_session(s) for s in seen})
             del seen
             for part in catalog.chunks(hist, IDS_PER_STATEMENT):
@@ -131,16 +141,37 @@ def export_lines(hold: Callable[[str], ContextManager[Any]], q: Callable[[str], 
 
 
 def _scan(cur: Any, q: Callable[[str], str], clause: str, params: tuple) -> Iterator[tuple]:
+    """The rows of one scope in key order (:func:`_chunks`, one by one)."""
+    for chunk in _chunks(cur, q, clause, params):
+        yield from chunk
+
+
+def _chunks(cur: Any, q: Callable[[str], str], clause: str, params: tuple) -> Iterator[list]:
     """The rows of one scope in key order, ``CHUNK`` at a time (keyset: after the last row)."""
     last: Optional[tuple] = None
     while True:
         statement = q(sql.EXPORT_SELECT.replace("{where}", clause) + (sql.EXPORT_AFTER if last else "") + sql.EXPORT_ORDER)
         args = params + (sql.after(last) if last else ()) + (CHUNK,)
         rows = _execute(cur, statement, args)
-        yield from rows
+        yield rows
         if len(rows) < CHUNK:
             return
         last = rows[-1]
+
+
+def _heads(cur: Any, q: Callable[[str], str], chunk: Sequence[tuple]) -> dict[tuple[str, str], tuple]:
+    """The hash rows of the lists whose first item ``chunk`` holds, by (session, hash key): an
+    export sends each before its list's items (a hash row sorts after them), so that a file cut
+    inside a list is refused by the import (its hash row counts more items than the file
+    holds), never taken for a one-item value (which "replace" would put over the whole list)."""
+    firsts = [(r[0], keys.hash_key(r[1])) for r in chunk
+              if r[2] == 0 and keys.is_packed(r[0]) and not r[1].endswith(keys.HASH_SUFFIX)]
+    found: dict[tuple[str, str], tuple] = {}
+    for part in catalog.chunks(firsts, IDS_PER_STATEMENT):
+        statement = q(sql.EXPORT_HASH_ROWS.replace("{pairs}", ", ".join(["(%s, %s)"] * len(part))))
+        for r in _execute(cur, statement, tuple(v for pair in part for v in pair)):
+            found[(r[0], r[1])] = r
+    return found
 
 
 def _execute(cur: Any, statement: str, args: Any = None) -> list:

@@ -237,26 +237,39 @@ def test_foreign_hash_rows_and_sealed_rows_are_not_taken_for_hostile(store, targ
 
 
 def test_an_export_cut_inside_a_list_is_refused_whole_and_writes_nothing(store, target) -> None:
-    """An export cut at any line boundary inside a list (items without the hash row after
-    them) imported a torn list that read back short with no error; with "replace" it also
-    replaced a healthy list. Every such cut is refused, naming the key, and nothing is written."""
+    """An export cut at any line boundary inside a list imported a torn list that read back
+    short with no error; with "replace" it also replaced a healthy list. A cut right after the
+    first item left one row and no hash row, taken for a value: "replace" then cut the stored
+    list to that one item, exit 0 (audit of 2026-12-07). The hash row now comes before its
+    items, so every cut inside a list leaves a hash row that counts more items than the file
+    holds: refused, naming the key, and nothing is written."""
     store.save_list(USER, "s1", "memory", ["m0", "m1", "m2", "m3", "m4"])
+    store.save_list(USER, "s1", "one", ["only"])
     lines = list(store.export(USER, ["s1"]))
     rows = [orjson.loads(x) for x in lines]
-    assert [r["state_key"] for r in rows[:6]] == ["memory"] * 5 + ["memory:_hash"]
+    assert [(r["state_key"], r["item_index"]) for r in rows[:6]] == [("memory:_hash", 0)] + [
+        ("memory", i) for i in range(5)]
     imported, raw = target
     imported.save_list(USER, "s1", "memory", ["old0", "old1", "old2", "old3"])
     before = raw.all_rows()
-    for cut in range(2, 6):  # items 0..cut-1, no hash row (a cut at 1 leaves one row: a value)
+    for cut in range(1, 6):  # the hash row and items 0..cut-2
         for mode in ("skip", "replace"):
             with pytest.raises(ValueError, match="key 'memory' of session 'alice:s1' is not whole") as err:
                 imported.import_rows(lines[:cut], on_conflict=mode)
-            assert f"items 0..{cut - 1} and no hash row" in str(err.value)
+            assert "its hash row says 5 items, the import holds" in str(err.value)
             assert raw.all_rows() == before
-    missing = lines[:2] + lines[3:]  # the hash row says 5, item 2 is gone
+    at = [(r["state_key"], r["item_index"]) for r in rows].index(("one:_hash", 0))
+    assert [(r["state_key"], r["item_index"]) for r in rows[at:at + 2]] == [("one:_hash", 0), ("one", 0)]
+    with pytest.raises(ValueError, match="key 'one' of session 'alice:s1' is not whole"):
+        imported.import_rows(lines[:at + 1], on_conflict="replace")  # a one-item list cut after its hash row
+    assert raw.all_rows() == before
+    missing = lines[:3] + lines[4:]  # the hash row says 5, item 2 is gone
     with pytest.raises(ValueError, match="its hash row says 5 items, the import holds items \\[0, 1, 3, 4\\]"):
         imported.import_rows(missing, on_conflict="replace")
     assert raw.all_rows() == before
+    assert imported.import_rows(lines, on_conflict="replace") > 0  # whole: it imports
+    assert imported.get_list(USER, "s1", "memory") == ["m0", "m1", "m2", "m3", "m4"]
+    imported.save_list(USER, "s1", "memory", ["old0", "old1", "old2", "old3"])
     assert imported.get_list(USER, "s1", "memory") == ["old0", "old1", "old2", "old3"]
     assert imported.import_rows(lines, on_conflict="replace") > 0  # the whole file: the list whole
     assert imported.get_list(USER, "s1", "memory") == ["m0", "m1", "m2", "m3", "m4"]
