@@ -20,7 +20,9 @@ from .crypto import PREFIX, is_sealed, key_id_of
 from .listsync import ListHash
 from .table import Table
 from .errors import (
+    DUPLICATE_KEY,
     PACKET_TOO_LARGE,
+    ConflictError,
     CorruptStateError,
     DecryptionError,
     ServerUnavailableError,
@@ -354,6 +356,10 @@ def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict
     def flush() -> None:
         nonlocal written, batch, size
         rows = batch if on_conflict == "replace" else _unclaimed(cur, q, batch, decided, kept)
+        if rows and on_conflict == "skip":  # keys found absent: a plain INSERT (a writer's row meanwhile fails it)
+            own = [r for r in rows if keys.is_packed(r[0])]
+            written += _insert_new(cur, head, own) if own else 0
+            rows = [r for r in rows if not keys.is_packed(r[0])]
         if rows:
             written += cur.execute(head + _values(rows) + sql.IMPORT_ON_SKIP, _params(rows))  # 1 per row inserted
         if rows and on_conflict == "replace":  # 2 per row changed
@@ -472,6 +478,21 @@ def _unclaimed(cur: Any, q: Callable[[str], str], batch: list[tuple], decided: s
     if not kept:
         return batch
     return [r for r in batch if not keys.is_packed(r[0]) or (r[0], _base_key(r[1])) not in kept]
+
+
+def _insert_new(cur: Any, head: str, rows: Sequence[tuple]) -> int:
+    """"skip": the rows of keys found absent, in a plain INSERT. The lookup is a plain read:
+    a key another writer is creating (not committed yet) looks absent, and an INSERT that
+    kept the existing rows would wait for that writer, then add the import's rows to its
+    (a list of both). A row there now fails the whole import instead, nothing written."""
+    try:
+        return cur.execute(head + _values(rows), _params(rows))
+    except Exception as exc:
+        if errno_of(exc) != DUPLICATE_KEY:
+            raise
+        raise ConflictError("import_rows: a key the import found absent was written by another writer while the "
+                            "import ran; nothing was imported (on_conflict='skip' never mixes rows of two writers "
+                            "in one key): run the import again, which leaves that key as it is") from exc
 
 
 def _base_key(state_key: str) -> str:

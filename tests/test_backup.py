@@ -318,3 +318,38 @@ def test_export_of_sessions_without_a_user_is_refused(store) -> None:
     anon = [orjson.loads(x) for x in store.export(None, sessions=["s1"])]
     assert {(r["session_id"], r["state_key"]) for r in anon} == {  # its row and its catalog row
         (keys.pack(None, "s1"), "k"), (keys.CATALOG_SESSION, keys.pack(None, "s1"))}
+
+
+def test_a_skip_import_beside_a_writer_creating_the_key_never_mixes_their_rows(url, store, target) -> None:
+    """The "skip" lookup is a plain read: a key another writer was creating (not committed yet)
+    looked absent, the import's INSERT waited for that writer, kept its rows and added the
+    export's others: one list of two writers' rows, unreadable (audit of 2026-12-07). Now the
+    import fails whole (ConflictError, nothing written) and, run again, leaves that key as is."""
+    import threading
+
+    from mysql_state.errors import ConflictError
+
+    store.save_list(USER, "chat", "memory", [{"from": "backup", "i": i} for i in range(6)])
+    backup = list(store.export(USER, ["chat"]))
+    imported, raw = target
+    writer = MysqlAgentStateStore.from_url(url, database_name=raw.database)
+    begun = threading.Event()
+
+    def live(tx) -> None:
+        tx.save_list(USER, "chat", "memory", [{"from": "live", "i": i} for i in range(2)])
+        begun.set()
+        time.sleep(1.5)  # a transaction still open while the import runs
+
+    t = threading.Thread(target=lambda: writer.transaction(live))
+    t.start()
+    try:
+        assert begun.wait(10)
+        with pytest.raises(ConflictError, match="nothing was imported"):
+            imported.import_rows(backup, on_conflict="skip")
+    finally:
+        t.join()
+        writer.close()
+    assert imported.get_list(USER, "chat", "memory") == [{"from": "live", "i": 0}, {"from": "live", "i": 1}]
+    assert len(key_rows(raw, USER, "chat", "memory")) == 3  # the writer's two items and its hash row
+    imported.import_rows(backup, on_conflict="skip")  # again: the key exists, left as it is
+    assert imported.get_list(USER, "chat", "memory") == [{"from": "live", "i": 0}, {"from": "live", "i": 1}]
