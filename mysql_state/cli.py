@@ -433,9 +433,26 @@ def confirm(args: argparse.Namespace, what: str) -> None:
 
 
 def _err(message: str) -> None:
-    """One line on stderr; any URL's password in it, and $MYSQL_URL's, shown as ``***``
-    (argparse echoes what it refuses: a URL typed where a command goes)."""
-    print(f"mysql-state: {scrub(message, os.environ.get('MYSQL_URL'))}", file=sys.stderr)
+    """One line on stderr; any URL's password in it, and that of $MYSQL_URL and of every URL
+    on the command line (``--url``, or one typed where a command goes), shown as ``***``:
+    argparse echoes what it refuses, and a password with a space is not cut at a URL's end."""
+    for url in _urls_given():
+        message = scrub(message, url)
+    print(f"mysql-state: {scrub(message)}", file=sys.stderr)
+
+
+def _urls_given() -> list[str]:
+    """$MYSQL_URL and every URL of the command line (``--url X``, ``--url=X``, or any argument
+    holding ``://``)."""
+    argv, urls = sys.argv[1:], [os.environ.get("MYSQL_URL") or ""]
+    for i, arg in enumerate(argv):
+        if arg.startswith("--url="):
+            urls.append(arg[len("--url="):])
+        elif arg == "--url" and i + 1 < len(argv):
+            urls.append(argv[i + 1])
+        elif "://" in arg:
+            urls.append(arg)
+    return [u for u in urls if u]
 
 
 def _one_line(message: str, url: str) -> str:

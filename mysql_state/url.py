@@ -23,6 +23,7 @@ shows a URL with ``***`` in place of the password.
 
 from __future__ import annotations
 
+import configparser
 import re
 import select
 import ssl
@@ -364,10 +365,10 @@ def parse(url: str) -> ParsedUrl:
     if parts.scheme.split("+")[0].lower() not in ("mysql", "mariadb"):
         raise _bad(url, "must start with mysql:// (or mariadb://)")
     # An '@' after the host part: a password with an unencoded / ? # (or @), whose tail would be
-    # read as a database or query parameters (and named in errors). A query value may hold an
-    # '@' (a file path) only where no user part could have swallowed it: with one, give it as %40.
-    if "@" in parts.path or "@" in parts.fragment or ("@" in parts.query and (
-            "@" in parts.netloc or any("@" in pair.partition("=")[0] for pair in parts.query.split("&")))):
+    # read as a database or query parameters (and named in errors). Never in the query either,
+    # even with no user part: "app:8080?ssl-mode=x@db" reads as host "app", port 8080, and a
+    # password's tail as the query (a file path holding an '@' is given as %40).
+    if "@" in parts.path or "@" in parts.fragment or "@" in parts.query:
         raise _bad(url, "an '@' after the host part")  # _bad's hint: a password with / ? or # unencoded
     if parts.fragment or url.endswith("#"):
         raise _bad(url, "a '#' has no meaning in it")
@@ -506,7 +507,18 @@ class Connection(pymysql.connections.Connection):
     def __init__(self, *args: Any, ssl_mode: str = PREFERRED, **kwargs: Any) -> None:
         self._ssl_mode = ssl_mode  # set first: pymysql connects inside __init__
         self._tls_wanted = ssl_mode != DISABLED and kwargs.get("ssl") is not None
-        super().__init__(*args, **kwargs)
+        unreadable = False
+        try:
+            super().__init__(*args, **kwargs)
+        except configparser.Error:
+            # pymysql reads an option file (read_default_file) with configparser, whose errors
+            # quote the offending line: a password line. Named without its text, raised outside
+            # the handler so that the quoting error is not kept as its context either.
+            unreadable = True
+        if unreadable:
+            raise ValueError(f"the option file read_default_file={kwargs.get('read_default_file')!r} is not a "
+                             "MySQL option file pymysql can read (a [client] section header, then key=value "
+                             "lines); its text is not shown")
 
     def _get_server_information(self) -> None:
         super()._get_server_information()

@@ -410,7 +410,32 @@ def failing_urls(tls, plain) -> dict[str, tuple[str, dict]]:
         "access denied": (f"mysql://tls:{SECRET}@127.0.0.1:{tls.port}/db", {}),
         "tls failure": (f"mysql://tls:{SECRET}@127.0.0.1:{tls.port}/db?ssl-ca={tls.certs.other_ca}", {}),
         "no tls": (f"mysql://{user_host}/db?ssl-mode=REQUIRED", {}),
+        # a user part that reads as host:port, a password with an unencoded '?' (audit of 2026-12-07)
+        "user like host:port, '?' in the password": (f"mysql://app:8080?ssl-mode=Kw{SECRET}@127.0.0.1:1/db", {}),
+        "a space in the password": (f"mysql://u:pass word {SECRET}@127.0.0.1:1/db", {}),
     }
+
+
+def test_an_option_file_without_a_section_is_refused_without_its_password(plain, tmp_path):
+    """pymysql reads read_default_file with configparser, whose error quoted the password
+    line (audit of 2026-12-07)."""
+    cnf = tmp_path / "app.cnf"
+    cnf.write_text(f"password={SECRET}\nuser=app\n")
+    with pytest.raises(ValueError, match="is not a MySQL option file .* its text is not shown") as info:
+        MysqlAgentStateStore.from_url(plain, pool_size=1, read_default_file=str(cnf))
+    assert not any(SECRET in t for t in messages(info.value))
+
+
+def test_cli_never_echoes_a_password_given_with_url_even_with_a_space(plain):
+    """argparse echoes a refused argument; a password holding a space was not cut by the URL
+    pattern, and --url's own password was not known to the masking (audit of 2026-12-07)."""
+    kwargs, _ = parse_url(plain)
+    url = f"mysql://app:correct horse {SECRET}@{kwargs['host']}:{kwargs.get('port', 3306)}/x"
+    for argv in (["--url", url, "sessions", "--limit", url], [f"--url={url}", url],
+                 ["--url", url, "sessions", "--limit", "x"]):
+        out = subprocess.run([sys.executable, "-m", "mysql_state", *argv], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 2 and "***" in out.stderr or "x" in out.stderr, out.stderr
+        assert SECRET not in out.stdout + out.stderr and "correct horse" not in out.stderr, out.stderr
 
 
 def test_the_password_is_in_no_message_log_or_repr(tls, plain, caplog):

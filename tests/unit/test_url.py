@@ -74,7 +74,13 @@ def test_a_password_with_an_unencoded_slash_question_mark_or_hash_is_refused_uns
     with pytest.raises(ValueError, match="must be percent-encoded") as err:
         u.parse(url)
     assert "Xy-hidden" not in str(err.value) and "4711" not in str(err.value)
-    assert u.parse("mysql://db/x?ssl-ca=/certs/a@b/ca.pem").tls == {"ssl_ca": "/certs/a@b/ca.pem"}  # a value may hold @
+    # a value holding an '@' is given as %40: "app:8080?ssl-mode=x@db" cannot be told from a host,
+    # a port and a query, and echoed the password's tail (audit of 2026-12-07)
+    assert u.parse("mysql://db/x?ssl-ca=/certs/a%40b/ca.pem").tls == {"ssl_ca": "/certs/a@b/ca.pem"}
+    for url in ("mysql://db/x?ssl-ca=/certs/a@b/ca.pem", "mysql://app:8080?ssl-mode=Kw9pQ@127.0.0.1:3306/agents"):
+        with pytest.raises(ValueError, match="an '@' after the host part") as err:
+            u.parse(url)
+        assert "Kw9pQ" not in str(err.value) and "certs" not in str(err.value)
     with pytest.raises(ValueError, match="'#' has no meaning"):
         u.parse("mysql://app:pw@h/x#frag")
 
