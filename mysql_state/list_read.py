@@ -518,7 +518,7 @@ def check_many(t: Table, rows: Sequence[tuple], sid: str, value_keys: Sequence[s
         head = [(False, r[1], r[2]) for r in by_key.get(k, ()) if r[0] == 0]
         head += [(True, r[1], r[2]) for r in by_key.get(keys.hash_key(k), ())]
         found = values.value_of(t, sid, k, head, None)
-        if found is not None and not (found[2] and found[0] is None):
+        if found is not None and not found[3]:
             out[k] = found[:2]
         if seen is not None and len(head) == 1 and not head[0][0] and all(r[0] != 1 for r in by_key.get(k, ())):
             seen[k] = (int(head[0][2]), values.digest(head[0][1]))  # a single value: no list under it

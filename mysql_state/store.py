@@ -257,7 +257,7 @@ class MysqlAgentStateStore:
         'none yet'
         """
         found = self._read_value(user_id, session_id, key, type, consistency)
-        return default if found is None or (found[2] and found[0] is None) else found[0]
+        return default if found is None or found[3] else found[0]
 
     def get_versioned(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None, *,
                       consistency: str = "strong") -> VersionedState:
@@ -273,7 +273,7 @@ class MysqlAgentStateStore:
         found = self._read_value(user_id, session_id, key, type, consistency)
         return VersionedState(None, 0) if found is None else VersionedState(found[0], found[1])
 
-    def _read_value(self, user_id, session_id, key, model, consistency) -> Optional[tuple[Any, int, bool]]:
+    def _read_value(self, user_id, session_id, key, model, consistency) -> Optional[tuple[Any, int, bool, bool]]:
         t = self.table
         sid, k = args.key_ids(t, user_id, session_id, key)
         model = serde.check_type(model)

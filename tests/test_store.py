@@ -505,3 +505,16 @@ def test_a_mapping_str_or_bytes_is_not_a_list(store, raw, bad):
         store.save_list("u", "s", "m", bad)
     assert raw.rows("u:s") == []
     assert store.append_list("u", "s", "m", (x for x in [1, 2])) == 2  # other iterables still work
+
+
+def test_a_list_whose_first_item_is_null_reads_as_that_item_not_as_absent(store):
+    """get gave the default, get_many left the key out and a transaction's get the default for
+    a list whose first item is null, as for an empty list (audit of 2026-12-07): get reads item
+    0, and a stored null is None. An empty list still reads as absent."""
+    store.save_list("u", "s", "m", [None, "second"])
+    store.save_list("u", "s", "empty", [])
+    assert store.get("u", "s", "m", default="D") is None
+    assert store.get("u", "s", "empty", default="D") == "D"
+    assert store.get_many("u", "s", values=["m", "empty"], versioned=True) == {"m": (None, 1)}
+    assert store.transaction(lambda tx: (tx.get("u", "s", "m", default="D"), tx.get("u", "s", "empty", default="D"))) == (
+        None, "D")
