@@ -31,7 +31,7 @@ from .crypto import Keyring
 from .errors import SessionExistsError, StaleStateError
 from .history import HistoryItem
 from .list_write import ListWrite
-from .listsync import Plan
+from .listsync import ListHash, Plan
 from .locks import SessionLock
 from .memory import ListMemory
 from .pool import (
@@ -273,12 +273,19 @@ class MysqlAgentStateStore:
         found = self._read_value(user_id, session_id, key, type, consistency)
         return VersionedState(None, 0) if found is None else VersionedState(found[0], found[1])
 
-    def _read_value(self, user_id, session_id, key, model, consistency) -> Optional[tuple[Any, int, bool, bool]]:
+    def _read_value(self, user_id, session_id, key, model, consistency) -> Optional[value_engine.ValueRead]:
         t = self.table
         sid, k = args.key_ids(t, user_id, session_id, key)
         model = serde.check_type(model)
-        return self._db.run(lambda cur: value_engine.get(cur, t, sid, k, model), f"get {k!r}", write=False,
-                            consistency=consistency, session=sid)  # decoded inside: its errors are counted
+        found = self._db.run(lambda cur: value_engine.get(cur, t, sid, k, model), f"get {k!r}", write=False,
+                             consistency=consistency, session=sid)  # decoded inside: its errors are counted
+        # A list's hash row as seen (a compare-and-set on the version read checks it), or no list
+        # there now; value keys leave the hints (one entry per list) alone.
+        if consistency == "strong" and found is not None and found[4] is not None:
+            self._memory.hints.put((sid, k), t.sealer.usable(ListHash.parse(found[4]))[0])
+        elif consistency == "strong" and self._memory.hints.get((sid, k)) is not None:
+            self._memory.hints.put((sid, k), None)
+        return found
 
     def get_prefix(self, user_id: Optional[str], session_id: str, prefix: str = "", *, versioned: bool = False,
                    consistency: str = "strong") -> dict[str, Any]:

@@ -139,9 +139,13 @@ def compare_and_set(cur: Any, t: Table, sid: str, k: str, text: str, expected: i
     return write(cur, t, sid, k, text, expected)
 
 
-def get(cur: Any, t: Table, sid: str, k: str, model: Any) -> Optional[tuple[Any, int, bool, bool]]:
-    """One statement: (row 0's value, the key's version, is it a list, is it an empty list),
-    None when absent."""
+#: What a read of a key's row 0 (and hash row) found: (row 0's value, the key's version, is it a
+#: list, is it an empty list, the hash row's text).
+ValueRead = tuple[Any, int, bool, bool, Optional[str]]
+
+
+def get(cur: Any, t: Table, sid: str, k: str, model: Any) -> Optional[ValueRead]:
+    """One statement: :func:`value_of` of the key's row 0 and hash row; None when absent."""
     hk = keys.hash_key(k)
     cur.execute(t.statements["SELECT_VALUE"], (hk, sid, k, hk))
     return value_of(t, sid, k, cur.fetchall(), model)
@@ -154,11 +158,11 @@ def read_for_update(cur: Any, t: Table, sid: str, k: str) -> list:
     return cur.fetchall()
 
 
-def value_of(t: Table, sid: str, k: str, rows: Sequence[tuple], model: Any) -> Optional[tuple[Any, int, bool, bool]]:
+def value_of(t: Table, sid: str, k: str, rows: Sequence[tuple], model: Any) -> Optional[ValueRead]:
     """From rows ``(is hash row, state_data, version)`` of a key: (row 0's value, the key's
     version (a list's is its hash row's), is it a list, is it a list with no item 0: empty,
-    which reads as absent where a list whose first item is null reads as None), or None when
-    the key is absent."""
+    which reads as absent where a list whose first item is null reads as None, and the hash
+    row's text or None), or None when the key is absent."""
     listed = next((r for r in rows if r[0]), None)
     row0 = next((r for r in rows if not r[0]), None)
     if listed is None and row0 is None:
@@ -171,7 +175,7 @@ def value_of(t: Table, sid: str, k: str, rows: Sequence[tuple], model: Any) -> O
                 f"item 0 is missing; save the whole list again to repair it", sid, k)
     value = None if row0 is None else t.sealer.decode(sid, k, 0, row0[1], model)
     version = int(listed[2]) if listed is not None else int(row0[2])
-    return value, version, listed is not None, listed is not None and row0 is None
+    return value, version, listed is not None, listed is not None and row0 is None, listed[1] if listed else None
 
 
 def prefix_values(cur: Any, t: Table, sid: str, prefix: str) -> list[tuple[str, Any, int]]:

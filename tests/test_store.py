@@ -518,3 +518,14 @@ def test_a_list_whose_first_item_is_null_reads_as_that_item_not_as_absent(store)
     assert store.get_many("u", "s", values=["m", "empty"], versioned=True) == {"m": (None, 1)}
     assert store.transaction(lambda tx: (tx.get("u", "s", "m", default="D"), tx.get("u", "s", "empty", default="D"))) == (
         None, "D")
+
+
+def test_a_list_compare_and_set_with_the_version_get_versioned_read_goes_through(store, other):
+    """A worker that wrote the list at version 1, then read version 2 (another worker's save)
+    with get_versioned, had its compare-and-set on 2 refused: its memory of the list was still
+    version 1's (audit of 2026-12-07). A strong value read now updates it."""
+    store.save_list("u", "s", "m", [1])
+    other.save_list("u", "s", "m", [1, 2, 3])
+    version = store.get_versioned("u", "s", "m").version
+    assert version == 2 and store.save_list_if_version("u", "s", "m", [1, 2, 3, 4], version) == 3
+    assert other.get_list_versioned("u", "s", "m") == ([1, 2, 3, 4], 3)
