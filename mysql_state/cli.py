@@ -356,9 +356,16 @@ def hoist(argv: Sequence[str]) -> list[str]:
                 front.append(next(it, ""))
         elif a in GLOBAL_FLAGS:
             front.append(a)
+        elif a in DURATION_OPTIONS:  # its value joined, so that "-1d" reaches duration() (refused
+            value = next(it, None)  # there, naming the rule) instead of argparse reading an option
+            rest.append(a if value is None else f"{a}={value}")
         else:
             rest.append(a)
     return front + rest
+
+
+#: Options whose value is a duration (a negative one must reach :func:`duration` to be refused).
+DURATION_OPTIONS = ("--older-than", "--newer-than")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

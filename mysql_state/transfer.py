@@ -390,7 +390,7 @@ def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict
             except CorruptStateError as exc:
                 if is_sealed(row[3]):
                     raise ValueError(f"import: line {number} is a sealed row that does not open in this table "
-                                     f"(`{q('{t}')}`): it was sealed for another table, place or key ({exc}); "
+                                     f"({q('{t}')}): it was sealed for another table, place or key ({exc}); "
                                      "nothing was imported") from exc
                 raise ValueError(f"import: line {number} is not encrypted, and this store's keyring refuses plaintext "
                                  "rows (allow_plaintext=False): import it with a ring that allows them, then "

@@ -591,3 +591,14 @@ def test_save_many_and_the_save_list_report_from_the_shell(store, raw, url, data
                                         "delete_from": None}
     rep = cli(url, database, "save-list", "dora", "s1", "mem", "[1,2]")
     assert rep.stdout.strip() == "saved 2 items at 'mem' (shrink: 0 rows written, version 4)"
+
+
+def test_a_negative_duration_is_refused_naming_the_value_not_as_a_missing_argument(store, raw, url, database):
+    """argparse read "-1d" as an option ("expected one argument"), naming neither the value nor
+    the rule (audit of 2026-12-07); nothing is pruned either way."""
+    store.save("alice", "chat-1", "k", 1)
+    for argv in (("prune", "--older-than", "-1d", "--yes"), ("sessions", "--newer-than", "-2h")):
+        out = cli(url, database, *argv)
+        assert out.returncode == 2 and f"'{argv[2]}' is not a duration" in out.stderr, out.stderr
+    assert cli(url, database, "prune", "--older-than", "30d", "--yes").returncode == 0
+    assert store.exists("alice", "chat-1")
