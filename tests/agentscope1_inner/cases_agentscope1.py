@@ -19,6 +19,7 @@ from agentscope.agent import ReActAgent  # noqa: E402
 from agentscope.formatter import OpenAIChatFormatter  # noqa: E402
 from agentscope.memory import InMemoryMemory  # noqa: E402
 from agentscope.message import Msg, TextBlock, ToolUseBlock  # noqa: E402
+from agentscope.module import StateModule  # noqa: E402
 from agentscope.model import ChatModelBase, ChatResponse  # noqa: E402
 from agentscope.session import JSONSession  # noqa: E402
 from agentscope.token import CharTokenCounter  # noqa: E402
@@ -26,6 +27,15 @@ from agentscope.tool import Toolkit, ToolResponse  # noqa: E402
 
 from mysql_state.agentscope1 import SESSION_KEY, MysqlMemory, MysqlSession  # noqa: E402
 from mysql_state.aio import AsyncMysqlAgentStateStore  # noqa: E402
+
+
+class Holder(StateModule):
+    """A module with one registered state attribute, ``extra``."""
+
+    def __init__(self, extra):
+        super().__init__()
+        self.extra = extra
+        self.register_state("extra")
 
 
 def run(coro):
@@ -454,14 +464,6 @@ def test_a_modules_dict_that_looks_like_a_memory_reference_loads_back_as_it_was(
     """A module state holding {"__mysql_state_list__": <a memory's list key>} loaded back as
     that memory's messages (audit of 2026-12-07): such a dict is saved escaped, and loads back
     unchanged, as JSONSession gives it."""
-    from agentscope.module import StateModule
-
-    class Holder(StateModule):
-        def __init__(self, extra):
-            super().__init__()
-            self.extra = extra
-            self.register_state("extra")
-
     async def go():
         session, memory = MysqlSession(astore), InMemoryMemory()
         await memory.add(Msg("u", "x", "user"))
@@ -480,14 +482,6 @@ def test_marker_like_dicts_beside_a_memorys_content_load_back_as_jsonsession_giv
     """A state dict shaped like a memory (``content`` + ``_compressed_summary``) had its other
     keys saved unescaped (audit of 2026-12-07): a marker-like dict there loaded back as another
     memory's messages, or unwrapped. Now they are lifted as any dict's keys are."""
-    from agentscope.module import StateModule
-
-    class Holder(StateModule):
-        def __init__(self, extra):
-            super().__init__()
-            self.extra = extra
-            self.register_state("extra")
-
     async def go():
         with tempfile.TemporaryDirectory() as d:
             js, ms = JSONSession(save_dir=d), MysqlSession(astore)
