@@ -490,7 +490,9 @@ def append_many(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[
                 cur.execute(t.statements["COUNT_ITEMS"], (sid, k))
                 n = int(cur.fetchone()[0])
             hint = (seen or {}).get(k)
-            if n != want or (hint is not None and hint.n == n and rewritten(found.get(keys.hash_key(k)), hint)):
+            text = found.get(keys.hash_key(k))
+            gone = n == 0 and text is None  # deleted since: as empty as the empty list last seen
+            if n != want or (hint is not None and hint.n == n and not gone and rewritten(text, hint)):
                 raise StaleStateError(k, want, n, "length")
             out[k] = Appended(n, stored)
     rows: list[tuple[str, int, bytes]] = []

@@ -301,3 +301,13 @@ def test_the_async_twin(url, database, raw):
 
     assert asyncio.run(main()) == {"a": 2}
     assert check_list_rows(raw, "u:s", "a") == [1, 2]
+
+
+def test_append_at_zero_onto_an_empty_list_another_worker_deleted_goes_through(store, other):
+    """The empty list this process saved, deleted by another worker: absent is as empty, so an
+    append at length 0 goes through (it was refused once as "not the list last seen", audit of
+    2026-12-07)."""
+    store.save_list("u", "s", "k", [])
+    other.delete("u", "s", "k")
+    store.append_lists("u", "s", {"k": ["a"]}, at={"k": 0})
+    assert other.get_list_versioned("u", "s", "k").value == ["a"]
