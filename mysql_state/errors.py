@@ -147,9 +147,8 @@ class StaleStateError(MysqlStateError):
     def __init__(self, key: str, expected: int, stored: int, what: str = "version") -> None:
         if expected == stored:  # the same number, another list
             said = (f"key {key!r}: {what} {expected} is stored, but not the list this process last read or "
-                    f"wrote (another writer changed it since: perhaps leaving its {what} as it was, as the Java "
-                    "store's list save leaves the version and a copy over a deleted list can leave the length, "
-                    f"or moving it to {expected}, a {what} this process did not read itself); nothing was "
+                    f"wrote at it (another writer changed it and left its {what} as it was: the Java store's list "
+                    "save leaves the version, a copy over a deleted list can leave the length); nothing was "
                     "written: read the list again and retry")
         else:
             said = (f"key {key!r}: expected {what} {expected}, but {what} {stored} is stored "

@@ -46,6 +46,7 @@ class ListWrite:
     version: int = UNVERSIONED  # the list's version after the write
     damaged: bool = False  # a read found its rows damaged: the hash row cannot vouch for them
     hint: Optional[ListHash] = None  # the hash row this process last read or wrote
+    hint_version: Optional[int] = None  # the list's version then, when known
     #: This list's last speculation missed (another worker writes it): go the locked way
     #: (3 statements) rather than try a one-statement write bound to fail (5). Set and
     #: cleared by :func:`save`; the facade keeps it per list.
@@ -216,7 +217,10 @@ def save(cur: Any, t: Table, w: ListWrite, speculate: bool = True) -> Plan:
         # The version expected, but not the hash row this process last read or wrote: a
         # writer that does not move the version came between (the Java store's list save
         # rewrites the hash row's text only). One retry after a re-read, never a lost turn.
-        if w.expected != before or rewritten(row[0] if row else None, w.hint):
+        # A version this process did not see the list at (handed over by another worker): the
+        # hint cannot tell whether the list was rewritten at it; the version alone is compared.
+        seen_at = w.hint_version is None or w.hint_version == w.expected
+        if w.expected != before or (seen_at and rewritten(row[0] if row else None, w.hint)):
             raise StaleStateError(w.key, w.expected, before)
     if w.damaged:
         stored = None  # a read found its rows damaged: the hash row cannot vouch for them

@@ -48,6 +48,8 @@ class ListMemory:
     def __init__(self, snapshot_bytes: int) -> None:
         self.snapshots: LRU[Key, Snapshot] = LRU(max_bytes=snapshot_bytes, size_of=lambda s: s.nbytes)
         self.hints: LRU[Key, ListHash] = LRU(max_entries=HASH_HINTS)
+        #: The list's version when its hint was seen, where known (see :meth:`hint`).
+        self.hint_versions: LRU[Key, int] = LRU(max_entries=HASH_HINTS)
         self.missed: LRU[Key, bool] = LRU(max_entries=HASH_HINTS)
         self.values: LRU[Key, tuple[int, str]] = LRU(max_entries=HASH_HINTS)
         self.known: LRU[Key, Known] = LRU(max_bytes=snapshot_bytes, size_of=lambda k: k.nbytes)
@@ -89,21 +91,30 @@ class ListMemory:
         """A write that began at ``at`` (``time.monotonic()``) moved the catalog row of ``sid``."""
         self.touched.put(sid, at)
 
-    def saved(self, key: Key, snap: Optional[Snapshot], missed: bool = False, kind: str = "rewrite") -> None:
+    def hint(self, key: Key, stored: Optional[ListHash], version: Optional[int] = None) -> None:
+        """The list's hash row as last seen (None: forget it), and its version when known: a
+        compare-and-set on another version than the one this process saw the hint at cannot
+        tell anything from the hint (the version came from elsewhere), so it checks the
+        version only; None: not known, the hint is checked too."""
+        self.hints.put(key, stored)
+        self.hint_versions.put(key, version if stored is not None else None)
+
+    def saved(self, key: Key, snap: Optional[Snapshot], missed: bool = False, kind: str = "rewrite",
+              version: Optional[int] = None) -> None:
         """A list save wrote ``snap``: keep it, and its hash row as a hint for appends;
         ``missed``: its one-statement write missed (next time, the locked way); ``kind``: the
         plan's (what a read saw stays a base for the next read after an append only)."""
         if kind not in ("append", "unchanged"):
             self.known.drop(key)
         self.snapshots.put(key, snap)
-        self.hints.put(key, snap.hash if snap is not None else None)
+        self.hint(key, snap.hash if snap is not None else None, version)
         self.missed.put(key, True if missed else None)
         self.damaged.discard(key)
 
-    def read(self, key: Key, stored: Optional[ListHash]) -> None:
+    def read(self, key: Key, stored: Optional[ListHash], version: Optional[int] = None) -> None:
         """A strong read saw the whole list, whole, and its hash row ``stored`` (None: none this
         store reads): a damage an earlier read found is gone (repaired since)."""
-        self.hints.put(key, stored)
+        self.hint(key, stored, version)
         self.damaged.discard(key)
 
     def value(self, key: Key, seen: Optional[tuple[int, str]]) -> None:
@@ -120,7 +131,7 @@ class ListMemory:
             self.snapshots.put(key, snap)
         else:
             self.snapshots.drop(key)
-        self.hints.put(key, new_hash)
+        self.hint(key, new_hash)
 
     def replaced(self, sid: str, k: Optional[str] = None) -> None:
         """Key ``k`` of session ``sid`` (None: the whole session, as :meth:`forget_all_of`
@@ -138,6 +149,7 @@ class ListMemory:
         marks stay: the next save of a damaged list still rewrites it)."""
         self.snapshots.drop(key, session)
         self.hints.drop(key, session)
+        self.hint_versions.drop(key, session)
         self.missed.drop(key, session)
         self.values.drop(key, session)
         self.known.drop(key, session)

@@ -282,9 +282,9 @@ class MysqlAgentStateStore:
         # A list's hash row as seen (a compare-and-set on the version read checks it), or no list
         # there now; value keys leave the hints (one entry per list) alone.
         if consistency == "strong" and found is not None and found[4] is not None:
-            self._memory.hints.put((sid, k), t.sealer.usable(ListHash.parse(found[4]))[0])
+            self._memory.hint((sid, k), t.sealer.usable(ListHash.parse(found[4]))[0], found[1])
         elif consistency == "strong" and self._memory.hints.get((sid, k)) is not None:
-            self._memory.hints.put((sid, k), None)
+            self._memory.hint((sid, k), None)
         return found
 
     def get_prefix(self, user_id: Optional[str], session_id: str, prefix: str = "", *, versioned: bool = False,
@@ -375,12 +375,13 @@ class MysqlAgentStateStore:
         sid, k, items, blob = args.prepare_list(self.table, user_id, session_id, key, items, parameter)
         m, ck = self._memory, (sid, k)
         return ListWrite(sid, k, items, blob, m.snapshots.get(ck), expected=expected, damaged=ck in m.damaged,
-                         hint=m.hints.get(ck), missed=m.missed.get(ck) is not None)
+                         hint=m.hints.get(ck), hint_version=m.hint_versions.get(ck),
+                         missed=m.missed.get(ck) is not None)
 
     def _saved(self, w: ListWrite, plan: Plan) -> None:
         """Keep what a list save wrote (its snapshot, its hash row as a hint, whether its
         one-statement write missed), and count it."""
-        self._memory.saved((w.sid, w.key), w.new_snapshot, w.missed, plan.kind)
+        self._memory.saved((w.sid, w.key), w.new_snapshot, w.missed, plan.kind, w.version if w.version > 0 else None)
         self._metrics.saved(plan.kind, len(plan.upserts), sum(len(d) for _, d in plan.upserts))
 
     def save_many(self, user_id: Optional[str], session_id: str, values: Optional[Mapping[str, Any]] = None,
@@ -546,11 +547,11 @@ class MysqlAgentStateStore:
                 f"get_list {k!r}", write=False, consistency=consistency, session=sid)
         self._memory.read_kept((sid, k), learned)
         if consistency == "strong" and offset == 0 and limit is None:  # the whole list, found whole
-            self._memory.read((sid, k), stored)
+            self._memory.read((sid, k), stored, version)
         elif stored is not None and consistency == "strong":  # a replica's may be behind
-            self._memory.hints.put((sid, k), stored)
+            self._memory.hint((sid, k), stored, version)
         elif consistency != "strong" and stored != self._memory.hints.get((sid, k)):
-            self._memory.hints.put((sid, k), stored)  # the list changed (or the replica is behind): as seen
+            self._memory.hint((sid, k), stored)  # the list changed (or the replica is behind): as seen
         return items, version
 
     def get_many(self, user_id: Optional[str], session_id: str, values: Sequence[str] = (),
@@ -584,7 +585,7 @@ class MysqlAgentStateStore:
         else:  # a list seen otherwise than this process knew it (changed, or the replica is behind): as seen
             for k in list_keys:
                 if seen.get(k) != self._memory.hints.get((sid, k)):
-                    self._memory.hints.put((sid, k), seen.get(k))
+                    self._memory.hint((sid, k), seen.get(k))
         return {k: VersionedState(*vv) if versioned else vv[0] for k, vv in found.items()}
 
     def list_length(self, user_id: Optional[str], session_id: str, key: str, *, consistency: str = "strong") -> int:
@@ -688,7 +689,7 @@ class MysqlAgentStateStore:
             self._memory.replaced(sid, k)
         for key, written in hashes.items():  # committed: the hash rows its appends left
             if key in appended:
-                self._memory.hints.put(key, written)
+                self._memory.hint(key, written)
         return result
 
     def session_lock(self, user_id: Optional[str], session_id: str, timeout: Optional[float] = 10) -> SessionLock:

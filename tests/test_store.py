@@ -529,3 +529,26 @@ def test_a_list_compare_and_set_with_the_version_get_versioned_read_goes_through
     version = store.get_versioned("u", "s", "m").version
     assert version == 2 and store.save_list_if_version("u", "s", "m", [1, 2, 3, 4], version) == 3
     assert other.get_list_versioned("u", "s", "m") == ([1, 2, 3, 4], 3)
+
+
+def test_a_list_compare_and_set_with_a_version_another_worker_read_goes_through(store, other, raw):
+    """A worker that last saw the list at version 1 was refused a compare-and-set on version 2
+    that another worker read (its memory of version 1's hash row could not tell anything of
+    version 2); the version alone decides then. A hash row rewritten behind a version this
+    process did see (the Java store's list save leaves the version) is still refused."""
+    from mysql_state import StaleStateError
+
+    store.save_list("u", "s", "m", [1])
+    other.save_list("u", "s", "m", [1, 2, 3])
+    version = other.get_list_versioned("u", "s", "m").version
+    assert store.save_list_if_version("u", "s", "m", [1, 2, 3, 4], version) == 3
+    report = store.save_many("u", "s", lists={"m": [1, 2, 3, 4, 5]}, expected_versions={"m": 3})
+    assert report["m"].version == 4
+    other.save("u", "s", "m", "now a value")
+    assert store.save_list_if_version("u", "s", "m", [9], other.get_versioned("u", "s", "m").version) == 6
+    assert other.get_list("u", "s", "m") == [9]
+    # the hash row rewritten with its version left (as the Java store's list save does)
+    assert store.get_list_versioned("u", "s", "m").version == 6
+    raw.execute("UPDATE {t} SET state_data = 'rewritten' WHERE state_key = 'm:_hash'")
+    with pytest.raises(StaleStateError, match="not the list this process last read or wrote"):
+        store.save_list_report("u", "s", "m", [9, 10], expected_version=6)
