@@ -74,8 +74,6 @@ _LIST_REF = "__mysql_state_list__"
 _ESCAPED = "__mysql_state_escaped__"
 
 
-
-
 def _user(user_id: str) -> Optional[str]:
     return user_id or None  # JSONSession's "" (no user) is the store's anonymous user
 

@@ -172,7 +172,7 @@ def value_version(cur: Any, t: Table, sid: str, k: str, value: Any, model: Any) 
     statement: when the key no longer holds that value alone (another writer came between),
     0, which no compare-and-set over what is stored now accepts."""
     found = values.get(cur, t, sid, k, model)
-    return found[1] if found is not None and not found[2] and found[0] == value else 0
+    return found.version if found is not None and not found.is_list and found.value == value else 0
 
 
 def _get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int], model: Any,
@@ -518,8 +518,8 @@ def check_many(t: Table, rows: Sequence[tuple], sid: str, value_keys: Sequence[s
         head = [(False, r[1], r[2]) for r in by_key.get(k, ()) if r[0] == 0]
         head += [(True, r[1], r[2]) for r in by_key.get(keys.hash_key(k), ())]
         found = values.value_of(t, sid, k, head, None)
-        if found is not None and not found[3]:
-            out[k] = found[:2]
+        if found is not None and not found.empty:
+            out[k] = (found.value, found.version)
         if seen is not None and len(head) == 1 and not head[0][0] and all(r[0] != 1 for r in by_key.get(k, ())):
             seen[k] = (int(head[0][2]), values.digest(head[0][1]))  # a single value: no list under it
     for i, k in enumerate(list_keys):

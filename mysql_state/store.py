@@ -257,7 +257,7 @@ class MysqlAgentStateStore:
         'none yet'
         """
         found = self._read_value(user_id, session_id, key, type, consistency)
-        return default if found is None or found[3] else found[0]
+        return default if found is None or found.empty else found.value
 
     def get_versioned(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None, *,
                       consistency: str = "strong") -> VersionedState:
@@ -271,7 +271,7 @@ class MysqlAgentStateStore:
         VersionedState(value=None, version=0)
         """
         found = self._read_value(user_id, session_id, key, type, consistency)
-        return VersionedState(None, 0) if found is None else VersionedState(found[0], found[1])
+        return VersionedState(None, 0) if found is None else VersionedState(found.value, found.version)
 
     def _read_value(self, user_id, session_id, key, model, consistency) -> Optional[value_engine.ValueRead]:
         t = self.table
@@ -281,8 +281,8 @@ class MysqlAgentStateStore:
                              consistency=consistency, session=sid)  # decoded inside: its errors are counted
         # A list's hash row as seen (a compare-and-set on the version read checks it), or no list
         # there now; value keys leave the hints (one entry per list) alone.
-        if consistency == "strong" and found is not None and found[4] is not None:
-            self._memory.hint((sid, k), t.sealer.usable(ListHash.parse(found[4]))[0], found[1])
+        if consistency == "strong" and found is not None and found.is_list:
+            self._memory.hint((sid, k), t.sealer.usable(ListHash.parse(found.hash_text))[0], found.version)
         elif consistency == "strong" and self._memory.hints.get((sid, k)) is not None:
             self._memory.hint((sid, k), None)
         return found

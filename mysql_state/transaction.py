@@ -115,7 +115,7 @@ class Transaction:
         if found is None:
             self._absent.add((sid, k))
             return default
-        return default if found[3] else found[0]
+        return default if found.empty else found.value
 
     def get_list(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None, *,
                  offset: int = 0, limit: Optional[int] = None) -> list:

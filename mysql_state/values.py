@@ -10,7 +10,7 @@ list's hash row's.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Optional, Sequence
+from typing import Any, NamedTuple, Optional, Sequence
 
 from . import keys, sessions, sql
 from .errors import CorruptStateError, errno_of
@@ -139,9 +139,17 @@ def compare_and_set(cur: Any, t: Table, sid: str, k: str, text: str, expected: i
     return write(cur, t, sid, k, text, expected)
 
 
-#: What a read of a key's row 0 (and hash row) found: (row 0's value, the key's version, is it a
-#: list, is it an empty list, the hash row's text).
-ValueRead = tuple[Any, int, bool, bool, Optional[str]]
+class ValueRead(NamedTuple):
+    """What a read of a key's row 0 and hash row found."""
+
+    value: Any  # row 0's value (None: none)
+    version: int  # the key's (a list's is its hash row's)
+    empty: bool  # a list with no item 0: reads as absent (a list whose first item is null reads as None)
+    hash_text: Optional[str]  # the list's hash row (None: the key is a value)
+
+    @property
+    def is_list(self) -> bool:
+        return self.hash_text is not None
 
 
 def get(cur: Any, t: Table, sid: str, k: str, model: Any) -> Optional[ValueRead]:
@@ -159,10 +167,8 @@ def read_for_update(cur: Any, t: Table, sid: str, k: str) -> list:
 
 
 def value_of(t: Table, sid: str, k: str, rows: Sequence[tuple], model: Any) -> Optional[ValueRead]:
-    """From rows ``(is hash row, state_data, version)`` of a key: (row 0's value, the key's
-    version (a list's is its hash row's), is it a list, is it a list with no item 0: empty,
-    which reads as absent where a list whose first item is null reads as None, and the hash
-    row's text or None), or None when the key is absent."""
+    """From rows ``(is hash row, state_data, version)`` of a key: what they hold
+    (:class:`ValueRead`), or None when the key is absent."""
     listed = next((r for r in rows if r[0]), None)
     row0 = next((r for r in rows if not r[0]), None)
     if listed is None and row0 is None:
@@ -175,7 +181,7 @@ def value_of(t: Table, sid: str, k: str, rows: Sequence[tuple], model: Any) -> O
                 f"item 0 is missing; save the whole list again to repair it", sid, k)
     value = None if row0 is None else t.sealer.decode(sid, k, 0, row0[1], model)
     version = int(listed[2]) if listed is not None else int(row0[2])
-    return value, version, listed is not None, listed is not None and row0 is None, listed[1] if listed else None
+    return ValueRead(value, version, listed is not None and row0 is None, listed[1] if listed is not None else None)
 
 
 def prefix_values(cur: Any, t: Table, sid: str, prefix: str) -> list[tuple[str, Any, int]]:

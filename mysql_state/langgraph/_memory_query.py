@@ -15,6 +15,8 @@ import importlib.util
 import math
 from typing import Any, Callable, Optional, Sequence
 
+from .. import serde
+
 OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 
 
@@ -68,9 +70,9 @@ def _not_utf8(text: str) -> bool:
         return True
 
 
-#: The deepest a put's value may nest (the value itself is level 1): orjson writes 254 levels of
-#: arrays and objects, and the stored row wraps the value in one more.
-MAX_VALUE_DEPTH = 253
+#: The deepest a put's value may nest (the value itself is level 1): orjson writes
+#: ``serde.MAX_DEPTH`` levels of arrays and objects, and the stored row wraps the value in one more.
+MAX_VALUE_DEPTH = serde.MAX_DEPTH - 1
 
 
 def not_json(value: Any, path: str = "", depth: int = 1) -> Optional[str]:

@@ -517,8 +517,9 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 record["blobs"][ch] = version
                 if ch in new_versions:
                     blobs[layout.blob_key(ns, ch, new_versions[ch])] = to_row(self.serde, v)
-        omitted = [ch for ch, v in versions.items() if v is not None and ch not in values and ch not in new_versions]
-        if omitted and parent:
+        omitted = [ch for ch, v in versions.items()
+                   if v is not None and ch not in values and ch not in new_versions] if parent else []
+        if omitted:
             self._carry_over(thread, ns, parent, omitted, versions, record, plans, fresh)
         return thread, ns, record, blobs, plans
 
