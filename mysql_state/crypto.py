@@ -11,8 +11,10 @@ decrypt. The database's name is left out, so a backup restored under another nam
 
 Change detection hashes the plaintext JSON with keys derived from the ring (HMAC-SHA256 of a
 ring key and a label), recorded by id in the hash row, so the table holds no digest of the
-plaintext that could be matched against guesses. Needs the ``encryption`` extra
-(``cryptography``).
+plaintext that could be matched against guesses. Each list's digest key is bound to its place
+(the table, the session, the key: :meth:`Keyring.list_digest_key`), so two lists with the same
+items have unrelated hash rows: the table does not tell which lists are equal. Needs the
+``encryption`` extra (``cryptography``).
 
 >>> from mysql_state import MysqlAgentStateStore
 >>> ring = Keyring({"k1": os.urandom(32)}, current="k1")
@@ -33,6 +35,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import json
 import os
 import re
 from itertools import repeat
@@ -46,14 +49,37 @@ try:  # SIMD base64 (the encryption extra installs it): 2-3x binascii a row (iss
 except ImportError:  # pragma: no cover - exercised only without pybase64
     _b64decode = binascii.a2b_base64
 
-__all__ = ["Keyring", "RowCipher", "PREFIX", "is_sealed"]
+__all__ = ["Keyring", "RowCipher", "PREFIX", "is_sealed", "LIST_BOUND", "digest_kid", "list_bound"]
 
 PREFIX = "\x1eenc1:"
 KEY_BYTES = 32
 NONCE_BYTES = 12
 _KEY_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _DIGEST_LABEL = b"mysql-state/digest-key/v1"
+_LIST_LABEL = b"mysql-state/list-digest-key/v1\0"
+#: What a hash row's ``dk`` ends with when its digests are keyed for its list's place (a key id
+#: cannot hold ``/``): ``"k1/list"``. A ``dk`` without it (``"k1"``, written before 2026-12-07)
+#: was keyed for the whole table; it is read, and rewritten bound on the list's next write.
+LIST_BOUND = "/list"
 _NONCE, _SEALED = itemgetter(slice(None, NONCE_BYTES)), itemgetter(slice(NONCE_BYTES, None))
+
+
+def digest_kid(dk: str) -> str:
+    """The ring key id of a hash row's ``dk`` (what a message may show).
+
+    >>> digest_kid("k1/list"), digest_kid("k1")
+    ('k1', 'k1')
+    """
+    return dk[: -len(LIST_BOUND)] if dk.endswith(LIST_BOUND) else dk
+
+
+def list_bound(dk: Optional[str]) -> bool:
+    """Whether a hash row's ``dk`` says its digests are keyed for its list's place.
+
+    >>> list_bound("k1/list"), list_bound("k1"), list_bound(None)
+    (True, False, False)
+    """
+    return dk is not None and dk.endswith(LIST_BOUND)
 
 
 def is_sealed(text: Any) -> bool:
@@ -172,6 +198,22 @@ class Keyring:
     def digest_key(self, kid: str) -> Optional[bytes]:
         """The change-detection key derived from key ``kid`` (None when not in the ring)."""
         return self._digest_keys.get(kid)
+
+    def list_digest_key(self, kid: str, table: str, session_id: str, key: str) -> Optional[bytes]:
+        """The change-detection key of ONE list: :meth:`digest_key` of ``kid`` bound to the
+        list's place (HMAC-SHA256 over the table, the packed session id and the key, length
+        delimited as JSON, so no two places share one). None when ``kid`` is not in the ring.
+
+        >>> ring = Keyring({"k1": bytes(32)}, current="k1")
+        >>> a = ring.list_digest_key("k1", "t", "alice:c1", "memory")
+        >>> len(a), a == ring.list_digest_key("k1", "t", "bob:c1", "memory")
+        (32, False)
+        """
+        base = self._digest_keys.get(kid)
+        if base is None:
+            return None
+        return hmac.new(base, _LIST_LABEL + json.dumps([table, session_id, key]).encode("utf-8"),
+                        hashlib.sha256).digest()
 
     def __contains__(self, kid: object) -> bool:
         return kid in self._keys

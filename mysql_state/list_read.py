@@ -78,12 +78,14 @@ def crc_sum(texts: Sequence[str], start: int) -> int:
     return sum(crc(x.encode()) * i for i, x in enumerate(texts, start + 1))
 
 
-def known_of(t: Table, texts: Sequence[str], items: list, stored: Optional[ListHash]) -> Optional[Known]:
+def known_of(t: Table, sid: str, k: str, texts: Sequence[str], items: list,
+             stored: Optional[ListHash]) -> Optional[Known]:
     """What a whole read saw, to keep: the items' stored texts, the items decoded from them
     and the hash row read with them; None for what :func:`check_since` cannot use (no hash row
     of this store, or one keyed with a key this store lacks) and for lists of ``KEEP_LIST``
     items or fewer. The items are not opened again (:meth:`Sealer.kept_blob`)."""
-    if stored is None or len(texts) != stored.n or stored.n <= KEEP_LIST or t.sealer.digester_of(stored.dk) is None:
+    if (stored is None or len(texts) != stored.n or stored.n <= KEEP_LIST
+            or t.sealer.digester_of(stored.dk, sid, k) is None):
         return None
     return Known(len(texts), t.sealer.kept_blob(texts, items), crc_sum(texts, 0), stored.total)
 
@@ -124,7 +126,7 @@ def check_since(t: Table, items: Sequence[tuple], marked: Optional[str], sid: st
         return None
     version, count, lowest, highest, crc, text = head
     stored = ListHash.parse(text)
-    dig = t.sealer.digester_of(stored.dk) if stored is not None else None
+    dig = t.sealer.digester_of(stored.dk, sid, k) if stored is not None else None
     if stored is None or dig is None:
         return None
     n, m = stored.n, known.n
@@ -160,7 +162,7 @@ def get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int],
     if whole and not got[1] and len(got[0]) == 1:  # one row 0, no hash row: a value read as a list
         got = (got[0], value_version(cur, t, sid, k, got[0][0], model), *got[2:])
     if learned is not None and whole and model is None:
-        learned["known"] = known_of(t, got[3], got[0], got[2])
+        learned["known"] = known_of(t, sid, k, got[3], got[0], got[2])
     return got[:3]
 
 
@@ -445,7 +447,7 @@ def read_hash(cur: Any, t: Table, sid: str, k: str, *, lock: bool) -> tuple[Opti
     read it); a hash row keyed with a key this store lacks reads as None."""
     cur.execute(t.statements["LOCK_HASH_ROW" if lock else "SELECT_HASH_ROW"], (sid, keys.hash_key(k)))
     row = cur.fetchone()
-    return row, t.sealer.usable(ListHash.parse(row[0] if row else None))[0]
+    return row, t.sealer.usable(ListHash.parse(row[0] if row else None), sid, k)[0]
 
 
 def length(cur: Any, t: Table, sid: str, k: str, *, lock: bool = False, operation: Optional[str] = None) -> int:
@@ -457,7 +459,7 @@ def length(cur: Any, t: Table, sid: str, k: str, *, lock: bool = False, operatio
     row = cur.fetchone()
     stored = ListHash.parse(row[0] if row else None)
     if lock:
-        stored = t.sealer.usable(stored)[0]
+        stored = t.sealer.usable(stored, sid, k)[0]
     if stored is not None:
         return stored.n
     cur.execute(t.statements["COUNT_ITEMS"], (sid, k))
@@ -534,7 +536,7 @@ def check_many(t: Table, rows: Sequence[tuple], sid: str, value_keys: Sequence[s
             elif first_hash is not None:
                 got = _check_run(t, run, first_hash, sid, k, None)
                 if learned is not None:
-                    learned["known"] = known_of(t, [r[0] for r in run], got[0], got[2])
+                    learned["known"] = known_of(t, sid, k, [r[0] for r in run], got[0], got[2])
             elif not run:
                 continue
             elif cur is not None:  # items, no hash row: read again with their indexes

@@ -150,7 +150,7 @@ def _lock_hash(cur: Any, t: Table, sid: str, k: str) -> tuple[Optional[tuple], O
     """Lock the hash row: (the row or None, what it says if usable, its digester)."""
     cur.execute(t.statements["LOCK_HASH_ROW"], (sid, keys.hash_key(k)))
     row = cur.fetchone()
-    stored, dig = t.sealer.usable(ListHash.parse(row[0] if row else None))
+    stored, dig = t.sealer.usable(ListHash.parse(row[0] if row else None), sid, k)
     return row, stored, dig
 
 
@@ -198,7 +198,7 @@ def save(cur: Any, t: Table, w: ListWrite, speculate: bool = True) -> Plan:
     encode = lambda vs, start: serde.encode_items(vs, w.key, start, check=False)  # noqa: E731
     snap = w.snapshot
     if w.expected is None and speculate:
-        hint, hint_dig = t.sealer.usable(w.hint)
+        hint, hint_dig = t.sealer.usable(w.hint, w.sid, w.key)
         if hint is not None and not w.damaged and (snap is None or hint != snap.hash):
             plan = _speculate(cur, t, w, listsync.plan_on_hint(w.blob, w.values, hint, encode, hint_dig, snap), hint)
             if plan is not None:
@@ -238,7 +238,8 @@ def save(cur: Any, t: Table, w: ListWrite, speculate: bool = True) -> Plan:
         # (a row deleted by hand would otherwise never be repaired).
         cur.execute(t.statements["ITEMS_SHAPE"], (w.sid, w.key))
         if not rows_are_whole(*cur.fetchone(), stored):
-            plan, w.new_snapshot = _plan_per_item(cur, t, w.sid, w.key, w.values, w.blob, None, t.sealer.digester)
+            plan, w.new_snapshot = _plan_per_item(cur, t, w.sid, w.key, w.values, w.blob, None,
+                                                  t.sealer.digester_for(w.sid, w.key))
     created = apply(cur, t, w.sid, w.key, plan, w.values, hash_row_exists=row is not None)
     w.version = created or (before if plan.new_hash is None else before + 1)
     return plan
@@ -278,7 +279,7 @@ def _speculate_on_prefix(cur: Any, t: Table, w: ListWrite, planned: tuple[Plan, 
     plan = planned[0]
     args.check_upserts(t, w.key, plan, w.values)
     base = snap.hash
-    if t.sealer.usable(base)[0] is None or base.v != listsync.HASH_VERSION:
+    if t.sealer.usable(base, w.sid, w.key)[0] is None or base.v != listsync.HASH_VERSION:
         return None
     found = append_if_one_of(cur, t, w.sid, w.key, plan.upserts, base, [plan.digests[i] for i, _ in plan.upserts],
                              plan.new_hash, w.touch, w.riders, w.commit)
@@ -362,7 +363,7 @@ def append(cur: Any, t: Table, sid: str, k: str, datas: list[bytes], hint: Optio
     one statement leaves the catalog row (see :class:`ListWrite`). ``commit=True`` (the call
     is the whole transaction): that statement carries the COMMIT when the cursor can
     (``append_if_hash``'s ``commit``), one round trip in all."""
-    hint, hint_dig = t.sealer.usable(hint)
+    hint, hint_dig = t.sealer.usable(hint, sid, k)
     if hint is not None:
         new_hash = hint.extended(hint_dig.digests(datas, hint.n), hint_dig.empty)
         if append_if_hash(cur, t, sid, k, list(enumerate(datas, hint.n)), hint, new_hash, touch, commit=commit):
@@ -425,7 +426,7 @@ def _append_lists_one_trip(cur: Any, t: Table, sid: str, appends: Sequence[tuple
     rows: list[tuple[str, int, bytes]] = []
     held: list[tuple[str, str, str]] = []
     for k, datas in sorted(appends):  # hash rows in key order: locked in the locked way's order
-        stored, dig = t.sealer.usable(hints.get(k))
+        stored, dig = t.sealer.usable(hints.get(k), sid, k)
         if stored is None or at.get(k, stored.n) != stored.n:
             return None
         new_hash = stored.extended(dig.digests(datas, stored.n), dig.empty) if datas else stored
@@ -481,7 +482,7 @@ def append_many(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[
     locked = cur.fetchall()
     found = {r[0]: r[1] for r in locked}
     unversioned = {r[0] for r in locked if not int(r[2])}  # rows a writer unaware of versions left
-    usable = [t.sealer.usable(ListHash.parse(found.get(hk))) for hk in hash_keys]
+    usable = [t.sealer.usable(ListHash.parse(found.get(keys.hash_key(k))), sid, k) for k, _ in appends]
     out: dict[str, Appended] = {}
     for (k, _), (stored, _) in zip(appends, usable):  # every length checked before any write
         want = (at or {}).get(k)

@@ -544,7 +544,8 @@ def seed_of(seen: Snapshot, blob: bytes, stored: ListHash, dig: Digester) -> Opt
     bytes it covers (one ``memcmp``); else None (hash from the start)."""
     h = seen.hash
     end = 1 + h.plen
-    if (seen.dig is not dig or h.v != HASH_VERSION or stored.v != HASH_VERSION or not h.p
+    same_key = seen.dig is dig or (seen.dig.key, seen.dig.kid) == (dig.key, dig.kid)  # digesters are cached, not kept
+    if (not same_key or h.v != HASH_VERSION or stored.v != HASH_VERSION or not h.p
             or end > 1 + stored.plen or end > len(seen.blob)):
         return None
     return (seen.hasher, end) if blob.startswith(memoryview(seen.blob)[:end]) else None

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator, Optional
 import orjson
 
 from . import catalog, keys, listsync, sql, transfer
-from .crypto import is_sealed, well_formed
+from .crypto import digest_kid, is_sealed, well_formed
 from .errors import ALREADY_DONE_ERRNOS, DecryptionError, MigrationError, MysqlStateError
 from .table import Table
 from .listsync import Digester, ListHash
@@ -43,9 +43,10 @@ class Ctx:
     """What the steps need, from the connector ``db`` and the table context ``t``: ``run``
     (writes of the whole table: they name no session), ``q`` the renderer, the names, the
     collation chosen; for the doctor's repairs and re-encryption: the packet size and the
-    table's sealer (``plain`` opens a row, ``seal`` seals one, ``digester(kid)`` and
-    ``current`` the digesters of hash rows, ``keyring``: is there one); ``forget((sid, key))``
-    drops what the process remembers of a list rewritten."""
+    table's sealer (``plain`` opens a row, ``seal`` seals one, ``digester(dk, sid, key)`` and
+    ``current(sid, key)`` the digesters of a list's hash rows, ``current_dk`` the ``dk`` new
+    ones record, ``keyring``: is there one); ``forget((sid, key))`` drops what the process
+    remembers of a list rewritten."""
 
     def __init__(self, db: Any, t: Table, forget: Callable[..., None] = lambda *args, **kwargs: None) -> None:
         sealer = t.sealer
@@ -54,8 +55,9 @@ class Ctx:
         self.database, self.table, self.collation, self.packet = t.database, t.name, t.collation, t.max_allowed_packet
         self.plain: Callable[[str, str, int, Any], bytes] = sealer.open
         self.seal: Callable[[str, str, int, bytes], bytes] = sealer.seal
-        self.digester: Callable[[Optional[str]], Optional[Digester]] = sealer.digester_of
-        self.current: Digester = sealer.digester
+        self.digester: Callable[[Optional[str], str, str], Optional[Digester]] = sealer.digester_of
+        self.current: Callable[[str, str], Digester] = sealer.digester_for
+        self.current_dk: Optional[str] = sealer.current_dk
         self.keyring = sealer.encrypted
         self.forget = forget
 
@@ -451,7 +453,8 @@ def _list_problems(ctx: Ctx, sid: str, rows: list, opened: dict, fix: bool) -> l
                                   None if indexes == list(range(len(indexes))) else _GUESS))
             continue
         stored = ListHash.parse(head[0][1])
-        strays = _strays(ctx, stored, key, indexes, opened) if stored is not None and stored.n != len(items) else []
+        strays = (_strays(ctx, sid, stored, key, indexes, opened)
+                  if stored is not None and stored.n != len(items) else [])
         if indexes != list(range(len(items))) or strays:
             if strays:
                 p = DoctorFinding("list_rows", f"list {key!r} of {sid!r}: rows at item_index {_few(strays)} lie "
@@ -461,7 +464,7 @@ def _list_problems(ctx: Ctx, sid: str, rows: list, opened: dict, fix: bool) -> l
             else:
                 out.append(_fixed(ctx, fix, DoctorFinding("list_rows", f"list {key!r} of {sid!r}: item rows are at "
                                                     f"{_few(indexes)}, not 0..{len(items) - 1}", sid, key),
-                                  None if _proven_in_order(ctx, stored, key, indexes, opened) else
+                                  None if _proven_in_order(ctx, sid, stored, key, indexes, opened) else
                                   _GUESS if ctx.keyring or not any(opened.get((key, i)) is _SEALED for i in indexes) else
                                   "its items are sealed and this doctor has no keyring to check them"))
             continue
@@ -470,10 +473,11 @@ def _list_problems(ctx: Ctx, sid: str, rows: list, opened: dict, fix: bool) -> l
         datas = [opened.get((key, i)) for i in indexes]
         if any(d is None for d in datas):
             continue  # reported as json or sealed; not repairable here
-        dig = ctx.digester(stored.dk)
+        dig = ctx.digester(stored.dk, sid, key)
         if dig is None and ctx.keyring:
             out.append(DoctorFinding("hash_row", f"list {key!r} of {sid!r}: its hash row's digests are under key id "
-                                                 f"{stored.dk!r}, which the keyring lacks, so nothing can check its "
+                                                 f"{digest_kid(stored.dk or '')!r}, which the keyring lacks, so "
+                                                 "nothing can check its "
                                                  "items against it (not fixed: give the keyring that key, then "
                                                  "doctor(fix=True); or save the list again)", sid, key))
             continue
@@ -497,33 +501,35 @@ _GUESS = ("nothing proves which rows are the list, and renumbering them would sh
           "checkpoint refers to log items by position): restore the list from a backup, or save it again")
 
 
-def _proves(ctx: Ctx, stored: ListHash, datas: list) -> bool:
+def _proves(ctx: Ctx, sid: str, key: str, stored: ListHash, datas: list) -> bool:
     """Whether a hash row of this store proves ``datas`` (items ``0..n-1``, in order) the list
     it records: the store has its digest key, every item was opened (none unreadable, none
     sealed beyond this doctor's keyring), and its count and digests, which depend on each
     item's position, agree (:func:`listsync.verify`)."""
-    dig = ctx.digester(stored.dk)
+    dig = ctx.digester(stored.dk, sid, key)
     return dig is not None and not any(d is None or d is _SEALED for d in datas) and listsync.verify(stored, datas, dig)
 
 
-def _proven_in_order(ctx: Ctx, stored: Optional[ListHash], key: str, indexes: list[int], opened: dict) -> bool:
+def _proven_in_order(ctx: Ctx, sid: str, stored: Optional[ListHash], key: str, indexes: list[int],
+                     opened: dict) -> bool:
     """Whether the rows of a list, renumbered ``0..n-1`` in the order of their indexes, are the
     list its hash row (this store's) records (a row stored at a wrong index, in order)."""
-    return stored is not None and _proves(ctx, stored, [opened.get((key, i)) for i in indexes])
+    return stored is not None and _proves(ctx, sid, key, stored, [opened.get((key, i)) for i in indexes])
 
 
 def _few(indexes: list[int]) -> str:
     return str(indexes[:8])[:-1] + (", ...]" if len(indexes) > 8 else "]")
 
 
-def _strays(ctx: Ctx, stored: Optional[ListHash], key: str, indexes: list[int], opened: dict) -> list[int]:
+def _strays(ctx: Ctx, sid: str, stored: Optional[ListHash], key: str, indexes: list[int],
+            opened: dict) -> list[int]:
     """The rows of a list its hash row (this store's) does not count, when the rows it counts,
     ``0..n-1``, are all there and its digests prove them the list saved; else [] (nothing
     proves which rows are the list)."""
     if stored is None:
         return []
     inside = [i for i in indexes if 0 <= i < stored.n]
-    if inside != list(range(stored.n)) or not _proves(ctx, stored, [opened.get((key, i)) for i in inside]):
+    if inside != list(range(stored.n)) or not _proves(ctx, sid, key, stored, [opened.get((key, i)) for i in inside]):
         return []
     return [i for i in indexes if not 0 <= i < stored.n]
 
@@ -590,11 +596,11 @@ def relist(cur: Any, ctx: Ctx, sid: str, k: str, skip: Callable[[Optional[str]],
     cur.execute(ctx.q(sql.RELIST_ITEMS), (sid, k))
     have = cur.fetchall()
     datas = [_open_item(ctx, sid, k, r[0], p, r[1]) for p, r in enumerate(have)]
-    if whole_only and not whole(ctx, head[0] if head is not None else None, [r[0] for r in have], datas):
+    if whole_only and not whole(ctx, sid, k, head[0] if head is not None else None, [r[0] for r in have], datas):
         return 0
     if require_json and not all(_is_json(d) for d in datas):
         raise ValueError(f"list {k!r} of {sid!r} has an item that is not JSON")
-    dig = ctx.current
+    dig = ctx.current(sid, k)
     new_hash, _ = listsync.full_snapshot(b"[" + b",".join(datas) + b"]", datas, dig.digests(datas), dig)
     rows = [(k, i, ctx.seal(sid, k, i, d)) for i, d in enumerate(datas)] + [(hk, 0, new_hash.to_json())]
     for statement, params in sql.upsert_rows((ctx.q(sql.UPSERT_ROWS_HEAD), ctx.q(sql.RELIST_KEEP_TAIL)), sid, rows,
@@ -610,7 +616,7 @@ def relist(cur: Any, ctx: Ctx, sid: str, k: str, skip: Callable[[Optional[str]],
     return len(rows)
 
 
-def whole(ctx: Ctx, head: Optional[str], indexes: list[int], datas: list[bytes]) -> bool:
+def whole(ctx: Ctx, sid: str, key: str, head: Optional[str], indexes: list[int], datas: list[bytes]) -> bool:
     """Whether a list's rows are the list its hash row describes: items ``0..n-1`` with no gap,
     and, under a hash row of this store, ``n`` of them whose digests it proves (with the digest
     key it names, which the store must have). A hash row of another writer (the Java store's)
@@ -621,7 +627,7 @@ def whole(ctx: Ctx, head: Optional[str], indexes: list[int], datas: list[bytes])
     stored = ListHash.parse(head)
     if stored is None:
         return not ListHash.damaged(head)
-    return _proves(ctx, stored, datas)
+    return _proves(ctx, sid, key, stored, datas)
 
 
 def _fixed(ctx: Ctx, fix: bool, p: DoctorFinding, unsafe: Optional[str] = None) -> DoctorFinding:

@@ -22,7 +22,7 @@ import warnings
 from typing import Any, Callable, Optional
 
 from . import keys, sql
-from .crypto import PREFIX
+from .crypto import PREFIX, digest_kid
 from .errors import MysqlStateWarning, caller_stacklevel
 from .listsync import ListHash
 from .migrations import Ctx, relist
@@ -36,7 +36,7 @@ def reencrypt(ctx: Ctx, batch: int, progress: Optional[Callable[[int], None]] = 
     """Rewrite what is not under the current key; returns the rows rewritten (0: nothing to do).
 
     ``ctx`` carries the store's keyring (``seal``, ``plain``, ``current``: see :class:`Ctx`)."""
-    current = ctx.current.kid
+    current = ctx.current_dk or ""  # "<key id>/list": digests keyed for their list (crypto.LIST_BOUND)
     marker = f'"dk":"{current}"'
     done = 0
     position = _START
@@ -66,7 +66,7 @@ def reencrypt(ctx: Ctx, batch: int, progress: Optional[Callable[[int], None]] = 
         if len(rows) < batch:
             break
         position = _position(rows[-1])
-    sealed_prefix = f"{PREFIX}{current}:"
+    sealed_prefix = f"{PREFIX}{digest_kid(current)}:"
     position = _START
     scan_rows, reseal = ctx.q(sql.REENCRYPT_ROWS), ctx.q(sql.RESEAL_ROW)
     while True:  # values and items: a batch per transaction

@@ -282,7 +282,7 @@ class MysqlAgentStateStore:
         # A list's hash row as seen (a compare-and-set on the version read checks it), or no list
         # there now; value keys leave the hints (one entry per list) alone.
         if consistency == "strong" and found is not None and found.is_list:
-            self._memory.hint((sid, k), t.sealer.usable(ListHash.parse(found.hash_text))[0], found.version)
+            self._memory.hint((sid, k), t.sealer.usable(ListHash.parse(found.hash_text), sid, k)[0], found.version)
         elif consistency == "strong" and self._memory.hints.get((sid, k)) is not None:
             self._memory.hint((sid, k), None)
         return found

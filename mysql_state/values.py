@@ -174,7 +174,7 @@ def value_of(t: Table, sid: str, k: str, rows: Sequence[tuple], model: Any) -> O
     if listed is None and row0 is None:
         return None
     if row0 is None and listed is not None:  # a list with no item 0: empty, or damaged
-        stored = t.sealer.usable(ListHash.parse(listed[1]))[0]
+        stored = t.sealer.usable(ListHash.parse(listed[1]), sid, k)[0]
         if stored is not None and stored.n:
             raise CorruptStateError(
                 f"list {k!r} of session {sid!r} is damaged: its hash row says {stored.n} items, but "

@@ -74,18 +74,120 @@ def test_values_and_items_are_sealed_and_read_back(open_store, raw):
     assert s.pop_list("alice", "c1", "memory") == msgs(1, 6)[0]
 
 
+def hash_row(raw: Raw, sid: str, key: str = "memory") -> dict:
+    return orjson.loads(raw.query("SELECT state_data FROM {t} WHERE session_id=%s AND state_key=%s",
+                                  (sid, f"{key}:_hash"))[0][0])
+
+
+def bound(r: Keyring, kid: str, sid: str, key: str, table: str = "agentscope_sessions") -> Digester:
+    """The digester of one list's hash row, derived here from the ring as the docs say."""
+    return Digester(r.list_digest_key(kid, table, sid, key), kid + "/list")
+
+
 def test_hash_rows_hold_keyed_digests_only(open_store, raw):
     a, b = open_store(ring("k1")), open_store(ring("k2"))
     a.save_list("alice", "c1", "memory", msgs(3))
     b.save_list("alice", "c2", "memory", msgs(3))
-    h1, h2 = (orjson.loads(raw.query("SELECT state_data FROM {t} WHERE session_id=%s AND state_key='memory:_hash'",
-                                     (sid,))[0][0]) for sid in ("alice:c1", "alice:c2"))
-    assert h1["dk"] == "k1" and h2["dk"] == "k2"
+    h1, h2 = hash_row(raw, "alice:c1"), hash_row(raw, "alice:c2")
+    assert h1["dk"] == "k1/list" and h2["dk"] == "k2/list"
     assert (h1["sum"], h1["ph"]) != (h2["sum"], h2["ph"])  # other keys, other digests of the same list
     datas = [orjson.dumps(m) for m in msgs(3)]
     assert not verify(ListHash.parse(orjson.dumps(h1).decode()), datas)  # not the plain digests
-    keyed = Digester(ring("k1").digest_key("k1"), "k1")
-    assert verify(ListHash.parse(orjson.dumps(h1).decode()), datas, keyed)
+    table_wide = Digester(ring("k1").digest_key("k1"), "k1")
+    assert not verify(ListHash.parse(orjson.dumps(h1).decode()), datas, table_wide)
+    assert verify(ListHash.parse(orjson.dumps(h1).decode()), datas, bound(ring("k1"), "k1", "alice:c1", "memory"))
+
+
+def test_equal_lists_of_two_users_have_unrelated_hash_rows(open_store, raw):
+    """Someone who reads the table and makes the application store a list of their choosing
+    (a chat message) must not learn whether another user's list holds the same: with one
+    digest key for the whole table, equal lists had equal sums and checkpoints."""
+    s = open_store(ring("k1"))
+    guess = [{"role": "user", "content": "my PIN is 4821"}]
+    s.save_list("mallory", "c1", "memory", guess)
+    s.save_list("alice", "c1", "memory", guess)
+    s.save_list("alice", "c1", "other", guess)
+    s.append_list("mallory", "c2", "memory", guess)  # the one-statement append path too
+    s.append_list("alice", "c2", "memory", guess)
+    rows = [hash_row(raw, sid, key) for sid, key in
+            (("mallory:c1", "memory"), ("alice:c1", "memory"), ("alice:c1", "other"),
+             ("mallory:c2", "memory"), ("alice:c2", "memory"))]
+    assert len({r["sum"] for r in rows}) == len(rows), rows
+    assert len({(r["ph"], r["psum"]) for r in rows}) == len(rows), rows
+    assert s.get_list("alice", "c1", "memory") == guess and s.get_list("alice", "c2", "memory") == guess
+    assert s.doctor() == []
+
+
+def test_a_hash_row_keyed_for_the_whole_table_reads_and_is_bound_at_the_next_write(open_store, raw):
+    """Hash rows written before 2026-12-07 were keyed for the whole table (``"dk": "k1"``):
+    they read and check as before, and the list's next write rewrites the hash row keyed for
+    the list; reencrypt rewrites the others."""
+    from mysql_state.listsync import full_snapshot
+
+    s = open_store(ring("k1"))
+    s.save_list("alice", "c1", "memory", msgs(40))
+    s.save_list("alice", "c2", "memory", msgs(3))
+    old = Digester(ring("k1").digest_key("k1"), "k1")
+    for sid, n in (("alice:c1", 40), ("alice:c2", 3)):
+        datas = [orjson.dumps(m) for m in msgs(n)]
+        legacy = full_snapshot(b"[" + b",".join(datas) + b"]", datas, old.digests(datas), old)[0]
+        raw.execute("UPDATE {t} SET state_data=%s WHERE session_id=%s AND state_key='memory:_hash'",
+                    (legacy.to_json().decode(), sid))
+        assert hash_row(raw, sid)["dk"] == "k1"
+    fresh = open_store(ring("k1"))  # a process that remembers nothing of them
+    assert fresh.get_list("alice", "c1", "memory") == msgs(40)
+    assert fresh.get_list("alice", "c1", "memory", offset=-2) == msgs(2, 38)
+    assert fresh.doctor() == []
+    assert fresh.append_list("alice", "c1", "memory", msgs(1, 40)) == 41
+    head = hash_row(raw, "alice:c1")
+    assert head["dk"] == "k1/list"
+    assert verify(ListHash.parse(orjson.dumps(head).decode()), [orjson.dumps(m) for m in msgs(41)],
+                  bound(ring("k1"), "k1", "alice:c1", "memory"))
+    assert fresh.get_list("alice", "c1", "memory") == msgs(41)
+    assert hash_row(raw, "alice:c2")["dk"] == "k1"  # not written since: as it was
+    assert fresh.reencrypt() == 1 + 3  # its hash row bound, its items sealed again by the same pass
+    assert hash_row(raw, "alice:c2")["dk"] == "k1/list"
+    assert fresh.reencrypt() == 0
+    assert fresh.get_list("alice", "c2", "memory") == msgs(3) and fresh.doctor() == []
+
+
+def test_a_forked_list_has_its_hash_row_keyed_for_its_new_place(open_store, raw):
+    s = open_store(ring("k1"))
+    s.save_list("alice", "c1", "memory", msgs(30))
+    s.save("alice", "c1", "v", SECRET)
+    s.fork("alice", "c1", "c2", new_user_id="bob")
+    src, dst = hash_row(raw, "alice:c1"), hash_row(raw, "bob:c2")
+    assert dst["dk"] == "k1/list" and dst["n"] == 30 and dst["sum"] != src["sum"]
+    assert verify(ListHash.parse(orjson.dumps(dst).decode()), [orjson.dumps(m) for m in msgs(30)],
+                  bound(ring("k1"), "k1", "bob:c2", "memory"))
+    assert s.doctor() == []
+    fresh = open_store(ring("k1"))
+    assert fresh.get_list("bob", "c2", "memory") == msgs(30)
+    assert fresh.append_list("bob", "c2", "memory", msgs(1, 30)) == 31
+    fresh.save_list("bob", "c2", "memory", msgs(32))
+    assert fresh.get_list("bob", "c2", "memory") == msgs(32) and fresh.get_list("alice", "c1", "memory") == msgs(30)
+    assert fresh.doctor() == []
+
+
+def test_a_damaged_list_stays_visibly_damaged_in_a_fork(open_store, raw):
+    """Keying the copy's hash row anew must not vouch for items its source's did not prove."""
+    s = open_store(ring("k1"))
+    s.save_list("alice", "c1", "memory", msgs(5))
+    s.save_list("alice", "c9", "memory", msgs(5, 100))
+    raw.execute("UPDATE {t} a JOIN {t} b ON b.session_id='alice:c9' AND b.state_key='memory' AND b.item_index=2"
+                " SET a.state_data=b.state_data WHERE a.session_id='alice:c1' AND a.state_key='memory'"
+                " AND a.item_index=2")  # a row moved by hand: it does not open in its new place
+    before = {p.session_id for p in s.doctor()}
+    assert "alice:c1" in before
+    s2 = open_store(ring("k1"))
+    with pytest.raises(DecryptionError):
+        s2.fork("alice", "c1", "c2")
+    raw.execute("UPDATE {t} SET state_data=%s WHERE session_id='alice:c1' AND state_key='memory'"
+                " AND item_index=2", (s2.table.sealer.seal("alice:c1", "memory", 2, b'{"changed":1}').decode(),))
+    assert "alice:c1" in {p.session_id for p in s2.doctor()}  # sealed right, but not the list saved
+    s2.fork("alice", "c1", "c3")
+    assert hash_row(raw, "alice:c3") == hash_row(raw, "alice:c1")  # left as copied: proves nothing there
+    assert "alice:c3" in {p.session_id for p in s2.doctor()}
 
 
 def test_incremental_paths_encrypt_only_what_they_write(open_store, raw, monkeypatch):
@@ -231,7 +333,7 @@ def test_rotation_loses_nothing_beside_writers_on_the_old_ring(open_store, raw):
         assert items[:5] == msgs(5) and len(items) == written.get(f"c{i}", 5)
         assert newest.get("alice", f"c{i}", "v") == i
     assert all(r[3].startswith(PREFIX + "k2:") for r in raw.rows() if not r[1].endswith(":_hash"))
-    assert all('"dk":"k2"' in r[3] for r in raw.rows() if r[1].endswith(":_hash"))
+    assert all('"dk":"k2/list"' in r[3] for r in raw.rows() if r[1].endswith(":_hash"))
 
 
 def test_keyring_rules_and_no_key_in_any_message(monkeypatch):
@@ -452,7 +554,7 @@ def test_a_list_written_before_encryption_gets_keyed_digests_at_its_next_write(o
     sealed = open_store(ring("k1"))
     sealed.append_list("alice", "pre", "m", [{"pin": "4821"}])
     head = orjson.loads(raw.query("SELECT state_data FROM {t} WHERE session_id = 'alice:pre' AND state_key = 'm:_hash'")[0][0])
-    assert head.get("dk") == "k1", head  # keyed now: nothing to match a guess against
+    assert head.get("dk") == "k1/list", head  # keyed now (for this list): nothing to match a guess against
     assert sealed.get_list("alice", "pre", "m") == [{"pin": "0000"}, {"pin": "4821"}]
     assert "4821" not in str(raw.rows("alice:pre"))
 

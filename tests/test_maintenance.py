@@ -69,7 +69,7 @@ def test_reencrypt_keeps_activity_times_and_versions(open_store, raw):
     rotated = open_store(ring("k2", "k1"))
     assert rotated.reencrypt() == 2 * (len(MSGS) + 2)  # per session: the hash row, its items, the value
     assert all(r[3].startswith(PREFIX + "k2:") for r in raw.rows() if not r[1].endswith(":_hash"))
-    assert all('"dk":"k2"' in r[3] for r in raw.rows() if r[1].endswith(":_hash"))
+    assert all('"dk":"k2/list"' in r[3] for r in raw.rows() if r[1].endswith(":_hash"))
     assert {sid: activity(raw, sid) for sid in before} == before  # versions and times, catalog included
 
     assert rotated.prune(dt.timedelta(days=30)).sessions == 1  # the idle session is still idle
