@@ -7,8 +7,11 @@ never by message text, and chained with ``from`` so the original stays visible.
 
 from __future__ import annotations
 
+import contextlib
 import ssl
-from typing import Optional, Sequence
+from typing import Iterator, Optional, Sequence
+
+import pymysql
 
 __all__ = [
     "MysqlStateError",
@@ -263,12 +266,45 @@ PACKET_TOO_LARGE = 1153
 SSL_CONNECTION_ERROR = 2026
 
 
+def is_driver_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is the driver's (pymysql's): the only exceptions :func:`translate` maps
+    by number; anything else (an ``OSError`` whose ``args[0]`` is an OS error number, a bug) is
+    never taken for a server error.
+
+    >>> is_driver_error(pymysql.err.OperationalError(2013, "lost")), is_driver_error(OSError(104, "reset"))
+    (True, False)
+    """
+    return isinstance(exc, pymysql.err.Error)
+
+
 def errno_of(exc: BaseException) -> Optional[int]:
-    """The error number pymysql put in ``exc.args[0]``, or None."""
+    """The error number pymysql put in ``exc.args[0]`` of a driver error, else None.
+
+    >>> errno_of(pymysql.err.OperationalError(1213, "deadlock")), errno_of(OSError(104, "reset"))
+    (1213, None)
+    """
     args = getattr(exc, "args", ())
-    if args and isinstance(args[0], int):
+    if args and isinstance(args[0], int) and isinstance(exc, pymysql.err.Error):
         return args[0]
     return None
+
+
+@contextlib.contextmanager
+def translating(what: str) -> Iterator[None]:
+    """The choke point: a driver error raised in the block leaves it as the
+    :class:`MysqlStateError` :func:`translate` maps it to, chained ``from`` it; anything else
+    passes as it is.
+
+    >>> with translating("get 'plan'"):
+    ...     raise pymysql.err.OperationalError(1205, "Lock wait timeout exceeded")
+    Traceback (most recent call last):
+        ...
+    mysql_state.errors.ConflictError: get 'plan': ...
+    """
+    try:
+        yield
+    except pymysql.err.Error as exc:
+        raise translate(exc, what) from exc
 
 
 #: TLS errors that only say the other end closed the connection (an end of file, a close

@@ -32,7 +32,7 @@ from .errors import (
     QueryError,
     StoreClosedError,
     errno_of,
-    translate,
+    translating,
 )
 
 __all__ = ["SessionLock", "lock_name", "check_leases"]
@@ -129,7 +129,7 @@ class SessionLock:
         c = self.connector
         if c.closed:
             raise StoreClosedError(f"{what}: {c.name} is closed; it opens no new connection")
-        last: Optional[BaseException] = None
+        last: Optional[BaseException] = None  # the last host's refusal (a driver error)
         for host in c.hosts.order():
             make = getattr(host.read_pool, "steady_connection", None)
             if make is None:
@@ -137,26 +137,24 @@ class SessionLock:
                 return held, held.__enter__(), True
             try:
                 con = make()
-            except Exception as exc:  # noqa: BLE001 - sorted by error number below
-                if errno_of(exc) is None:
-                    raise
-                last = translate(exc, what)
-                last.__cause__ = exc
-                if errno_of(exc) in CONNECT_ERRNOS:
-                    c.hosts.mark_down(host)
-                    continue
-                raise last from exc
+            except Exception as exc:  # noqa: BLE001 - a host that refuses: the next one
+                if errno_of(exc) not in CONNECT_ERRNOS:
+                    with translating(what):
+                        raise
+                c.hosts.mark_down(host)
+                last = exc
+                continue
             raw = getattr(con, "dbapi_connection", con)
             try:
-                raw.autocommit(True)
-            except Exception as exc:  # noqa: BLE001
+                with translating(what):
+                    raw.autocommit(True)
+            except BaseException:
                 con.close()
-                if errno_of(exc) is None:
-                    raise
-                raise translate(exc, what) from exc
+                raise
             return con, raw, False
         if last is not None:
-            raise last
+            with translating(what):
+                raise last
         raise QueryError(f"{what}: {c.name} has no host to take the lock on")
 
     def _acquire(self, raw: Any, what: str) -> None:
@@ -168,13 +166,9 @@ class SessionLock:
                 if self.abandoned is not None and self.abandoned.is_set():
                     raise LockTimeoutError(f"session {self.session_id!r}: the wait for its lock was given up")
                 wait = slice_ if deadline is None else max(0.0, min(slice_, deadline - time.monotonic()))
-                try:
+                with translating(what):
                     cur.execute(sql.GET_LOCK, (self.name, wait))
                     got = cur.fetchone()[0]
-                except Exception as exc:
-                    if errno_of(exc) is None:
-                        raise
-                    raise translate(exc, what) from exc
                 if got == 1:
                     return
                 if got is None:

@@ -42,8 +42,10 @@ from .errors import (
     ServerUnavailableError,
     StoreClosedError,
     errno_of,
+    is_driver_error,
     tls_failure,
     translate,
+    translating,
 )
 from . import url as _url
 from .hosts import Host, HostPools, host_name
@@ -75,10 +77,6 @@ class Stats:
     retries_by_errno: dict = field(default_factory=dict)  # e.g. {1213: 3, 1062: 5}
     replica_reads: int = 0  # reads a replica served (consistency "eventual"/"session")
     replica_fallbacks: int = 0  # such reads the primary served (no replica answered, or behind)
-
-
-def _is_driver_error(exc: BaseException) -> bool:
-    return isinstance(exc, pymysql.err.Error)
 
 
 class Observer(Protocol):
@@ -199,7 +197,7 @@ class Connector:
                         time.sleep(delay)
                         delay = min(delay * 2, 0.05)
                         continue
-                    if _is_driver_error(exc):
+                    if is_driver_error(exc):
                         _drop_idle_cache_context(exc)
                         raise translate(exc, what) from exc
                     raise
@@ -315,7 +313,7 @@ class Connector:
                     self.hosts.mark_up(host)
                     return result
                 except BaseException as exc:
-                    driver = _is_driver_error(exc)
+                    driver = is_driver_error(exc)
                     errno = errno_of(exc) if driver else None
                     lost = errno in CONNECTION_ERRNOS and tls_failure(exc) is None
                     unready = errno in UNAVAILABLE_ERRNOS  # the host answers but cannot serve
@@ -408,12 +406,8 @@ class Connector:
         broken = True
         try:
             raw = _raw(con)
-            try:
+            with translating(what):
                 _reconnect_if_closed(raw)
-            except Exception as exc:
-                if _is_driver_error(exc):
-                    raise translate(exc, what) from exc
-                raise
             yield raw
             broken = False
         finally:
@@ -586,7 +580,7 @@ class _Cursor:
             if before is not None:
                 self._cur.nextset()  # the statement's own result (its error is raised here)
         except Exception as exc:
-            if _is_driver_error(exc) and errno_of(exc) not in CONNECTION_ERRNOS:
+            if is_driver_error(exc) and errno_of(exc) not in CONNECTION_ERRNOS:
                 flight.on = flight.committing = False  # the server stopped before the COMMIT
             raise
         got = (int(self._cur.lastrowid or 0), int(self._cur.rowcount or 0))
@@ -672,7 +666,7 @@ def _reconnect_if_closed(raw: Any) -> None:
         try:
             raw.connect()
         except Exception as exc:  # noqa: BLE001
-            if _is_driver_error(exc):
+            if is_driver_error(exc):
                 raise
             raise ServerUnavailableError(f"could not reconnect: {exc}") from exc
 

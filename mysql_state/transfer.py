@@ -30,7 +30,7 @@ from .errors import (
     SessionNotFoundError,
     ValueTooLargeError,
     errno_of,
-    translate,
+    translating,
 )
 
 __all__ = ["COLUMNS", "fork", "export", "import_rows", "rebuild_catalog"]
@@ -178,13 +178,9 @@ def _heads(cur: Any, q: Callable[[str], str], chunk: Sequence[tuple]) -> dict[tu
 
 def _execute(cur: Any, statement: str, args: Any = None) -> list:
     """Run one statement of an export on its held connection; driver errors translated."""
-    try:
+    with translating("export"):
         cur.execute(statement, args)
         return list(cur.fetchall())
-    except Exception as exc:
-        if errno_of(exc) is None:
-            raise
-        raise translate(exc, "export") from exc
 
 
 def line(r: Sequence[Any]) -> str:
