@@ -41,7 +41,8 @@ from .pool import DEFAULT_POOL_SIZE, Stats
 from .locks import SessionLock
 from .store import MysqlAgentStateStore
 
-__all__ = ["AsyncMysqlAgentStateStore", "AsyncSessionLock", "ATTRIBUTES", "OPERATIONS", "mirror", "mirror_attribute"]
+__all__ = ["AsyncMysqlAgentStateStore", "AsyncSessionLock", "ATTRIBUTES", "OPERATIONS", "mirror", "mirror_attribute",
+           "run_in"]
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -214,20 +215,7 @@ class AsyncMysqlAgentStateStore:
                 return fn(*args, **kwargs)
             raise StoreClosedError("this AsyncMysqlAgentStateStore is closed (aclose was called); "
                                    "it runs no new operation")
-        ctx = contextvars.copy_context()
-        call = functools.partial(ctx.run, fn, *args, **kwargs)
-        started = self._executor.submit(call)
-        done = asyncio.wrap_future(started)
-        try:
-            return await asyncio.shield(done)
-        except asyncio.CancelledError:
-            if started.cancel():  # still queued: dropped, it never runs
-                raise
-            # Running in its thread: the cancellation reaches the caller once the operation has
-            # ended (committed or rolled back), so a write cancelled, then followed by another,
-            # never lands after it (as the SDKs' own sessions wait for their writes).
-            await _to_its_end(done)
-            raise
+        return await run_in(self._executor, fn, *args, **kwargs)
 
     # ---- the operations: generated from the sync store (see mirror) ------------------------
 
@@ -365,6 +353,31 @@ class AsyncMysqlAgentStateStore:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+async def run_in(executor: ThreadPoolExecutor, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` on a thread of ``executor`` (with the caller's context
+    variables), awaited without blocking the loop: how every async operation of this library
+    runs its sync twin (the store's, and the adapters' that keep a thread pool of their own).
+    A cancelled call that is still queued never runs; one already running reaches the caller's
+    cancellation only once it has ended (committed or rolled back), so a write cancelled, then
+    followed by another, never lands after it (as the SDKs' own sessions wait for their writes).
+
+    >>> import asyncio
+    >>> with ThreadPoolExecutor(1) as pool:
+    ...     asyncio.run(run_in(pool, sum, [1, 2, 3]))
+    6
+    """
+    ctx = contextvars.copy_context()
+    started = executor.submit(functools.partial(ctx.run, fn, *args, **kwargs))
+    done = asyncio.wrap_future(started)
+    try:
+        return await asyncio.shield(done)
+    except asyncio.CancelledError:
+        if started.cancel():  # still queued: dropped, it never runs
+            raise
+        await _to_its_end(done)
+        raise
 
 
 async def _to_its_end(fut: "asyncio.Future[Any]") -> None:

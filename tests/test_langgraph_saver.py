@@ -1375,3 +1375,46 @@ def test_a_checkpoint_row_the_index_lists_and_the_table_lost_is_damage_not_no_st
     assert saver.get_tuple({"configurable": {"thread_id": "lost", "checkpoint_ns": "", "checkpoint_id": "1f-none"}}) is None
     saver.delete_thread("lost")
     assert saver.get_tuple(cfg) is None and list(saver.list(cfg)) == []
+
+
+class _SlowSaver(MysqlSaver):
+    """A saver whose put takes a while: a cancellation lands while it runs."""
+
+    def put(self, config, checkpoint, metadata, new_versions):
+        import time
+
+        time.sleep(0.4)
+        return super().put(config, checkpoint, metadata, new_versions)
+
+
+def test_a_cancelled_aput_ends_before_the_cancellation_reaches_the_caller_and_a_closed_saver_says_so(store):
+    """As the async store's operations: a put cancelled while it runs is finished (stored or
+    not) when the caller sees the cancellation, so the caller's next write never lands before
+    it; before, the coroutine returned at once while the put ran on. A closed saver raises the
+    library's StoreClosedError, as the async store does, not a bare RuntimeError."""
+    import time
+
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    from mysql_state import StoreClosedError
+
+    s = _SlowSaver(store)
+    cp = empty_checkpoint()
+    cp["id"], cp["channel_values"], cp["channel_versions"] = _ck(1), {}, {}
+    conf = {"configurable": {"thread_id": "cancelled", "checkpoint_ns": ""}}
+
+    async def go() -> float:
+        task = asyncio.create_task(s.aput(conf, cp, {"step": 0}, {}))
+        await asyncio.sleep(0.1)  # the put is running in its thread
+        task.cancel()
+        started = time.monotonic()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return time.monotonic() - started
+
+    waited = asyncio.run(go())
+    assert waited >= 0.2, waited  # it waited for the put to end
+    assert MysqlSaver(store).get_tuple(conf).checkpoint["id"] == _ck(1)  # and the put was stored
+    s.close()
+    with pytest.raises(StoreClosedError, match="MysqlSaver is closed"):
+        asyncio.run(s.aget_tuple(conf))

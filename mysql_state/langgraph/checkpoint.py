@@ -27,8 +27,6 @@ Only the store's public API is used. Values go through the saver's ``serde`` (La
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import functools
 import operator
 import random
 import secrets
@@ -58,8 +56,8 @@ from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
 from .. import keys
-from ..aio import AsyncMysqlAgentStateStore
-from ..errors import CorruptStateError, SessionNotFoundError, StaleStateError
+from ..aio import AsyncMysqlAgentStateStore, run_in
+from ..errors import CorruptStateError, SessionNotFoundError, StaleStateError, StoreClosedError
 from ..pool import DEFAULT_POOL_SIZE
 from ..results import UNVERSIONED
 from ..store import MysqlAgentStateStore
@@ -1233,10 +1231,11 @@ class MysqlSaver(BaseCheckpointSaver[str]):
     # ---- async twins: the sync methods in a bounded thread pool --------------------------------
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        # As the async store runs its operations (aio.run_in): a cancelled aput that already
+        # runs ends before the cancellation reaches the caller, never after the next write.
         if self._closed:
-            raise RuntimeError("this MysqlSaver is closed")
-        call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
-        return await asyncio.get_running_loop().run_in_executor(self._executor, call)
+            raise StoreClosedError("this MysqlSaver is closed (close() was called); it runs no new operation")
+        return await run_in(self._executor, fn, *args, **kwargs)
 
     async def aget_tuple(self, config: RunnableConfig) -> Optional[CheckpointTuple]:
         """:meth:`get_tuple` without blocking the loop."""
