@@ -49,7 +49,7 @@ try:  # SIMD base64 (the encryption extra installs it): 2-3x binascii a row (iss
 except ImportError:  # pragma: no cover - exercised only without pybase64
     _b64decode = binascii.a2b_base64
 
-__all__ = ["Keyring", "RowCipher", "PREFIX", "is_sealed", "LIST_BOUND", "digest_kid", "list_bound"]
+__all__ = ["Keyring", "RowCipher", "PREFIX", "is_sealed", "LIST_BOUND", "digest_kid"]
 
 PREFIX = "\x1eenc1:"
 KEY_BYTES = 32
@@ -59,7 +59,7 @@ _DIGEST_LABEL = b"mysql-state/digest-key/v1"
 _LIST_LABEL = b"mysql-state/list-digest-key/v1\0"
 #: What a hash row's ``dk`` ends with when its digests are keyed for its list's place (a key id
 #: cannot hold ``/``): ``"k1/list"``. A ``dk`` without it (``"k1"``, written before 2026-12-07)
-#: was keyed for the whole table; it is read, and rewritten bound on the list's next write.
+#: was keyed for the whole table; it is read and extended as it is until ``reencrypt()`` binds it.
 LIST_BOUND = "/list"
 _NONCE, _SEALED = itemgetter(slice(None, NONCE_BYTES)), itemgetter(slice(NONCE_BYTES, None))
 
@@ -71,15 +71,6 @@ def digest_kid(dk: str) -> str:
     ('k1', 'k1')
     """
     return dk[: -len(LIST_BOUND)] if dk.endswith(LIST_BOUND) else dk
-
-
-def list_bound(dk: Optional[str]) -> bool:
-    """Whether a hash row's ``dk`` says its digests are keyed for its list's place.
-
-    >>> list_bound("k1/list"), list_bound("k1"), list_bound(None)
-    (True, False, False)
-    """
-    return dk is not None and dk.endswith(LIST_BOUND)
 
 
 def is_sealed(text: Any) -> bool:

@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional, Sequence
 import orjson
 
 from . import keys, serde, sql
-from .crypto import LIST_BOUND, Keyring, RowCipher, digest_kid, is_sealed, list_bound, unreadable
+from .crypto import LIST_BOUND, Keyring, RowCipher, digest_kid, is_sealed, unreadable
 from .listsync import PLAIN, Digester, ListHash, full_snapshot, verify
 
 __all__ = ["Sealer", "KeyringSealer", "sealer_for", "as_bytes"]
@@ -164,12 +164,12 @@ class KeyringSealer(Sealer):
         return self.cipher.open(sid, k, index, text)
 
     def usable(self, stored: Optional[ListHash], sid: str, k: str) -> tuple[Optional[ListHash], Digester]:
-        # A hash row with unkeyed digests (written before encryption was turned on), or keyed
-        # for the whole table (before 2026-12-07: equal lists had equal hash rows), counts as
-        # missing for the writes: extending it would add each sealed item's digest under that
-        # key, which a guess (or another list) can be checked against. The next write rewrites
-        # it keyed for its list.
-        if stored is not None and not list_bound(stored.dk):
+        # A hash row with unkeyed digests (written before encryption was turned on) counts as
+        # missing for the writes: extending it would add each sealed item's unkeyed digest,
+        # which a guess can be checked against. The next write rewrites it keyed. One keyed for
+        # the whole table (before 2026-12-07) is used as it is, every check intact, and extended
+        # under its own key: reencrypt() (and a fork's copy) binds it to its list.
+        if stored is not None and stored.dk is None:
             return None, self.digester_for(sid, k)
         return super().usable(stored, sid, k)
 
@@ -199,32 +199,36 @@ class KeyringSealer(Sealer):
         # Rows cross the network here: under encryption that cannot be avoided (each is bound to its place).
         cur.execute(statements["COPIED_ROWS"], (to_sid, first, key, key))
         suffix = keys.HASH_SUFFIX
-        plains: dict[str, dict[int, bytes]] = {}
-        hash_rows = []
-        for k, i, text in cur.fetchall():
+        rows = cur.fetchall()
+        hash_rows = {r[0][: -len(suffix)]: r[2] for r in rows if r[0].endswith(suffix)}
+        plains: dict[str, dict[int, bytes]] = {k: {} for k in hash_rows}  # only lists' items are kept
+        for k, i, text in rows:
             if k.endswith(suffix):
-                hash_rows.append((k[: -len(suffix)], text))
-            elif not is_sealed(text):  # a row written without encryption
-                plains.setdefault(k, {})[i] = text.encode("utf-8") if isinstance(text, str) else text
+                continue
+            if not is_sealed(text):  # a row written without encryption
+                plain = text.encode("utf-8") if isinstance(text, str) else text
             else:
-                plain = plains.setdefault(k, {})[i] = self.cipher.open(from_sid, k, i + shift, text)
+                plain = self.cipher.open(from_sid, k, i + shift, text)
                 cur.execute(statements["RESEAL_AT"], (self.cipher.seal(to_sid, k, i, plain).decode(), to_sid, k, i))
-        for k, text in hash_rows:
-            rekeyed = self._rekeyed(from_sid, to_sid, k, text, plains.get(k, {}))
+            if k in plains:
+                plains[k][i] = plain
+        for k, text in hash_rows.items():
+            rekeyed = self._rekeyed(from_sid, to_sid, k, text, plains[k])
             if rekeyed is not None:
                 cur.execute(statements["RESEAL_AT"], (rekeyed.decode(), to_sid, keys.hash_key(k), 0))
 
     def _rekeyed(self, from_sid: str, to_sid: str, k: str, text: Any, items: dict[int, bytes]) -> Optional[bytes]:
         """The hash row of list ``k`` copied to ``to_sid`` (its items' plaintexts ``items`` by
-        index), keyed for its new place; None to leave it as copied: not keyed for its list (it
-        holds in any place, and the list's next write binds it), or not proving the items (a
-        damaged list stays visibly damaged in the copy, as in the source)."""
+        index), keyed for its new place; None to leave it as copied: unkeyed (it holds in any
+        place), keyed with a key the ring lacks, or not proving items ``0..n-1`` (a damaged list
+        stays visibly damaged in the copy, as in the source). Rows past ``n`` (strays the doctor
+        reports and removes) are left to the doctor, as in the source."""
         stored = ListHash.parse(text)
-        if stored is None or not list_bound(stored.dk):
+        if stored is None or stored.dk is None:
             return None
         dig = self.digester_of(stored.dk, from_sid, k)
         datas = [items.get(i) for i in range(stored.n)]
-        if dig is None or len(items) != stored.n or None in datas or not verify(stored, datas, dig):  # type: ignore[arg-type]
+        if dig is None or None in datas or not verify(stored, datas, dig):  # type: ignore[arg-type]
             return None
         now = self.digester_for(to_sid, k)
         return full_snapshot(b"[" + b",".join(datas) + b"]", datas, now.digests(datas), now)[0].to_json()  # type: ignore[arg-type]

@@ -118,37 +118,64 @@ def test_equal_lists_of_two_users_have_unrelated_hash_rows(open_store, raw):
     assert s.doctor() == []
 
 
-def test_a_hash_row_keyed_for_the_whole_table_reads_and_is_bound_at_the_next_write(open_store, raw):
-    """Hash rows written before 2026-12-07 were keyed for the whole table (``"dk": "k1"``):
-    they read and check as before, and the list's next write rewrites the hash row keyed for
-    the list; reencrypt rewrites the others."""
+def legacy_hash_row(raw: Raw, sealer, sid: str, key: str = "memory") -> None:
+    """Rewrite a list's hash row as stores before 2026-12-07 wrote it: keyed for the whole table."""
     from mysql_state.listsync import full_snapshot
 
-    s = open_store(ring("k1"))
-    s.save_list("alice", "c1", "memory", msgs(40))
-    s.save_list("alice", "c2", "memory", msgs(3))
+    rows = raw.query("SELECT item_index, state_data FROM {t} WHERE session_id=%s AND state_key=%s ORDER BY item_index",
+                     (sid, key))
+    datas = [sealer.open(sid, key, i, d) for i, d in rows]
     old = Digester(ring("k1").digest_key("k1"), "k1")
-    for sid, n in (("alice:c1", 40), ("alice:c2", 3)):
-        datas = [orjson.dumps(m) for m in msgs(n)]
-        legacy = full_snapshot(b"[" + b",".join(datas) + b"]", datas, old.digests(datas), old)[0]
-        raw.execute("UPDATE {t} SET state_data=%s WHERE session_id=%s AND state_key='memory:_hash'",
-                    (legacy.to_json().decode(), sid))
-        assert hash_row(raw, sid)["dk"] == "k1"
+    legacy = full_snapshot(b"[" + b",".join(datas) + b"]", datas, old.digests(datas), old)[0]
+    raw.execute("UPDATE {t} SET state_data=%s WHERE session_id=%s AND state_key=%s",
+                (legacy.to_json().decode(), sid, f"{key}:_hash"))
+    assert hash_row(raw, sid, key)["dk"] == "k1"
+
+
+def test_a_hash_row_keyed_for_the_whole_table_works_as_before_until_reencrypt_binds_it(open_store, raw):
+    """Hash rows written before 2026-12-07 were keyed for the whole table (``"dk": "k1"``):
+    every read, check and write treats them as before (a damaged list stays damaged, a
+    compare-and-set still sees a rewrite), and reencrypt() binds them to their list."""
+    from mysql_state import StaleStateError
+
+    s = open_store(ring("k1"))
+    for c, n in (("c1", 40), ("c2", 3), ("c3", 5), ("c4", 3)):
+        s.save_list("alice", c, "memory", msgs(n))
+        legacy_hash_row(raw, s.table.sealer, f"alice:{c}")
     fresh = open_store(ring("k1"))  # a process that remembers nothing of them
     assert fresh.get_list("alice", "c1", "memory") == msgs(40)
     assert fresh.get_list("alice", "c1", "memory", offset=-2) == msgs(2, 38)
     assert fresh.doctor() == []
     assert fresh.append_list("alice", "c1", "memory", msgs(1, 40)) == 41
-    head = hash_row(raw, "alice:c1")
-    assert head["dk"] == "k1/list"
-    assert verify(ListHash.parse(orjson.dumps(head).decode()), [orjson.dumps(m) for m in msgs(41)],
-                  bound(ring("k1"), "k1", "alice:c1", "memory"))
-    assert fresh.get_list("alice", "c1", "memory") == msgs(41)
-    assert hash_row(raw, "alice:c2")["dk"] == "k1"  # not written since: as it was
-    assert fresh.reencrypt() == 1 + 3  # its hash row bound, its items sealed again by the same pass
-    assert hash_row(raw, "alice:c2")["dk"] == "k1/list"
-    assert fresh.reencrypt() == 0
-    assert fresh.get_list("alice", "c2", "memory") == msgs(3) and fresh.doctor() == []
+    fresh.save_list("alice", "c1", "memory", msgs(42))
+    assert hash_row(raw, "alice:c1")["dk"] == "k1"  # extended under its own key
+    assert fresh.get_list("alice", "c1", "memory") == msgs(42) and fresh.doctor() == []
+
+    # another writer rewrites a list to the same length: a compare-and-set on it is refused
+    other = open_store(ring("k1"))
+    assert fresh.get_list("alice", "c2", "memory") == msgs(3)
+    other.save_list("alice", "c2", "memory", msgs(3, 100))
+    with pytest.raises(StaleStateError):
+        fresh.append_lists("alice", "c2", {"memory": [{"a": 1}]}, at={"memory": 3})
+
+    # a lost row and a lost item 0 stay visible to reads and to the doctor
+    raw.execute("DELETE FROM {t} WHERE session_id='alice:c3' AND state_key='memory' AND item_index=2")
+    raw.execute("DELETE FROM {t} WHERE session_id='alice:c4' AND state_key='memory' AND item_index=0")
+    later = open_store(ring("k1"))
+    with pytest.raises(CorruptStateError):
+        later.get_list("alice", "c3", "memory")
+    with pytest.raises(CorruptStateError):
+        later.get("alice", "c4", "memory")
+    assert {p.session_id for p in later.doctor()} == {"alice:c3", "alice:c4"}
+    for c in ("c3", "c4"):
+        later.delete("alice", c)
+
+    assert later.reencrypt() == (1 + 42) + (1 + 3)  # each hash row bound, its items sealed again
+    assert hash_row(raw, "alice:c1")["dk"] == hash_row(raw, "alice:c2")["dk"] == "k1/list"
+    assert verify(ListHash.parse(orjson.dumps(hash_row(raw, "alice:c1")).decode()),
+                  [orjson.dumps(m) for m in msgs(42)], bound(ring("k1"), "k1", "alice:c1", "memory"))
+    assert later.reencrypt() == 0
+    assert later.get_list("alice", "c1", "memory") == msgs(42) and later.doctor() == []
 
 
 def test_a_forked_list_has_its_hash_row_keyed_for_its_new_place(open_store, raw):
@@ -167,6 +194,24 @@ def test_a_forked_list_has_its_hash_row_keyed_for_its_new_place(open_store, raw)
     fresh.save_list("bob", "c2", "memory", msgs(32))
     assert fresh.get_list("bob", "c2", "memory") == msgs(32) and fresh.get_list("alice", "c1", "memory") == msgs(30)
     assert fresh.doctor() == []
+
+
+def test_a_fork_binds_a_legacy_hash_row_and_leaves_strays_to_the_doctor_in_the_copy(open_store, raw):
+    s = open_store(ring("k1"))
+    s.save_list("alice", "c1", "memory", msgs(3))
+    legacy_hash_row(raw, s.table.sealer, "alice:c1")
+    s.save_list("alice", "c5", "memory", msgs(3))
+    raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data, version) VALUES (%s, %s, 3, %s, 1)",
+                ("alice:c5", "memory", s.table.sealer.seal("alice:c5", "memory", 3, b'{"stray":1}').decode()))
+    s.fork("alice", "c1", "c2")
+    s.fork("alice", "c5", "c6")
+    assert hash_row(raw, "alice:c2")["dk"] == "k1/list"  # bound for the copy: no sum shared with c1
+    assert hash_row(raw, "alice:c2")["sum"] != hash_row(raw, "alice:c1")["sum"]
+    assert hash_row(raw, "alice:c6")["sum"] != hash_row(raw, "alice:c5")["sum"]
+    assert {(p.session_id, p.kind) for p in s.doctor()} == {("alice:c5", "list_rows"), ("alice:c6", "list_rows")}
+    s.doctor(fix=True)  # the stray removed in the source and in the copy alike
+    assert s.doctor() == []
+    assert s.get_list("alice", "c6", "memory") == msgs(3) and s.get_list("alice", "c2", "memory") == msgs(3)
 
 
 def test_a_damaged_list_stays_visibly_damaged_in_a_fork(open_store, raw):
