@@ -24,6 +24,7 @@ shows a URL with ``***`` in place of the password.
 from __future__ import annotations
 
 import configparser
+import os
 import re
 import select
 import ssl
@@ -34,6 +35,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import pymysql
 from pymysql.constants import CLIENT
+from pymysql.optionfile import Parser as OptionFileParser
 
 from .errors import SSL_CONNECTION_ERROR as CR_SSL_CONNECTION_ERROR, MysqlStateWarning, caller_stacklevel, tls_failure
 
@@ -306,6 +308,7 @@ class ParsedUrl:
     unix_socket: Optional[str] = None
     timeouts: dict = field(default_factory=dict)
     tls: dict = field(default_factory=dict)  # raw ssl_* query values, not yet resolved
+    user_given: bool = True  # False: "root" stands for a user the URL does not name
 
     def kwargs(self, index: int = 0) -> dict:
         """pymysql connect kwargs (no TLS) for host ``index`` of the list."""
@@ -406,6 +409,7 @@ def parse(url: str) -> ParsedUrl:
                         f"{', '.join(_TIMEOUTS)}, ssl-mode, ssl-ca, ssl-cert, ssl-key)")
     return ParsedUrl(
         user=unquote(user) or "root",
+        user_given=bool(unquote(user)),
         password=unquote(password),
         hosts=tuple(hosts),
         ports_given=tuple(ports_given),
@@ -474,15 +478,18 @@ def connect_args(url: str, host_index: int = 0, **overrides: Any) -> tuple[dict,
         raise ValueError(f"{clash} are pymysql's TLS options; use ssl_mode, ssl_ca, ssl_cert and "
                          "ssl_key (the MySQL client's rules)")
     parsed = parse(url)
-    raw_tls = dict(parsed.tls)
+    kwargs = parsed.kwargs(host_index)
+    kwargs.update((k, v) for k, v in overrides.items() if k not in TLS_KEYS)
+    options = option_file(kwargs.get("read_default_file"), kwargs.get("read_default_group"))
+    raw_tls = {key: options[key] for key in TLS_KEYS if key in options}  # the lowest layer
+    raw_tls.update(parsed.tls)
     for key in TLS_KEYS:
         if overrides.get(key) is not None:
             raw_tls[key] = overrides[key]
-        overrides.pop(key, None)
     tls = tls_options(**raw_tls)
-    kwargs = parsed.kwargs(host_index)
-    kwargs.update(overrides)
-    socket = kwargs.get("unix_socket")
+    if not parsed.user_given and "user" not in overrides and options.get("user"):
+        kwargs["user"] = options["user"]  # the MySQL client's rule: an option not given comes from the file
+    socket = kwargs.get("unix_socket") or options.get("socket")
     if socket is not None and (not isinstance(socket, str) or not socket.strip()):
         raise ValueError(f"unix_socket must name a socket file, got {socket!r}")
     kwargs["ssl_mode"] = tls.mode
@@ -490,6 +497,56 @@ def connect_args(url: str, host_index: int = 0, **overrides: Any) -> tuple[dict,
     if socket and tls.mode == PREFERRED:  # the MySQL client's rule: PREFERRED does not encrypt a socket
         kwargs["ssl"] = None
     return kwargs, parsed.database
+
+
+#: What an option file's group may set of TLS, as the MySQL client's options of those names.
+_FILE_TLS = {"ssl-mode": "ssl_mode", "ssl-ca": "ssl_ca", "ssl-cert": "ssl_cert", "ssl-key": "ssl_key"}
+
+
+def option_file(path: Any, group: Any = None) -> dict:
+    """What ``read_default_file`` (group ``read_default_group``, else ``client``) says of the
+    TLS options (``ssl_mode``, ``ssl_ca``, ``ssl_cert``, ``ssl_key``), the ``user`` and the
+    ``socket``, as the MySQL client reads them: under what the URL and the keywords give. A
+    file that cannot be read, or that sets a TLS option this library does not apply (MariaDB's
+    ``ssl``, ``ssl-verify-server-cert``, ``tls-version``, ...), is a ValueError naming it, so
+    that no setting of the file is silently dropped; no value of the file is ever shown.
+
+    >>> option_file(None)
+    {}
+    """
+    if path is None:
+        return {}
+    where = f"the option file read_default_file={path!r}"
+    full = os.path.expanduser(str(path))
+    try:
+        with open(full, encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise ValueError(f"{where} cannot be read ({exc.strerror}); the MySQL client stops on a missing "
+                         "defaults file too; nothing connected") from None
+    parser = OptionFileParser()
+    unreadable = False
+    try:
+        parser.read(full, encoding="utf-8")
+    except (configparser.Error, UnicodeDecodeError):
+        unreadable = True  # configparser quotes the offending line: maybe a password line
+    if unreadable:
+        raise ValueError(f"{where} is not a MySQL option file (a [client] section header, then key=value "
+                         "lines); its text is not shown")
+    section = str(group or "client")
+    if not parser.has_section(section):
+        return {}
+    found: dict = {}
+    for key in parser.options(section):
+        if key in _FILE_TLS or key in ("user", "socket"):
+            value = parser.get(section, key)
+            found[_FILE_TLS.get(key, key)] = "" if value is None else value
+        elif key.startswith(("ssl", "tls")):
+            raise ValueError(f"{where} sets {key} in [{section}], which this library does not apply: it takes "
+                             "ssl-mode, ssl-ca, ssl-cert and ssl-key, as the MySQL client does (MariaDB's ssl is "
+                             "ssl-mode=REQUIRED, its ssl-verify-server-cert ssl-mode=VERIFY_IDENTITY); nothing "
+                             "connected")
+    return found
 
 
 # ---- connecting --------------------------------------------------------------------------------

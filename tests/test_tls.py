@@ -315,6 +315,64 @@ def test_a_reconnect_that_fails_verification_is_not_retried(tls, given):
         store.close()
 
 
+# ---- an option file (read_default_file) --------------------------------------------------------
+
+
+def option_file(tmp_path, *lines: str):
+    path = tmp_path / "my.cnf"
+    path.write_text("[client]\n" + "".join(f"{line}\n" for line in lines))
+    return str(path)
+
+
+def test_an_option_files_tls_options_apply_as_the_mysql_clients_do(tls, tmp_path):
+    """ssl-mode, ssl-ca, ssl-cert and ssl-key in the option file were silently dropped: a file
+    that said VERIFY_CA with another CA, or VERIFY_IDENTITY for the wrong name, connected."""
+    refused(tls.url(), read_default_file=option_file(tmp_path, f"ssl-ca={tls.certs.other_ca}"))  # a CA alone: VERIFY_CA
+    refused(tls.url(host=UNNAMED_HOST), read_default_file=option_file(
+        tmp_path, "ssl-mode=VERIFY_IDENTITY", f"ssl-ca={tls.certs.ca}"))
+    with open_store(tls.url(), read_default_file=option_file(tmp_path, "ssl-mode=VERIFY_CA",
+                                                             f"ssl-ca={tls.certs.ca}")) as store:
+        roundtrip(store)
+        assert cipher(store)
+    cert = option_file(tmp_path, f"ssl-cert={tls.certs.client_cert}", f"ssl-key={tls.certs.client_key}")
+    with open_store(tls.url("x509", X509_PASSWORD), read_default_file=cert) as store:  # REQUIRE X509
+        roundtrip(store)
+    # the URL and the keywords win over the file
+    with open_store(tls.url(query="ssl-mode=REQUIRED"),
+                    read_default_file=option_file(tmp_path, f"ssl-ca={tls.certs.other_ca}")) as store:
+        assert cipher(store)
+
+
+def test_an_option_file_that_requires_tls_refuses_a_server_without_it(plain, database, tmp_path):
+    exc = refused(plain, TlsError, database_name=database,
+                  read_default_file=option_file(tmp_path, "ssl-mode=REQUIRED"))
+    assert "does not offer TLS" in str(exc) and exc.errno == 2026
+
+
+@pytest.mark.parametrize("line", ["ssl=1", "ssl-verify-server-cert=1", "tls-version=TLSv1.3", "ssl-cipher=Zq9-AES"])
+def test_an_option_file_tls_setting_this_library_does_not_apply_is_refused_naming_it(tls, tmp_path, line):
+    key = line.split("=")[0]
+    with pytest.raises(ValueError, match=f"sets {key} in \\[client\\]") as info:
+        open_store(tls.url(), read_default_file=option_file(tmp_path, line))
+    assert "Zq9" not in str(info.value)  # no value of the file is shown
+
+
+def test_a_missing_option_file_is_an_error_naming_it(tls, tmp_path):
+    missing = str(tmp_path / "nowhere.cnf")
+    with pytest.raises(ValueError, match="read_default_file=.*nowhere.cnf.* cannot be read"):
+        open_store(tls.url(), read_default_file=missing)
+
+
+def test_a_url_without_a_user_takes_the_option_files_user_not_root(tls, tmp_path):
+    """The URL named no user, so "root" went with the file's password (to root's account)."""
+    path = option_file(tmp_path, "user=tls", f"password={TLS_PASSWORD}")
+    url = f"mysql://127.0.0.1:{tls.port}/{tls.url().rsplit('/', 1)[1]}"
+    with open_store(url, ssl_mode="REQUIRED", read_default_file=path) as store:
+        roundtrip(store)
+        assert store._db.run(lambda cur: (cur.execute("SELECT CURRENT_USER()"), cur.fetchone()[0])[1],
+                             "who", write=False).startswith("tls@")
+
+
 # ---- a server without TLS ----------------------------------------------------------------------
 
 
