@@ -44,6 +44,7 @@ __all__ = [
     "UNAVAILABLE_ERRNOS",
     "REPLICATION_FAILED_ERRNOS",
     "SCHEMA_MISSING_ERRNOS",
+    "REPLICA_BEHIND_ERRNOS",
 ]
 
 
@@ -261,6 +262,10 @@ UNKNOWN_DATABASE = 1049
 NO_SUCH_TABLE = 1146
 #: The database or the table does not exist (on a replica: it has not applied their CREATE yet).
 SCHEMA_MISSING_ERRNOS = frozenset({UNKNOWN_DATABASE, NO_SUCH_TABLE})
+#: A replica whose copy of the table is older than the statements expect: no database or table
+#: yet, or a column or index a migration added on the primary (1054 unknown column, 1176
+#: unknown key) not applied yet. Its read goes to the primary.
+REPLICA_BEHIND_ERRNOS = SCHEMA_MISSING_ERRNOS | {1054, 1176}
 PACKET_TOO_LARGE = 1153
 #: The client's "SSL connection error": any TLS failure, including "the server has no TLS".
 SSL_CONNECTION_ERROR = 2026

@@ -50,7 +50,7 @@ from collections import OrderedDict
 from typing import Any, Callable, Optional, Protocol, TypeVar
 
 from . import sql
-from .errors import SCHEMA_MISSING_ERRNOS, MysqlStateError, ServerUnavailableError
+from .errors import REPLICA_BEHIND_ERRNOS, MysqlStateError, ServerUnavailableError
 
 __all__ = ["STRONG", "SESSION", "EVENTUAL", "CONSISTENCIES", "DEFAULT_SESSION_WAIT", "check_consistency",
            "merge_gtids", "wait_slice", "GtidLog", "Router", "Reader"]
@@ -300,9 +300,9 @@ class Router:
         except ServerUnavailableError:
             result = _BEHIND  # no replica answers
         except MysqlStateError as exc:
-            if exc.errno not in SCHEMA_MISSING_ERRNOS:
+            if exc.errno not in REPLICA_BEHIND_ERRNOS:
                 raise
-            result = _BEHIND  # the replica has not applied the CREATE of the table (or database) yet
+            result = _BEHIND  # the replica has not applied the CREATE (or a migration's ALTER) yet
         if result is _BEHIND:
             stats.replica_fallbacks += 1
             return primary(fn)

@@ -380,6 +380,37 @@ def test_a_replica_behind_the_create_of_the_table_leaves_the_read_to_the_primary
         _drop_database(replicated, name)
 
 
+def test_a_replica_behind_the_alter_that_adds_the_version_column_leaves_the_read_to_the_primary(replicated):
+    """An older table (the Java store's: no version column) gets the column when a store opens
+    it, on the primary; a replica that had not applied that ALTER answered "eventual" reads
+    with error 1054 (unknown column), raised to the caller. The primary serves them now."""
+    name = "t_" + uuid.uuid4().hex[:12]
+    con = root(replicated.primary_root_url)
+    with con.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{name}` DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
+        cur.execute(f"CREATE TABLE `{name}`.agentscope_sessions (session_id VARCHAR(255) NOT NULL,"
+                    " state_key VARCHAR(255) NOT NULL, item_index INT NOT NULL DEFAULT 0, state_data LONGTEXT NOT NULL,"
+                    " created_at DATETIME DEFAULT CURRENT_TIMESTAMP, updated_at DATETIME DEFAULT CURRENT_TIMESTAMP"
+                    " ON UPDATE CURRENT_TIMESTAMP, PRIMARY KEY (session_id, state_key, item_index))"
+                    " DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci")
+        cur.execute(f"INSERT INTO `{name}`.agentscope_sessions (session_id, state_key, item_index, state_data)"
+                    " VALUES ('u:s', 'v', 0, '1')")
+    con.close()
+    replicated.wait_caught_up()
+    replicated.pause_replication()  # the replica will not see the ALTER the store makes
+    store = MysqlAgentStateStore.from_url(replicated.primary_url, name, replica_urls=[replicated.replica_url],
+                                          session_wait=0.3)
+    try:
+        assert store.get("u", "s", "v", consistency="eventual") == 1
+        assert store.get_versioned("u", "s", "v", consistency="eventual").value == 1
+        assert store.get_many("u", "s", values=["v"], consistency="eventual") == {"v": 1}
+        assert store.stats.replica_fallbacks >= 3
+    finally:
+        replicated.resume_replication()
+        store.close()
+        _drop_database(replicated, name)
+
+
 def test_a_session_wait_longer_than_read_timeout_is_not_a_dead_replica(replicated):
     """Audit R3: with session_wait > read_timeout, the replica's MASTER_GTID_WAIT was cut by
     the driver's read_timeout: the read waited read_timeout, not session_wait, and the replica
