@@ -551,7 +551,9 @@ class MysqlAgentStateStore:
         elif stored is not None and consistency == "strong":  # a replica's may be behind
             self._memory.hint((sid, k), stored, version)
         elif consistency != "strong" and stored != self._memory.hints.get((sid, k)):
-            self._memory.hint((sid, k), stored)  # the list changed (or the replica is behind): as seen
+            # the list changed (or the replica is behind): as seen, at the version seen, so that a
+            # compare-and-set at a newer version this process wrote is not refused for it
+            self._memory.hint((sid, k), stored, version)
         return items, version
 
     def get_many(self, user_id: Optional[str], session_id: str, values: Sequence[str] = (),
@@ -585,7 +587,7 @@ class MysqlAgentStateStore:
         else:  # a list seen otherwise than this process knew it (changed, or the replica is behind): as seen
             for k in list_keys:
                 if seen.get(k) != self._memory.hints.get((sid, k)):
-                    self._memory.hint((sid, k), seen.get(k))
+                    self._memory.hint((sid, k), seen.get(k), found[k][1] if k in found else None)
         return {k: VersionedState(*vv) if versioned else vv[0] for k, vv in found.items()}
 
     def list_length(self, user_id: Optional[str], session_id: str, key: str, *, consistency: str = "strong") -> int:

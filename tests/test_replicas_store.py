@@ -411,6 +411,30 @@ def test_a_replica_behind_the_alter_that_adds_the_version_column_leaves_the_read
         _drop_database(replicated, name)
 
 
+def test_an_eventual_read_from_a_lagging_replica_does_not_refuse_this_processs_next_compare_and_set(replicated, rstore):
+    """A replica's older copy of a list became this process's hint with no version, and the
+    next compare-and-set at the version this process had itself written was refused (the hint,
+    older, was taken for a rewrite). The hint keeps the version the replica showed."""
+    from mysql_state import UNVERSIONED
+
+    v1 = rstore.save_list_if_version("u", "s", "l", ["a"], 0)
+    v2 = rstore.save_list_if_version("u", "s", "m", ["a"], 0)
+    replicated.wait_caught_up()
+    replicated.pause_replication()
+    v1 = rstore.save_list_if_version("u", "s", "l", ["a", "b"], v1)
+    v2 = rstore.save_list_if_version("u", "s", "m", ["a", "b"], v2)
+    assert rstore.get_list_versioned("u", "s", "l", consistency="eventual").value == ["a"]  # behind
+    assert rstore.get_many("u", "s", lists=["m"], consistency="eventual") == {"m": ["a"]}
+    assert rstore.save_list_if_version("u", "s", "l", ["a", "b", "c"], v1) == v1 + 1
+    assert rstore.save_list_if_version("u", "s", "m", ["a", "b", "c"], v2) == v2 + 1
+    other = MysqlAgentStateStore.from_url(replicated.primary_url, rstore.table.database)
+    try:  # a real rewrite behind this process's back is still refused
+        other.save_list("u", "s", "l", ["x", "y", "z"])
+        assert rstore.save_list_if_version("u", "s", "l", ["a"], v1 + 1) == UNVERSIONED
+    finally:
+        other.close()
+
+
 def test_a_session_wait_longer_than_read_timeout_is_not_a_dead_replica(replicated):
     """Audit R3: with session_wait > read_timeout, the replica's MASTER_GTID_WAIT was cut by
     the driver's read_timeout: the read waited read_timeout, not session_wait, and the replica
