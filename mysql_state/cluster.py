@@ -49,7 +49,12 @@ DEFAULT_PROVIDER_OPTIONS = (
 
 
 class ClusterError(RuntimeError):
-    """A cluster/pair could not be started (or did not reach the state waited for)."""
+    """A cluster/pair could not be started (or did not reach the state waited for); ``node``:
+    the index of the node it is about (its error log is in the message), None for the whole."""
+
+    def __init__(self, message: str, node: Optional[int] = None) -> None:
+        super().__init__(message)
+        self.node = node
 
 
 def galera_library() -> Optional[str]:
@@ -171,7 +176,7 @@ class GaleraCluster:
         except ClusterError as e:
             others = "".join(f"\n--- node {n.index} (port {n.port}, "
                              f"{'running' if n.running else 'exited'}) error log tail:\n{_tail(n.error_log(), 15)}"
-                             for n in self.nodes if f"node {n.index} " not in str(e)[:20])
+                             for n in self.nodes if n.index != e.node)  # its own log is in the message
             self.stop()
             raise ClusterError(f"{e}{others}") from None
         except BaseException:
@@ -261,7 +266,7 @@ class GaleraCluster:
         rejoins by IST when the peers' gcache still holds what it missed) and wait until it is
         Synced in a cluster of every running node."""
         if self.nodes[i].running:
-            raise ClusterError(f"node {i} is running")
+            raise ClusterError(f"node {i} is running", node=i)
         position = self._recover_position(i)
         self._spawn(i, start_position=position)
         self.wait_synced(i, timeout, size=sum(n.running for n in self.nodes))
@@ -301,7 +306,7 @@ class GaleraCluster:
                 if n.proc is None or n.proc.poll() is not None:
                     raise ClusterError(f"node {other} (port {n.port}) is not running "
                                        f"(exit code {n.proc and n.proc.returncode}):\n"
-                                       f"{_tail(n.error_log())}")
+                                       f"{_tail(n.error_log())}", node=other)
             try:
                 st = self.status(i)
                 last = {k: st.get(k) for k in ("wsrep_local_state_comment", "wsrep_cluster_size",
@@ -315,7 +320,7 @@ class GaleraCluster:
             if time.monotonic() >= deadline:
                 raise ClusterError(
                     f"node {i} (port {node.port}) not Synced in a cluster of {size} within "
-                    f"{timeout:.0f}s (last seen: {last}); error log tail:\n{_tail(node.error_log())}")
+                    f"{timeout:.0f}s (last seen: {last}); error log tail:\n{_tail(node.error_log())}", node=i)
             time.sleep(0.2)
 
     # ---- losing quorum -------------------------------------------------------------------------
@@ -337,7 +342,7 @@ class GaleraCluster:
             if st.get("wsrep_cluster_status") != "Primary" and st.get("wsrep_ready") == "OFF":
                 return
             if time.monotonic() > deadline:
-                raise ClusterError(f"node {i} still {st.get('wsrep_cluster_status')} after isolate")
+                raise ClusterError(f"node {i} still {st.get('wsrep_cluster_status')} after isolate", node=i)
             time.sleep(0.2)
 
     def rejoin(self, i: int, timeout: float = 60.0) -> None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Optional, Protocol, TypeVar
 
 import pymysql
+from dbutils.pooled_db import TooManyConnections
 from pymysql.constants import CLIENT
 
 from . import sql
@@ -117,6 +118,7 @@ class Connector:
         reconnects: int = RECONNECTS,
         router: Optional[Router] = None,
         observer: Optional["Observer"] = None,
+        guard: Optional[Callable[["Connector", str, bool], None]] = None,
     ) -> None:
         check_seconds("pool_timeout", pool_timeout)
         check_int("retries", retries, 0)
@@ -146,9 +148,10 @@ class Connector:
         self.router = router
         #: Told how long each call and each checkout took (see :class:`Observer`), or None.
         self.observer = observer
-        #: Called as ``guard(what, write)`` before every call, to refuse one by raising (the
-        #: store refuses a write inside its own transaction's fn, and calls in a lost lease).
-        self.guard: Optional[Callable[[str, bool], None]] = None
+        #: Called as ``guard(connector, what, write)`` before every call, to refuse one by
+        #: raising (the store's refuses a write inside its own transaction's fn, and calls in a
+        #: lost lease: :func:`mysql_state.transaction.guard`).
+        self.guard = guard
         self._pools = hosts.pools()
         self._limits = {}
         pool = self.pool
@@ -188,7 +191,7 @@ class Connector:
                 try:
                     return pool.connection()
                 except Exception as exc:  # noqa: BLE001 - sorted below
-                    if type(exc).__name__ in ("TooManyConnectionsError", "TooManyConnections"):
+                    if isinstance(exc, TooManyConnections):
                         if time.monotonic() + delay > deadline:
                             raise PoolTimeoutError(
                                 f"{what}: the pool stayed exhausted for pool_timeout="
@@ -254,7 +257,7 @@ class Connector:
         and SET were sent) whose COMMIT fails is never "unknown": it moves on like a read.
         """
         if self.guard is not None:
-            self.guard(what, write)
+            self.guard(self, what, write)
         if self.observer is None:
             return self._run(fn, what, write, lock_retry, consistency, session)
         start = time.perf_counter()
@@ -419,9 +422,9 @@ class Connector:
             cur.execute(sql.READ_COMMITTED_NEXT)
             return
         thread = raw.thread_id() if hasattr(raw, "thread_id") else None
-        if getattr(raw, "_mysql_state_isolated", None) != thread or thread is None:
+        if getattr(raw, "isolated_thread", None) != thread or thread is None:
             cur.execute(sql.READ_COMMITTED_SESSION)
-            raw._mysql_state_isolated = thread  # a reconnect gets a new thread id: set it again
+            raw.isolated_thread = thread  # a reconnect gets a new thread id: set it again
 
     def close(self) -> None:
         self.closed = True

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import collections.abc
 import contextlib
-import functools
 import inspect
 import time
 from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
@@ -129,13 +128,12 @@ class MysqlAgentStateStore:
         self.database_name, self.table_name = self._options(database_name, table_name, snapshot_bytes,
                                                             create_if_not_exist, encryption, keep_history)
         sealer = sealer_for(encryption, self.table_name)
-        wired = parts.connect(f"the store of `{self.database_name}`.`{self.table_name}`")
+        # Before every call: no write from inside this store's own transaction(fn), none in a lost lease.
+        wired = parts.connect(f"the store of `{self.database_name}`.`{self.table_name}`", guard=guard)
         self._db, self._metrics = wired.db, wired.metrics
         #: Connections per pool (None for a given pool); the async store sizes its threads to it.
         self.pool_size: Optional[int] = wired.pool_size
         self._memory = ListMemory(snapshot_bytes)  # snapshots, hints, damaged lists: cheap saves, repairs
-        # Before every call: no write from inside this store's own transaction(fn), none in a lost lease.
-        self._db.guard = functools.partial(guard, self._db)
         db, tn = self.database_name, self.table_name
         try:  # the primary only: replicas get no DDL
             found = self._db.run(lambda cur: schema.set_up(cur, db, tn, create_if_not_exist),

@@ -561,6 +561,10 @@ class Connection(pymysql.connections.Connection):
     and the socket is checked once connected.
     """
 
+    #: The server thread id this connection's session was set READ COMMITTED on by the pool
+    #: (``pool.Connector``): a reconnect gets another thread, whose session is set again.
+    isolated_thread: Optional[int] = None
+
     def __init__(self, *args: Any, ssl_mode: str = PREFERRED, **kwargs: Any) -> None:
         self._ssl_mode = ssl_mode  # set first: pymysql connects inside __init__
         self._tls_wanted = ssl_mode != DISABLED and kwargs.get("ssl") is not None

@@ -20,7 +20,7 @@ transaction is its first.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from .hosts import HostPools
 from .metrics import Metrics
@@ -55,8 +55,9 @@ class Parts:
     retries: int = DEFAULT_RETRIES
     session_wait: float = DEFAULT_SESSION_WAIT
 
-    def connect(self, name: str) -> Wiring:
-        """The connectors of a store named ``name`` (for messages), its router and metrics."""
+    def connect(self, name: str, guard: Optional[Callable[[Any, str, bool], None]] = None) -> Wiring:
+        """The connectors of a store named ``name`` (for messages), its router and metrics;
+        ``guard`` (the primary's ``Connector.guard``) is called before every call."""
         common = dict(owned=self.owned, pool_size=self.pool_size, pool_timeout=self.pool_timeout,
                       retries=self.retries)
         router = None
@@ -67,7 +68,7 @@ class Parts:
         metrics = Metrics()
         try:
             db = Connector(self.pool, read_pool=self.read_pool, name=name, hosts=self.hosts, router=router,
-                           observer=metrics, **common)
+                           observer=metrics, guard=guard, **common)
         except BaseException:
             if router is not None:
                 router.close()
