@@ -19,7 +19,7 @@ import collections.abc
 import contextlib
 import inspect
 import time
-from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, TypeVar
 
 from . import args, catalog, history, keys, list_read, list_write, locks, migrations, retention, schema, serde
 from . import sessions, transfer, wiring
@@ -33,6 +33,7 @@ from .list_write import ListWrite
 from .listsync import ListHash, Plan
 from .locks import SessionLock
 from .memory import ListMemory
+from .migrations import DoctorFinding, MigrationStep
 from .pool import (
     DEFAULT_POOL_SIZE,
     DEFAULT_POOL_TIMEOUT,
@@ -508,7 +509,7 @@ class MysqlAgentStateStore:
         return {**{k: done[k].n for k, _ in todo}, **lengths}
 
     def get_list(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None, *,
-                 offset: int = 0, limit: Optional[int] = None, consistency: str = "strong") -> list:
+                 offset: int = 0, limit: Optional[int] = None, consistency: str = "strong") -> list[Any]:
         """The list's items in order; ``offset``/``limit`` read a window in one query, a negative
         ``offset`` counts from the end. Rows that disagree with the list's hash row (a missing
         item) raise :class:`CorruptStateError`.
@@ -898,7 +899,7 @@ class MysqlAgentStateStore:
             raise SessionExistsError(f"fork: the new session {dst!r} is the source itself")
         return transfer.fork(self._db, t, src, dst)
 
-    def export(self, user_id: Any = ALL_USERS, sessions: Optional[Sequence[str]] = None):
+    def export(self, user_id: Any = ALL_USERS, sessions: Optional[Sequence[str]] = None) -> Iterator[str]:
         """One JSON line per row (the columns, timestamps included), streamed a chunk at a time
         from ONE consistent snapshot (one connection, as ``mysqldump --single-transaction``);
         ``sessions`` are session ids of ``user_id`` (which they need: None for the anonymous
@@ -960,7 +961,7 @@ class MysqlAgentStateStore:
             self._forget()
         return report
 
-    def migrate(self, dry_run: bool = False) -> list:
+    def migrate(self, dry_run: bool = False) -> list[MigrationStep]:
         """Apply the schema steps this table still needs (idempotent, recorded) and return them
         (``name``, ``sql``; ``[]``: nothing to do); ``dry_run`` only lists them. A
         :class:`MigrationError` (the dry run's too), nothing changed, where making the key
@@ -974,7 +975,7 @@ class MysqlAgentStateStore:
             self._refresh_schema("migrate")
         return steps
 
-    def doctor(self, fix: bool = False) -> list:
+    def doctor(self, fix: bool = False) -> list[DoctorFinding]:
         """Check the table (schema, lists against their hash rows, JSON, the catalog): the
         :class:`DoctorFinding` s (empty: healthy); ``fix=True`` repairs what is safe and marks it ``fixed``.
 
@@ -994,7 +995,7 @@ class MysqlAgentStateStore:
 
     # ---- what the store is, and its lifecycle --------------------------------------------------
 
-    def metrics(self) -> dict:
+    def metrics(self) -> dict[str, Any]:
         """Counters since the store opened: saves by kind, rows and bytes, reads, writes,
         retries by error number, errors by class, stale versions, pool wait, latencies.
 
