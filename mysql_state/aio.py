@@ -301,9 +301,7 @@ class AsyncMysqlAgentStateStore:
     export.__signature__ = inspect.signature(MysqlAgentStateStore.export).replace(  # type: ignore[attr-defined]
         return_annotation="AsyncIterator[str]")
 
-    def session_lock(
-        self, user_id: Optional[str], session_id: str, timeout: Optional[float] = 10
-    ) -> "AsyncSessionLock":
+    def session_lock(self, *args: Any, **kwargs: Any) -> "AsyncSessionLock":
         """``async with store.session_lock(user, session, timeout=10):``, a lease on one session
         across processes (see :meth:`MysqlAgentStateStore.session_lock`).
 
@@ -314,7 +312,10 @@ class AsyncMysqlAgentStateStore:
         >>> asyncio.run(turn())
         1
         """
-        return AsyncSessionLock(self, self.sync.session_lock(user_id, session_id, timeout))
+        return AsyncSessionLock(self, self.sync.session_lock(*args, **kwargs))  # its arguments, checked there
+
+    session_lock.__signature__ = inspect.signature(MysqlAgentStateStore.session_lock).replace(  # type: ignore[attr-defined]
+        return_annotation="AsyncSessionLock")
 
     # ---- lifecycle -----------------------------------------------------------------------------
 
