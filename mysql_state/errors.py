@@ -269,8 +269,9 @@ REPLICA_BEHIND_ERRNOS = SCHEMA_MISSING_ERRNOS | {1054, 1176}
 PACKET_TOO_LARGE = 1153
 #: The client's "SSL connection error": any TLS failure, including "the server has no TLS".
 SSL_CONNECTION_ERROR = 2026
-#: OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH: the certificate does not name the host.
-X509_HOSTNAME_MISMATCH = 62
+#: OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH and X509_V_ERR_IP_ADDRESS_MISMATCH: the certificate
+#: does not name the host (a name, an address).
+X509_NAME_MISMATCHES = frozenset({62, 64})
 
 
 def is_driver_error(exc: BaseException) -> bool:
@@ -355,10 +356,11 @@ def translate(exc: BaseException, what: str) -> MysqlStateError:
         host = getattr(exc, "host", None)
         where = f"host {host}" if host else "the host"
         reason = tls.verify_message or tls.reason or "verification failed"
-        # By OpenSSL's verify code, not its text: 62 is a name the certificate does not hold
-        # (VERIFY_IDENTITY); anything else is the chain to ssl-ca (VERIFY_CA checks no name).
+        # By OpenSSL's verify code, not its text: 62 and 64 are a name or an address the
+        # certificate does not hold (VERIFY_IDENTITY); anything else is the chain to ssl-ca
+        # (VERIFY_CA checks no name).
         check = ("the names the certificate was issued for (ssl-mode=VERIFY_IDENTITY checks them)"
-                 if tls.verify_code == X509_HOSTNAME_MISMATCH else "that ssl-ca is the CA that signed it")
+                 if tls.verify_code in X509_NAME_MISMATCHES else "that ssl-ca is the CA that signed it")
         return TlsVerificationError(
             f"{what}: the server's certificate failed verification for {where} ({reason}); check {check}",
             errno,
