@@ -85,22 +85,21 @@ def row(sid: str) -> tuple[tuple[str, str, int, bytes]]:
     return ((keys.CATALOG_SESSION, sid, 0, sql.CATALOG_DATA),)
 
 
+def prefix_of(user_id: Any) -> Optional[str]:
+    """The prefix of ``user_id``'s packed ids; None for :data:`ALL_USERS`."""
+    return None if user_id is ALL_USERS else keys.user_prefix(user_id)
+
+
 def user_range(user_id: Any, exact: bool, column: str = "state_key") -> tuple[str, tuple]:
     """A WHERE fragment (`` AND ...``) keeping the packed ids of one user in ``column``; ``""``
-    for :data:`ALL_USERS`. A primary-key range on exact tables; otherwise (the Java store's
-    table before ``migrate()``, whose keys fold case and accents) an escaped LIKE and the exact
-    prefix compared as bytes, so that ``"alice"`` never takes ``"Alice"``'s rows.
+    for :data:`ALL_USERS` (:func:`sql.user_ids`). A primary-key range on exact tables; otherwise
+    (the Java store's table before ``migrate()``, whose keys fold case and accents) an escaped
+    LIKE and the exact prefix compared as bytes, so that ``"alice"`` never takes ``"Alice"``'s rows.
 
     >>> user_range("a_b", False, "session_id")
     (" AND session_id LIKE %s ESCAPE '!' AND CAST(LEFT(session_id, %s) AS BINARY) = CAST(%s AS BINARY)", ('a!_b:%', 4, 'a_b:'))
     """
-    if user_id is ALL_USERS:
-        return "", ()
-    prefix = keys.user_prefix(user_id)
-    if exact:
-        return f" AND {column} >= %s AND {column} < %s", (prefix, prefix[:-1] + ";")
-    return (f" AND {column} LIKE %s ESCAPE '!' AND CAST(LEFT({column}, %s) AS BINARY) = CAST(%s AS BINARY)",
-            (sql.like_prefix(prefix), len(prefix), prefix))
+    return sql.user_ids(prefix_of(user_id), exact, column)
 
 
 def encode_cursor(updated_at: dt.datetime, sid: str) -> str:
@@ -127,28 +126,20 @@ def sessions(
 ) -> SessionPage:
     """A page of the catalog (see the module doc), read through the connector ``db`` on the
     table ``t``. Datetimes are the server's (naive)."""
-    q, exact = t.q, t.exact_keys
-    where, params = user_range(user_id, exact)
-    for op, when in (("<", updated_before), (">", updated_after)):
-        if when is not None:
-            where += f" AND updated_at {op} %s"
-            params += (when,)
-    if cursor is not None:
-        at, sid = decode_cursor(cursor)
-        where += " AND (updated_at < %s OR (updated_at = %s AND state_key < %s))"
-        params += (at, at, sid)
-    template = sql.CATALOG_PAGE if user_id is ALL_USERS else sql.CATALOG_PAGE_OF_USER
-    prefix = "" if user_id is ALL_USERS else keys.user_prefix(user_id)  # exact, whatever the collation
-    page_sql = q(template.replace("{where}", where))
+    q, of_user = t.q, prefix_of(user_id)
+    page_sql, params = sql.catalog_page(of_user, t.exact_keys, updated_before, updated_after,
+                                        None if cursor is None else decode_cursor(cursor), limit)
+    page_sql = q(page_sql)
+    prefix = of_user or ""  # exact, whatever the collation
 
     def read(cur: Any) -> tuple[list, list]:
-        cur.execute(page_sql, (keys.CATALOG_SESSION, *params, limit + 1))
+        cur.execute(page_sql, params)
         found = [r for r in cur.fetchall() if r[0].startswith(prefix)]
         page = found[:limit]
         shape: list = []
         if page:
             ids = [r[0] for r in page] + [keys.history_session(r[0]) for r in page]
-            cur.execute(q(sql.CATALOG_SHAPE.replace("{ids}", ", ".join(["%s"] * len(ids)))), ids)
+            cur.execute(q(sql.with_ids(sql.CATALOG_SHAPE, len(ids))), ids)
             shape = list(cur.fetchall())
         return found, shape
 
@@ -207,5 +198,5 @@ def rebuild(cur: Any, q: Callable[[str], str], sids: Sequence[str]) -> int:
     caller's transaction; the rows changed. (``q`` renders a statement for the table.)"""
     changed = 0
     for part in chunks(list(sids), 500):
-        changed += cur.execute(q(sql.REBUILD_CATALOG.replace("{ids}", ", ".join(["%s"] * len(part)))), tuple(part))
+        changed += cur.execute(q(sql.with_ids(sql.REBUILD_CATALOG, len(part))), tuple(part))
     return changed

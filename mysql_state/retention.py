@@ -31,10 +31,6 @@ class PruneReport(NamedTuple):
     rows: int
 
 
-def _marks(n: int) -> str:
-    return ", ".join(["%s"] * n)
-
-
 def cutoff(run: Callable[..., Any], older_than: Any) -> dt.datetime:
     """The cutoff as the server's naive local time: now minus a timedelta, or a datetime
     (an aware one is converted with the server's offset from UTC). A negative duration and a
@@ -68,18 +64,18 @@ def prune(db: Any, t: Table, user_id: Any, when: dt.datetime,
           dry_run: bool, batch: int, progress: Optional[Callable[[int, int], None]] = None) -> PruneReport:
     """Delete (or count) the sessions idle since ``when``; see the module doc."""
     run, q, exact = functools.partial(db.run, session=None), t.q, t.exact_keys  # batches of many sessions
-    user, uparams = catalog.user_range(user_id, exact)
-    prefix = "" if user_id is catalog.ALL_USERS else keys.user_prefix(user_id)
-    cat = keys.CATALOG_SESSION
-    count_sql = q(sql.PRUNE_COUNT.replace("{user}", user))
-    total = run(lambda cur: (cur.execute(count_sql, (cat, when, *uparams)), cur.fetchone()[0])[1], "prune", write=False)
+    of_user = catalog.prefix_of(user_id)
+    prefix = of_user or ""
+    count_sql, count_args = sql.prune_count(of_user, exact, when)
+    count_sql = q(count_sql)
+    total = run(lambda cur: (cur.execute(count_sql, count_args), cur.fetchone()[0])[1], "prune", write=False)
     done_sessions = done_rows = 0
     last: Optional[tuple] = None
     if progress is not None:
         progress(0, int(total))
     while True:
-        statement = q(sql.PRUNE_CANDIDATES.replace("{user}", user).replace("{after}", sql.PRUNE_AFTER if last else ""))
-        args = (cat, when, *uparams, *((last[1], last[1], last[0]) if last else ()), batch)
+        statement, args = sql.prune_candidates(of_user, exact, when, last, batch)
+        statement = q(statement)
         found = run(lambda cur: (cur.execute(statement, args), cur.fetchall())[1], "prune", write=False)
         if not found:
             break
@@ -98,19 +94,17 @@ def prune(db: Any, t: Table, user_id: Any, when: dt.datetime,
 
 def _batch(cur: Any, q: Callable[[str], str], sids: list[str], when: dt.datetime, dry_run: bool) -> tuple[int, int]:
     """One batch in one transaction: lock, re-check idleness, delete; (sessions, rows)."""
-    m = _marks(len(sids))
     if not dry_run:
-        cur.execute(q(sql.PRUNE_LOCK_SESSIONS.replace("{ids}", m)), sids)  # as delete(): wait for writers
+        cur.execute(q(sql.with_ids(sql.PRUNE_LOCK_SESSIONS, len(sids))), sids)  # as delete(): wait for writers
     idle_sql = sql.PRUNE_IDLE if dry_run else sql.PRUNE_STILL_IDLE  # the catalog row (and the rows, in the lag)
-    cur.execute(q(idle_sql.replace("{ids}", m)), (keys.CATALOG_SESSION, *sids, when, when))
+    cur.execute(q(sql.with_ids(idle_sql, len(sids))), (keys.CATALOG_SESSION, *sids, when, when))
     idle = [r[0] for r in cur.fetchall()]
     if not idle:
         return 0, 0
     ids = idle + [keys.history_session(s) for s in idle]
-    mi = _marks(len(ids))
     if dry_run:
-        cur.execute(q(sql.PRUNE_COUNT_ROWS.replace("{ids}", mi)), ids)
+        cur.execute(q(sql.with_ids(sql.PRUNE_COUNT_ROWS, len(ids))), ids)
         return len(idle), int(cur.fetchone()[0])
-    rows = cur.execute(q(sql.PRUNE_DELETE_ROWS.replace("{ids}", mi)), ids)
-    cur.execute(q(sql.PRUNE_DELETE_CATALOG.replace("{ids}", _marks(len(idle)))), (keys.CATALOG_SESSION, *idle))
+    rows = cur.execute(q(sql.with_ids(sql.PRUNE_DELETE_ROWS, len(ids))), ids)
+    cur.execute(q(sql.with_ids(sql.PRUNE_DELETE_CATALOG, len(idle))), (keys.CATALOG_SESSION, *idle))
     return len(idle), rows

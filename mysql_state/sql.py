@@ -190,6 +190,24 @@ def like_prefix(prefix: str) -> str:
     return prefix.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "%"
 
 
+def with_ids(template: str, count: int) -> str:
+    """``template`` with its ``{ids}`` made ``count`` parameters.
+
+    >>> with_ids("session_id IN ({ids})", 3)
+    'session_id IN (%s, %s, %s)'
+    """
+    return template.replace("{ids}", ", ".join(["%s"] * count))
+
+
+def with_pairs(template: str, count: int) -> str:
+    """``template`` with its ``{pairs}`` made ``count`` pairs of parameters.
+
+    >>> with_pairs("(a, b) IN ({pairs})", 2)
+    '(a, b) IN ((%s, %s), (%s, %s))'
+    """
+    return template.replace("{pairs}", ", ".join(["(%s, %s)"] * count))
+
+
 # ---- lists ----------------------------------------------------------------------------------
 
 LOCK_HASH_ROW = (
@@ -629,31 +647,62 @@ DELETE_SESSION_BYTES = (
     f" OR (session_id = '{CATALOG_SESSION}' AND CAST(state_key AS BINARY) = CAST(%s AS BINARY)))"
 )
 DELETE_KEY = "DELETE FROM {t} WHERE session_id = %s AND state_key IN (%s, %s)"
-# A range on the primary key instead of LIKE: no wildcard in a user id can widen it.
-# ';' is the code point after ':', so [user + ':', user + ';') is exactly that user's ids.
-SESSIONS_OF_USER = "SELECT DISTINCT session_id FROM {t} WHERE session_id >= %s AND session_id < %s"
-# On a table whose key collation is not binary (the range above assumes code point order):
-# an escaped LIKE prefix; the store filters the result by the exact prefix as well. DISTINCT
-# over the ids as bytes: over the folding collation it gives one spelling of 'alice:s1' and
-# 'Alice:s1', maybe the other user's, and the exact filter then dropped the user's own.
-SESSIONS_OF_USER_LIKE = (
-    "SELECT DISTINCT CAST(session_id AS BINARY) FROM {t} WHERE session_id LIKE %s ESCAPE '!'"
-)
+# ---- one user's packed ids: ONE predicate (sessions, erasure, the catalog, prune, export) -----
+
+#: One user's packed ids in a key column (``{col}``, :func:`user_ids`): a range on the primary
+#: key instead of LIKE, so no wildcard in a user id can widen it. ';' is the code point after
+#: ':', so [user + ':', user + ';') is exactly that user's ids (on an exact, binary table).
+USER_IDS_RANGE = "{col} >= %s AND {col} < %s"
+#: The same on a table whose key columns fold case and accents (the Java store's, before
+#: migrate()): there ';' may sort before ':' (the range would be empty) and 'alice:' matches
+#: 'Alice:'; an escaped LIKE and the exact prefix compared as bytes, so that ``"alice"`` never
+#: takes ``"Alice"``'s rows.
+USER_IDS_LIKE = "{col} LIKE %s ESCAPE '!' AND CAST(LEFT({col}, %s) AS BINARY) = CAST(%s AS BINARY)"
+_KEY_COLUMNS = ("session_id", "state_key")
+
+
+def _on(fragment: str, column: str) -> str:
+    """``fragment`` (``{col}``) on the key column ``column`` (an identifier of the table, never input)."""
+    if column not in _KEY_COLUMNS:
+        raise ValueError(f"column must be one of {_KEY_COLUMNS}, got {column!r}")
+    return fragment.replace("{col}", column)
+
+
+def user_ids(prefix: Optional[str], exact: bool, column: str = "state_key") -> Statement:
+    """A WHERE fragment (`` AND ...``) keeping the ids in ``column`` that start with ``prefix``
+    (a user's packed prefix, ending with ':'), and its parameters; ``("", ())`` for None (every
+    user). :data:`USER_IDS_RANGE` on exact tables, else :data:`USER_IDS_LIKE`.
+
+    >>> user_ids("a_b:", True, "session_id")
+    (' AND session_id >= %s AND session_id < %s', ('a_b:', 'a_b;'))
+    >>> user_ids("a_b:", False)
+    (" AND state_key LIKE %s ESCAPE '!' AND CAST(LEFT(state_key, %s) AS BINARY) = CAST(%s AS BINARY)", ('a!_b:%', 4, 'a_b:'))
+    >>> user_ids(None, True)
+    ('', ())
+    """
+    if prefix is None:
+        return "", ()
+    if exact:
+        return " AND " + _on(USER_IDS_RANGE, column), (prefix, prefix[:-1] + ";")
+    return " AND " + _on(USER_IDS_LIKE, column), (like_prefix(prefix), len(prefix), prefix)
+
+
+SESSIONS_OF_USER = "SELECT DISTINCT session_id FROM {t} WHERE " + _on(USER_IDS_RANGE, "session_id")
+# On a table whose key collation is not binary: USER_IDS_LIKE (the store filters the result by
+# the exact prefix as well). DISTINCT over the ids as bytes: over the folding collation it gives
+# one spelling of 'alice:s1' and 'Alice:s1', maybe the other user's, and the exact filter then
+# dropped the user's own.
+SESSIONS_OF_USER_LIKE = "SELECT DISTINCT CAST(session_id AS BINARY) FROM {t} WHERE " + _on(USER_IDS_LIKE, "session_id")
 # The callers' rows (internal ones, the catalog and history, have no ':' in session_id).
 COUNT_ROWS = "SELECT COUNT(*) FROM {t} WHERE session_id LIKE '%:%'"
 
 # ---- erasing a user and rotating keys (bounded batches) ---------------------------------------
 
 # A user's sessions, as the catalog and the data rows know them (forget_user deletes each whole,
-# as delete_session does): the range [user + ':', user + ';') on an exact table.
-USER_SESSIONS_BY_CATALOG = "SELECT state_key FROM {t} WHERE session_id = %s AND state_key >= %s AND state_key < %s"
-# The same on a table whose key columns fold case and accents (the Java store's, before
-# migrate()): there ';' may sort before ':', so the range above would be empty; an escaped LIKE
-# and the exact prefix compared as bytes instead.
-USER_SESSIONS_BY_CATALOG_LIKE = (
-    "SELECT state_key FROM {t} WHERE session_id = %s AND state_key LIKE %s ESCAPE '!'"
-    " AND CAST(LEFT(state_key, %s) AS BINARY) = CAST(%s AS BINARY)"
-)
+# as delete_session does): USER_IDS_RANGE on an exact table, USER_IDS_LIKE on one whose key
+# columns fold case and accents. Parameters: the catalog id, then user_ids'.
+USER_SESSIONS_BY_CATALOG = "SELECT state_key FROM {t} WHERE session_id = %s AND " + _on(USER_IDS_RANGE, "state_key")
+USER_SESSIONS_BY_CATALOG_LIKE = "SELECT state_key FROM {t} WHERE session_id = %s AND " + _on(USER_IDS_LIKE, "state_key")
 # Keyset scan (primary-key order) for rows to re-encrypt: user rows only (a packed id has ':'),
 # value and item rows not sealed under the current key, or hash rows not keyed with it.
 _AFTER = (
@@ -711,6 +760,31 @@ PRUNE_CANDIDATES = (
 )
 PRUNE_AFTER = " AND (updated_at > %s OR (updated_at = %s AND state_key > %s))"
 PRUNE_COUNT = "SELECT COUNT(*) FROM {t} WHERE session_id = %s AND updated_at < %s{user}"
+
+
+def prune_count(prefix: Optional[str], exact: bool, when: object) -> Statement:
+    """:data:`PRUNE_COUNT`: the catalog rows idle since ``when`` of the user whose packed prefix is
+    ``prefix`` (None: every user's).
+
+    >>> prune_count("u:", True, "T")
+    ('SELECT COUNT(*) FROM {t} WHERE session_id = %s AND updated_at < %s AND state_key >= %s AND state_key < %s', ('__catalog__', 'T', 'u:', 'u;'))
+    """
+    user, params = user_ids(prefix, exact)
+    return PRUNE_COUNT.replace("{user}", user), (CATALOG_SESSION, when, *params)
+
+
+def prune_candidates(prefix: Optional[str], exact: bool, when: object, last: Optional[Sequence],
+                     batch: int) -> Statement:
+    """:data:`PRUNE_CANDIDATES`: the next ``batch`` catalog rows idle since ``when`` (of ``prefix``'s
+    user, None: every user's), after ``last`` (the last ``(state_key, updated_at)`` read; None: from
+    the first).
+
+    >>> prune_candidates(None, True, "T", ("u:s", "W"), 10)[1]
+    ('__catalog__', 'T', 'W', 'W', 'u:s', 10)
+    """
+    user, params = user_ids(prefix, exact)
+    statement = PRUNE_CANDIDATES.replace("{user}", user).replace("{after}", PRUNE_AFTER if last else "")
+    return statement, (CATALOG_SESSION, when, *params, *((last[1], last[1], last[0]) if last else ()), batch)
 PRUNE_LOCK_SESSIONS = "SELECT COUNT(*) FROM {t} WHERE session_id IN ({ids}) FOR UPDATE"
 # Idle: the catalog row says so, and no row of the session was written since either (the
 # index by_activity answers that, one range probe a session). The catalog row may lag the
@@ -749,6 +823,35 @@ CATALOG_SHAPE = (
     "SELECT session_id, state_key, COUNT(*), COALESCE(SUM(LENGTH(state_data)), 0) FROM {t}"
     " WHERE session_id IN ({ids}) GROUP BY session_id, state_key"
 )
+# The page's filters, after the user's ids: activity before, after a time, and the keyset
+# cursor (strictly after the last row of the page before, in the page's order).
+CATALOG_UPDATED_BEFORE = " AND updated_at < %s"
+CATALOG_UPDATED_AFTER = " AND updated_at > %s"
+CATALOG_PAGE_AFTER = " AND (updated_at < %s OR (updated_at = %s AND state_key < %s))"
+
+
+def catalog_page(prefix: Optional[str], exact: bool, before: object, after: object,
+                 cursor: Optional[tuple], limit: int) -> Statement:
+    """A page of the catalog (one row more than ``limit``, to tell whether another follows): the
+    sessions of the user whose packed prefix is ``prefix`` (None: every user's,
+    :data:`CATALOG_PAGE`; else :data:`CATALOG_PAGE_OF_USER`), updated before ``before`` and after
+    ``after`` (None: no bound), after ``cursor`` (``(updated_at, packed id)`` of the last row of
+    the page before; None: the first page).
+
+    >>> catalog_page(None, True, "B", None, ("T", "u:s"), 10)
+    ('SELECT state_key, created_at, updated_at FROM {t} WHERE session_id = %s AND updated_at < %s AND (updated_at < %s OR (updated_at = %s AND state_key < %s)) ORDER BY updated_at DESC, state_key DESC LIMIT %s', ('__catalog__', 'B', 'T', 'T', 'u:s', 11))
+    """
+    where, params = user_ids(prefix, exact)
+    for fragment, when in ((CATALOG_UPDATED_BEFORE, before), (CATALOG_UPDATED_AFTER, after)):
+        if when is not None:
+            where += fragment
+            params += (when,)
+    if cursor is not None:
+        at, sid = cursor
+        where += CATALOG_PAGE_AFTER
+        params += (at, at, sid)
+    template = CATALOG_PAGE if prefix is None else CATALOG_PAGE_OF_USER
+    return template.replace("{where}", where), (CATALOG_SESSION, *params, limit + 1)
 
 
 # ---- transfer: fork, export, import (transfer.py) ----------------------------
@@ -771,14 +874,103 @@ EXPORT_HASH_ROWS = ("SELECT " + ", ".join(EXPORT_COLUMNS) + " FROM {t} WHERE ite
                     " AND (session_id, state_key) IN ({pairs})")
 # A catalog row is exported only with a session that has rows.
 EXPORT_HAS_ROWS = " AND EXISTS (SELECT 1 FROM {t} d WHERE d.session_id = o.state_key)"
-# "replace": the rows of keys the import does not hold (conditions by key, OR-ed).
+# The scopes of an export: WHERE clauses of EXPORT_SELECT (its table is ``o``). Sessions by
+# id (and archived history by its id); every user's rows (a packed id has ':'); one user's
+# ({user}: user_ids). The catalog rows of those sessions come in a scope of their own.
+EXPORT_SESSIONS = "session_id IN ({ids})"
+EXPORT_CATALOG_OF = "session_id = %s AND state_key IN ({ids})" + EXPORT_HAS_ROWS
+EXPORT_EVERY_SESSION = "LOCATE(':', session_id) > 0"
+EXPORT_EVERY_CATALOG = "session_id = %s" + EXPORT_HAS_ROWS
+EXPORT_USER_SESSIONS = "1 = 1{user}"
+EXPORT_USER_CATALOG = "session_id = %s{user}" + EXPORT_HAS_ROWS
+
+
+def export_sessions(sids: Sequence[str]) -> Statement:
+    """The scope of the rows of the sessions (or history ids) ``sids``.
+
+    >>> export_sessions(["u:a", "u:b"])
+    ('session_id IN (%s, %s)', ('u:a', 'u:b'))
+    """
+    return with_ids(EXPORT_SESSIONS, len(sids)), tuple(sids)
+
+
+def export_scopes_of_sessions(sids: Sequence[str]) -> list[Statement]:
+    """The scopes of an export of the sessions ``sids``: their rows, then their catalog rows."""
+    return [export_sessions(sids), (with_ids(EXPORT_CATALOG_OF, len(sids)), (CATALOG_SESSION, *sids))]
+
+
+def export_scopes_of_user(prefix: Optional[str], exact: bool) -> list[Statement]:
+    """The scopes of an export of every session of the user whose packed prefix is ``prefix``
+    (None: every user's): their rows, then their catalog rows.
+
+    >>> export_scopes_of_user(None, True)[0]
+    ("LOCATE(':', session_id) > 0", ())
+    >>> export_scopes_of_user("u:", True)[0]
+    ('1 = 1 AND session_id >= %s AND session_id < %s', ('u:', 'u;'))
+    """
+    if prefix is None:
+        return [(EXPORT_EVERY_SESSION, ()), (EXPORT_EVERY_CATALOG, (CATALOG_SESSION,))]
+    rows, params = user_ids(prefix, exact, "session_id")
+    cat, cparams = user_ids(prefix, exact, "state_key")
+    return [(EXPORT_USER_SESSIONS.replace("{user}", rows), params),
+            (EXPORT_USER_CATALOG.replace("{user}", cat), (CATALOG_SESSION, *cparams))]
+
+
+# "replace": the rows of keys the import does not hold (conditions by key, OR-ed): a key's items
+# from the first it does not hold on, but those it holds past a gap ({kept}); its hash row when
+# the import has none.
 IMPORT_DELETE_WHERE = "DELETE FROM {t} WHERE "
+IMPORT_DROP_ITEMS = "(session_id = %s AND state_key = %s AND item_index >= %s{kept})"
+IMPORT_KEEP_ITEMS = " AND item_index NOT IN ({ids})"
+IMPORT_DROP_ROW = "(session_id = %s AND state_key = %s)"
+
+
+def import_drop_the_rest(held: Iterable[tuple[str, str, int, Sequence[int], Optional[str]]]) -> Statement:
+    """One DELETE of the rows of keys the import does not hold; ``held`` has, a key, ``(session,
+    key, the first index not held, the indexes held past it, the hash key to delete or None)``.
+
+    >>> import_drop_the_rest([("u:s", "k", 2, [5], "k:_hash"), ("u:s", "m", 1, [], None)])
+    ('DELETE FROM {t} WHERE (session_id = %s AND state_key = %s AND item_index >= %s AND item_index NOT IN (%s)) OR (session_id = %s AND state_key = %s) OR (session_id = %s AND state_key = %s AND item_index >= %s)', ('u:s', 'k', 2, 5, 'u:s', 'k:_hash', 'u:s', 'm', 1))
+    """
+    where: list[str] = []
+    params: list = []
+    for sid, key, first, extra, hash_key in held:
+        where.append(IMPORT_DROP_ITEMS.replace("{kept}", with_ids(IMPORT_KEEP_ITEMS, len(extra)) if extra else ""))
+        params += [sid, key, first, *extra]
+        if hash_key is not None:
+            where.append(IMPORT_DROP_ROW)
+            params += [sid, hash_key]
+    return IMPORT_DELETE_WHERE + " OR ".join(where), tuple(params)
 # "skip": which of the keys met (with their hash rows, as (session_id, state_key) pairs) exist.
 IMPORT_EXISTING_KEYS = "SELECT DISTINCT session_id, state_key FROM {t} WHERE (session_id, state_key) IN ({pairs})"
 EXPORT_AFTER = " AND " + KEYSET_AFTER
 EXPORT_ORDER = " ORDER BY session_id, state_key, item_index LIMIT %s"
+
+
+def export_chunk(scope: Statement, last: Optional[Sequence], limit: int) -> Statement:
+    """The next ``limit`` rows of an export's ``scope`` in key order, after the row ``last``
+    (None: from the first).
+
+    >>> export_chunk(("session_id IN (%s)", ("u:s",)), None, 5)
+    ('SELECT session_id, state_key, item_index, state_data, version, created_at, updated_at FROM {t} o WHERE session_id IN (%s) ORDER BY session_id, state_key, item_index LIMIT %s', ('u:s', 5))
+    """
+    clause, params = scope
+    return (EXPORT_SELECT.replace("{where}", clause) + (EXPORT_AFTER if last else "") + EXPORT_ORDER,
+            params + (after(last) if last else ()) + (limit,))
+
+
 IMPORT_INSERT_HEAD = "INSERT INTO {t} (" + ", ".join(EXPORT_COLUMNS) + ") VALUES "
 IMPORT_ROW = "(%s, %s, %s, %s, %s, %s, %s)"
+
+
+def import_insert(head: str, rows: Sequence[tuple], tail: str = "") -> Statement:
+    """One multi-row INSERT of export ``rows`` (7 values each): ``head`` (:data:`IMPORT_INSERT_HEAD`,
+    rendered), a :data:`IMPORT_ROW` a row, ``tail`` (an ``ON DUPLICATE KEY UPDATE``, or none).
+
+    >>> import_insert("INSERT ... VALUES ", [tuple("abcdefg")], IMPORT_ON_SKIP)[0]
+    'INSERT ... VALUES (%s, %s, %s, %s, %s, %s, %s) ON DUPLICATE KEY UPDATE session_id = session_id'
+    """
+    return head + ",".join([IMPORT_ROW] * len(rows)) + tail, tuple(v for r in rows for v in r)
 # "skip": a row whose key exists is left as it is; "replace": it takes the imported content.
 IMPORT_ON_SKIP = " ON DUPLICATE KEY UPDATE session_id = session_id"
 IMPORT_ON_REPLACE = (
@@ -1141,11 +1333,10 @@ def above_prefix(prefix: str) -> Optional[str]:
 
 
 def sessions_of_user(prefix: str, exact: bool) -> Statement:
-    """The query for ids starting with ``prefix`` (which ends with ':'); no wildcard can widen it.
+    """The query for ids starting with ``prefix`` (which ends with ':'); no wildcard can widen it,
+    and no other spelling of the prefix matches it (the same predicate as :func:`user_ids`).
 
     >>> sessions_of_user("a_b:", exact=False)[1]
-    ('a!_b:%',)
+    ('a!_b:%', 4, 'a_b:')
     """
-    if exact:
-        return SESSIONS_OF_USER, (prefix, prefix[:-1] + ";")
-    return SESSIONS_OF_USER_LIKE, (like_prefix(prefix),)
+    return (SESSIONS_OF_USER if exact else SESSIONS_OF_USER_LIKE), user_ids(prefix, exact, "session_id")[1]

@@ -81,17 +81,9 @@ def scopes(user_id: Any, sids: Optional[Sequence[str]], exact: bool) -> list[tup
     ``user_id``/``sids`` holds; :func:`export` adds the history of the sessions it met. A
     catalog row comes only with a session that has rows (so an export always imports)."""
     if sids is not None:
-        out = []
-        for part in catalog.chunks(sids, IDS_PER_STATEMENT):
-            marks = ", ".join(["%s"] * len(part))
-            out.append((f"session_id IN ({marks})", tuple(part)))
-            out.append((f"session_id = %s AND state_key IN ({marks})" + sql.EXPORT_HAS_ROWS, (keys.CATALOG_SESSION, *part)))
-        return out
-    if user_id is catalog.ALL_USERS:
-        return [("LOCATE(':', session_id) > 0", ()), ("session_id = %s" + sql.EXPORT_HAS_ROWS, (keys.CATALOG_SESSION,))]
-    rng, params = catalog.user_range(user_id, exact, "session_id")
-    crng, cparams = catalog.user_range(user_id, exact, "state_key")
-    return [("1 = 1" + rng, params), ("session_id = %s" + crng + sql.EXPORT_HAS_ROWS, (keys.CATALOG_SESSION, *cparams))]
+        return [scope for part in catalog.chunks(sids, IDS_PER_STATEMENT)
+                for scope in sql.export_scopes_of_sessions(part)]
+    return sql.export_scopes_of_user(catalog.prefix_of(user_id), exact)
 
 
 def export(db: Any, t: Table, user_id: Any, sids: Optional[Sequence[str]]) -> Iterator[str]:
@@ -133,7 +125,7 @@ def export_lines(hold: Callable[[str], ContextManager[Any]], q: Callable[[str], 
             hist = sorted({keys.history_session(s) for s in seen})
             del seen
             for part in catalog.chunks(hist, IDS_PER_STATEMENT):
-                for r in _scan(cur, q, f"session_id IN ({', '.join(['%s'] * len(part))})", tuple(part)):
+                for r in _scan(cur, q, *sql.export_sessions(part)):
                     yield line(r)
         finally:
             try:
@@ -152,9 +144,8 @@ def _chunks(cur: Any, q: Callable[[str], str], clause: str, params: tuple) -> It
     """The rows of one scope in key order, ``CHUNK`` at a time (keyset: after the last row)."""
     last: Optional[tuple] = None
     while True:
-        statement = q(sql.EXPORT_SELECT.replace("{where}", clause) + (sql.EXPORT_AFTER if last else "") + sql.EXPORT_ORDER)
-        args = params + (sql.after(last) if last else ()) + (CHUNK,)
-        rows = _execute(cur, statement, args)
+        statement, args = sql.export_chunk((clause, params), last, CHUNK)
+        rows = _execute(cur, q(statement), args)
         yield rows
         if len(rows) < CHUNK:
             return
@@ -170,7 +161,7 @@ def _heads(cur: Any, q: Callable[[str], str], chunk: Sequence[tuple]) -> dict[tu
               if r[2] == 0 and keys.is_packed(r[0]) and not r[1].endswith(keys.HASH_SUFFIX)]
     found: dict[tuple[str, str], tuple] = {}
     for part in catalog.chunks(firsts, IDS_PER_STATEMENT):
-        statement = q(sql.EXPORT_HASH_ROWS.replace("{pairs}", ", ".join(["(%s, %s)"] * len(part))))
+        statement = q(sql.with_pairs(sql.EXPORT_HASH_ROWS, len(part)))
         for r in _execute(cur, statement, tuple(v for pair in part for v in pair)):
             found[(r[0], r[1])] = r
     return found
@@ -357,13 +348,13 @@ def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict
             written += _insert_new(cur, head, own) if own else 0
             rows = [r for r in rows if not keys.is_packed(r[0])]
         if rows:
-            written += cur.execute(head + _values(rows) + sql.IMPORT_ON_SKIP, _params(rows))  # 1 per row inserted
+            written += cur.execute(*sql.import_insert(head, rows, sql.IMPORT_ON_SKIP))  # 1 per row inserted
         if rows and on_conflict == "replace":  # 2 per row changed
             catalog_rows = [r for r in rows if r[0] == keys.CATALOG_SESSION]
             others = [r for r in rows if r[0] != keys.CATALOG_SESSION] if catalog_rows else rows
             for part, tail in ((others, sql.IMPORT_ON_REPLACE), (catalog_rows, sql.IMPORT_ON_MERGE_CATALOG)):
                 if part:
-                    written += cur.execute(head + _values(part) + tail, _params(part)) // 2
+                    written += cur.execute(*sql.import_insert(head, part, tail)) // 2
         batch, size = [], 0
         if progress is not None:
             progress(seen)
@@ -431,29 +422,15 @@ def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict
     return written
 
 
-def _values(rows: Sequence[tuple]) -> str:
-    return ",".join([sql.IMPORT_ROW] * len(rows))
-
-
-def _params(rows: Sequence[tuple]) -> tuple:
-    return tuple(v for r in rows for v in r)
-
-
 def _drop_the_rest(cur: Any, q: Callable[[str], str], held: dict) -> int:
     """"replace": delete each key's rows that the import does not hold (the items past its end,
     a hash row it has not), so the key is what the export held, whole; returns rows deleted."""
     deleted = 0
     for part in catalog.chunks(list(held.items()), IDS_PER_STATEMENT):
-        where, params = [], []
-        for (sid, k), got in part:
-            extra = sorted(got.extra or ())
-            where.append("(session_id = %s AND state_key = %s AND item_index >= %s"
-                         + (f" AND item_index NOT IN ({', '.join(['%s'] * len(extra))})" if extra else "") + ")")
-            params += [sid, k, got.next, *extra]
-            if not got.hash:
-                where.append("(session_id = %s AND state_key = %s)")
-                params += [sid, keys.hash_key(k)]
-        deleted += cur.execute(q(sql.IMPORT_DELETE_WHERE) + " OR ".join(where), tuple(params))
+        statement, params = sql.import_drop_the_rest(
+            (sid, k, got.next, sorted(got.extra or ()), None if got.hash else keys.hash_key(k))
+            for (sid, k), got in part)
+        deleted += cur.execute(q(statement), params)
     return deleted
 
 
@@ -469,7 +446,7 @@ def _unclaimed(cur: Any, q: Callable[[str], str], batch: list[tuple], decided: s
                 new.append(k)
     for part in catalog.chunks(new, IDS_PER_STATEMENT):
         pairs = tuple(v for sid, k in part for v in (sid, k, sid, keys.hash_key(k)))
-        cur.execute(q(sql.IMPORT_EXISTING_KEYS.replace("{pairs}", ", ".join(["(%s, %s)"] * (2 * len(part))))), pairs)
+        cur.execute(q(sql.with_pairs(sql.IMPORT_EXISTING_KEYS, 2 * len(part))), pairs)
         kept.update((sid, _base_key(k)) for sid, k in cur.fetchall())
     if not kept:
         return batch
@@ -482,7 +459,7 @@ def _insert_new(cur: Any, head: str, rows: Sequence[tuple]) -> int:
     kept the existing rows would wait for that writer, then add the import's rows to its
     (a list of both). A row there now fails the whole import instead, nothing written."""
     try:
-        return cur.execute(head + _values(rows), _params(rows))
+        return cur.execute(*sql.import_insert(head, rows))
     except Exception as exc:
         if errno_of(exc) != DUPLICATE_KEY:
             raise
