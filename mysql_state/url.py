@@ -533,6 +533,12 @@ def option_file(path: Any, group: Any = None) -> dict:
     if unreadable:
         raise ValueError(f"{where} is not a MySQL option file (a [client] section header, then key=value "
                          "lines); its text is not shown")
+    for each in parser.sections():  # the MySQL client reads what they name; pymysql would not
+        included = next((key for key in parser.options(each) if key.startswith("!include")), None)
+        if included is not None:
+            raise ValueError(f"{where} has an {included.split()[0]} line in [{each}]: this library reads one "
+                             "file, so settings there (TLS ones among them) would be dropped; put them in the "
+                             "file itself; nothing connected")
     section = str(group or "client")
     if not parser.has_section(section):
         return {}

@@ -358,6 +358,14 @@ def test_an_option_file_tls_setting_this_library_does_not_apply_is_refused_namin
     assert "Zq9" not in str(info.value)  # no value of the file is shown
 
 
+@pytest.mark.parametrize("line", ["!include /etc/mysql/tls.cnf", "!includedir /etc/mysql/conf.d/"])
+def test_an_option_file_that_includes_another_is_refused_not_half_read(tls, tmp_path, line):
+    """The MySQL client reads what !include names (TLS settings included); this library reads
+    one file, so an include would drop those settings in silence."""
+    with pytest.raises(ValueError, match=f"has an {line.split()[0]} line in \\[client\\]"):
+        open_store(tls.url(), read_default_file=option_file(tmp_path, line, "ssl-mode=REQUIRED"))
+
+
 def test_a_missing_option_file_is_an_error_naming_it(tls, tmp_path):
     missing = str(tmp_path / "nowhere.cnf")
     with pytest.raises(ValueError, match="read_default_file=.*nowhere.cnf.* cannot be read"):
