@@ -117,6 +117,23 @@ class ListMemory:
         self.hint(key, stored, version)
         self.damaged.discard(key)
 
+    def after_read(self, key: Key, stored: Optional[ListHash], version: Optional[int], consistency: str, *,
+                   whole: bool = False, exact: bool = False) -> None:
+        """What a read of list ``key`` (its hash row ``stored``, None: none this store reads, at
+        ``version``) teaches the writes that follow. A strong read: ``whole`` (the whole list,
+        found whole) is :meth:`read`; ``exact`` (the key's hash row as it is now, a value read's)
+        replaces the hint, None included when there was one; else a hash row seen becomes the
+        hint. Any other read (a replica's may be behind) replaces the hint only when it differs,
+        with the version it showed, so a compare-and-set at a newer version this process wrote
+        itself is compared by version."""
+        if consistency != "strong":
+            if stored != self.hints.get(key):
+                self.hint(key, stored, version)
+        elif whole:
+            self.read(key, stored, version)
+        elif stored is not None or (exact and self.hints.get(key) is not None):
+            self.hint(key, stored, version)
+
     def value(self, key: Key, seen: Optional[tuple[int, str]]) -> None:
         """Row 0 of a value key is ``seen`` ``(version, digest)``: read strongly, or written
         here (None: forget it)."""

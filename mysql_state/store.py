@@ -278,12 +278,10 @@ class MysqlAgentStateStore:
         model = serde.check_type(model)
         found = self._db.run(lambda cur: value_engine.get(cur, t, sid, k, model), f"get {k!r}", write=False,
                              consistency=consistency, session=sid)  # decoded inside: its errors are counted
-        # A list's hash row as seen (a compare-and-set on the version read checks it), or no list
-        # there now; value keys leave the hints (one entry per list) alone.
-        if consistency == "strong" and found is not None and found.is_list:
-            self._memory.hint((sid, k), t.sealer.usable(ListHash.parse(found.hash_text), sid, k)[0], found.version)
-        elif consistency == "strong" and self._memory.hints.get((sid, k)) is not None:
-            self._memory.hint((sid, k), None)
+        if consistency == "strong":  # a list's hash row as seen, or no list there now
+            is_list = found is not None and found.is_list
+            stored = t.sealer.usable(ListHash.parse(found.hash_text), sid, k)[0] if is_list else None
+            self._memory.after_read((sid, k), stored, found.version if is_list else None, consistency, exact=True)
         return found
 
     def get_prefix(self, user_id: Optional[str], session_id: str, prefix: str = "", *, versioned: bool = False,
@@ -545,14 +543,7 @@ class MysqlAgentStateStore:
                 lambda cur: list_read.get(cur, t, sid, k, offset, limit, model, n, known, learned),
                 f"get_list {k!r}", write=False, consistency=consistency, session=sid)
         self._memory.read_kept((sid, k), learned)
-        if consistency == "strong" and offset == 0 and limit is None:  # the whole list, found whole
-            self._memory.read((sid, k), stored, version)
-        elif stored is not None and consistency == "strong":  # a replica's may be behind
-            self._memory.hint((sid, k), stored, version)
-        elif consistency != "strong" and stored != self._memory.hints.get((sid, k)):
-            # the list changed (or the replica is behind): as seen, at the version seen, so that a
-            # compare-and-set at a newer version this process wrote is not refused for it
-            self._memory.hint((sid, k), stored, version)
+        self._memory.after_read((sid, k), stored, version, consistency, whole=offset == 0 and limit is None)
         return items, version
 
     def get_many(self, user_id: Optional[str], session_id: str, values: Sequence[str] = (),
@@ -578,15 +569,12 @@ class MysqlAgentStateStore:
                                  "get_many", write=False, consistency=consistency, session=sid)
         if first:
             self._memory.read_kept(first, learned)
-        if consistency == "strong":  # what the read saw guides the writes that follow (a replica's may be behind)
-            for k in list_keys:
-                self._memory.read((sid, k), seen.get(k))
+        for k in list_keys:  # what the read saw guides the writes that follow
+            version = found[k][1] if k in found and consistency != "strong" else None
+            self._memory.after_read((sid, k), seen.get(k), version, consistency, whole=True)
+        if consistency == "strong":
             for k in value_keys:
                 self._memory.value((sid, k), seen.get(k))
-        else:  # a list seen otherwise than this process knew it (changed, or the replica is behind): as seen
-            for k in list_keys:
-                if seen.get(k) != self._memory.hints.get((sid, k)):
-                    self._memory.hint((sid, k), seen.get(k), found[k][1] if k in found else None)
         return {k: VersionedState(*vv) if versioned else vv[0] for k, vv in found.items()}
 
     def list_length(self, user_id: Optional[str], session_id: str, key: str, *, consistency: str = "strong") -> int:
