@@ -43,6 +43,7 @@ from typing import Any, NoReturn, Optional, Sequence
 
 import orjson
 
+from . import keys
 from .catalog import ALL_USERS
 from .crypto import Keyring
 from .errors import DecryptionError, MysqlStateError, SchemaNotFoundError, SessionNotFoundError, StaleStateError
@@ -123,6 +124,22 @@ def count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if not 1 <= n <= MAX_COUNT:
         raise argparse.ArgumentTypeError(f"{text!r} must be from 1 to {MAX_COUNT}")
+    return n
+
+
+def version_number(text: str) -> int:
+    """An ``--if-version`` value: a version, 0 for "only if absent". The API's ``UNVERSIONED``
+    (-1, "whatever is stored") is refused: a compare-and-set that compares nothing is a blind write.
+
+    >>> version_number("3")
+    3
+    """
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a version number") from None
+    if not 0 <= n <= 2**63 - 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a version >= 0 (0: only if absent)")
     return n
 
 
@@ -262,11 +279,12 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--history", action="store_true", help="the list's archived items instead")
     g.add_argument("--versioned", action="store_true",
                    help='the value (or the whole list) and its version: {"value": ..., "version": N}')
-    gm = _command(sub, "get-many", _get_many, ("session",), "[--user U] USER SESSION [--value KEY]... [--list KEY]...")
+    gm = _command(sub, "get-many", _get_many, ("session",),
+                  "[--user U] USER SESSION [--value KEY]... [--list KEY]... [--versioned]")
     gm.add_argument("--value", action="append", default=[], metavar="KEY", help="a value key (repeatable)")
     gm.add_argument("--list", action="append", default=[], metavar="KEY", help="a list key (repeatable)")
     gm.add_argument("--versioned", action="store_true", help='each as {"value": ..., "version": N}')
-    gp = _command(sub, "get-prefix", _get_prefix, ("session", "prefix"), "[--user U] USER SESSION PREFIX")
+    gp = _command(sub, "get-prefix", _get_prefix, ("session", "prefix"), "[--user U] USER SESSION PREFIX [--versioned]")
     gp.add_argument("--versioned", action="store_true", help='each as {"value": ..., "version": N}')
     _command(sub, "list-length", _length, ("session", "key"), "[--user U] USER SESSION KEY")
     _command(sub, "key-kind", _kind, ("session", "key"), "[--user U] USER SESSION KEY")
@@ -274,7 +292,7 @@ def _parser() -> argparse.ArgumentParser:
     sv2 = _command(sub, "save-list", _save_list, ("session", "key", "value"),
                    "[--user U] USER SESSION KEY JSON_ARRAY [--if-version N]")
     for c in (sv1, sv2):
-        c.add_argument("--if-version", type=int, metavar="N",
+        c.add_argument("--if-version", type=version_number, metavar="N",
                        help="write only if the key's version is N (0: only if absent); exit 1 when it is not")
     sm = _command(sub, "save-many", _save_many, ("session",),
                   "[--user U] USER SESSION [--value KEY JSON]... [--list KEY JSON_ARRAY]... [--if-version KEY N]...")
@@ -302,6 +320,8 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("--user", help="only this user's sessions ('-' for anonymous)")
     ex.add_argument("--session", action="append", help="only this session of --user (repeatable)")
     im = _command(sub, "import", _import)
+    im.add_argument("file", nargs="?", default="-", metavar="FILE",
+                    help="the export's lines (default -: standard input)")
     im.add_argument("--on-conflict", choices=["skip", "replace"], default="skip",
                     help="skip (default): keep stored rows; replace: the export's keys replace the stored ones")
     _yes(im)
@@ -311,8 +331,7 @@ def _parser() -> argparse.ArgumentParser:
     mg.add_argument("--dry-run", action="store_true", help="print the SQL; change nothing")
     _command(sub, "stats", _stats)
     _yes(_command(sub, "truncate", _truncate))
-    f = _command(sub, "forget-user", _forget_user)
-    f.add_argument("user", metavar="USER", help="the user ('-' for anonymous)")
+    f = _command(sub, "forget-user", _forget_user, (), "[--user U | USER] [--batch N] [--yes]")
     f.add_argument("--batch", type=count, default=500, help="sessions per transaction, each whole (default 500)")
     _yes(f)
     re = _command(sub, "reencrypt", _reencrypt)
@@ -389,7 +408,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         url = default_server_url()
         embedded = url is not None  # the user's own scratch server: make the database and table
     if not url:
-        _err("give a URL (--url mysql://user:pw@host:port/database), set MYSQL_URL, or run `mysql-state server start`")
+        _err("give a URL (--url mysql://USER@HOST:PORT/DATABASE, a password as USER:PASSWORD@), set MYSQL_URL, "
+             "or run `mysql-state server start`")
         return 2
     try:
         # Encrypted sessions read with the ring of MYSQL_STATE_KEYS (reencrypt needs it).
@@ -680,9 +700,9 @@ def _save_many(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     expected: dict = {}
     for k, n in args.if_version:
         try:
-            expected[k] = int(n)
-        except ValueError:
-            raise ValueError(f"--if-version {k} takes a version number, got {n!r}") from None
+            expected[k] = version_number(n)
+        except argparse.ArgumentTypeError as exc:
+            raise ValueError(f"--if-version {k}: {exc}") from None
     try:
         saved = store.save_many(_user(args.user), args.session, values, lists, expected_versions=expected or None)
     except StaleStateError as exc:
@@ -823,14 +843,24 @@ def _export(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     bar = Bar("exported rows", args.json)
     n = 0
     write = sys.stdout.write
+    named = {keys.pack(user, s): s for s in args.session or ()}
     for line in store.export(user, sessions=args.session):
         write(line + "\n")
         n += 1
+        if named:
+            named.pop(orjson.loads(line).get("session_id"), None)
         if n % 1000 == 0:
             bar(n)
     sys.stdout.flush()
     bar(n)
     bar.end()
+    # A user or a session asked for by name that has no row is not in the backup: not a success.
+    if named:
+        _err(f"no session {', '.join(map(repr, sorted(named.values())))} of {_who(args.user)}: not exported")
+        return NOT_FOUND
+    if n == 0 and args.user is not None:
+        _err(f"{_who(args.user)} has no session: nothing exported")
+        return NOT_FOUND
     return 0
 
 
@@ -838,7 +868,17 @@ def _import(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     if args.on_conflict == "replace":
         confirm(args, "replace the stored keys of every session in the import with the export's rows")
     bar = Bar("imported rows", args.json)
-    n = store.import_rows(sys.stdin, on_conflict=args.on_conflict, progress=bar)
+    if args.file == "-":
+        if sys.stdin is None:
+            raise ValueError("import reads the export from standard input, which is closed; give FILE")
+        n = store.import_rows(sys.stdin, on_conflict=args.on_conflict, progress=bar)
+    else:
+        try:
+            source = open(args.file, encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(f"import: cannot read FILE {args.file!r} ({exc.strerror})") from None
+        with source:
+            n = store.import_rows(source, on_conflict=args.on_conflict, progress=bar)
     bar.end()
     _out(args, {"written": n}, f"{n} rows written")
     return 0

@@ -602,3 +602,33 @@ def test_a_negative_duration_is_refused_naming_the_value_not_as_a_missing_argume
         assert out.returncode == 2 and f"'{argv[2]}' is not a duration" in out.stderr, out.stderr
     assert cli(url, database, "prune", "--older-than", "30d", "--yes").returncode == 0
     assert store.exists("alice", "chat-1")
+
+
+def test_a_compare_and_set_version_below_0_is_refused_not_a_blind_write(store, url, database):
+    """--if-version -1 passed the API's UNVERSIONED ("whatever is stored") through: the save
+    overwrote version 1 although the command says "only if the key's version is N"."""
+    store.save("dan", "s", "k", 1)
+    for argv in (("save", "dan", "s", "k", "2", "--if-version", "-1"),
+                 ("save-list", "dan", "s", "l", "[2]", "--if-version", "-1"),
+                 ("save-many", "dan", "s", "--value", "k", "2", "--if-version", "k", "-1")):
+        done = cli(url, database, *argv)
+        assert done.returncode == 2 and "must be a version >= 0" in done.stderr, (argv, done.stderr)
+    assert store.get_versioned("dan", "s", "k") == (1, 1) and store.get_list("dan", "s", "l") == []
+
+
+def test_export_of_a_user_or_session_with_no_row_is_not_a_success_and_import_reads_a_file(store, url, database,
+                                                                                          tmp_path):
+    store.save("dan", "s", "k", 1)
+    missing = cli(url, database, "export", "--user", "dan", "--session", "s", "--session", "nosuch")
+    assert missing.returncode == 1 and "'nosuch'" in missing.stderr and missing.stdout.count("\n") == 2
+    nobody = cli(url, database, "export", "--user", "nobody")
+    assert nobody.returncode == 1 and "no session" in nobody.stderr and nobody.stdout == ""
+    backup = tmp_path / "dan.jsonl"
+    backup.write_text(cli(url, database, "export", "--user", "dan").stdout)
+    store.delete("dan", "s")
+    done = cli(url, database, "import", str(backup))
+    assert done.returncode == 0 and store.get("dan", "s", "k") == 1
+    unreadable = cli(url, database, "import", str(tmp_path / "nowhere.jsonl"))
+    assert unreadable.returncode == 2 and "cannot read FILE" in unreadable.stderr
+    gone = cli(url, database, "forget-user", "--user", "dan", "--yes")
+    assert gone.returncode == 0 and store.get("dan", "s", "k") is None
