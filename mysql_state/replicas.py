@@ -47,7 +47,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Callable, Optional, Protocol, TypeVar
+from typing import Any, Callable, Optional, Protocol, Sequence, TypeVar
 
 from . import sql
 from .errors import REPLICA_BEHIND_ERRNOS, MysqlStateError, ServerUnavailableError
@@ -83,11 +83,15 @@ def merge_gtids(a: Optional[str], b: Optional[str]) -> Optional[str]:
     """A position at or past both ``a`` and ``b``.
 
     MariaDB positions (``domain-server-seqno``, comma-separated) keep the highest seqno per
-    domain; MySQL GTID sets are united by joining them (which ``WAIT_FOR_EXECUTED_GTID_SET``
-    accepts).
+    domain; MySQL GTID sets (``uuid:1-5:7,uuid2:1-3``) are united interval by interval, so a
+    position recorded at every write stays as short as the primary's own ``gtid_executed``
+    (joined as text, it grew by one part a write). A set this cannot read is joined as text,
+    which ``WAIT_FOR_EXECUTED_GTID_SET`` accepts too.
 
     >>> merge_gtids("0-1-5,1-1-2", "0-1-9")
     '0-1-9,1-1-2'
+    >>> merge_gtids("3e11fa47-71ca-11e1-9e33-c80aa9429562:1-100", "3E11FA47-71CA-11E1-9E33-C80AA9429562:1-101:103")
+    '3e11fa47-71ca-11e1-9e33-c80aa9429562:1-101:103'
     """
     if not a or not b:
         return a or b
@@ -96,13 +100,55 @@ def merge_gtids(a: Optional[str], b: Optional[str]) -> Optional[str]:
     parts = [p.strip() for p in f"{a},{b}".split(",") if p.strip()]
     found = [_MARIADB_GTID.match(p) for p in parts]
     if not all(found):
-        return ",".join(dict.fromkeys(parts))
+        united = _united_mysql_sets(parts)
+        return united if united is not None else ",".join(dict.fromkeys(parts))
     best: dict = {}
     for m in found:
         domain, seqno = int(m.group(1)), int(m.group(3))
         if domain not in best or seqno > best[domain][0]:
             best[domain] = (seqno, m.group(0))
     return ",".join(best[d][1] for d in sorted(best))
+
+
+#: One part of a MySQL GTID set: a server's uuid and its intervals (``1-5:7``); a tagged set
+#: (MySQL 8.3+, ``uuid:tag:1-5``) does not match and is joined as text.
+_MYSQL_GTID_PART = re.compile(r"^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
+                              r"((?::\d+(?:-\d+)?)+)$")
+
+
+def _united_mysql_sets(parts: Sequence[str]) -> Optional[str]:
+    """The union of MySQL GTID set parts, each uuid's intervals merged; None when a part is not
+    ``uuid:interval[:interval]...``."""
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for part in parts:
+        m = _MYSQL_GTID_PART.match(part)
+        if m is None:
+            return None
+        for interval in m.group(2)[1:].split(":"):
+            low, _, high = interval.partition("-")
+            spans.setdefault(m.group(1).lower(), []).append((int(low), int(high or low)))
+    out = []
+    for uuid in sorted(spans):
+        merged: list[list[int]] = []
+        for low, high in sorted(spans[uuid]):
+            if merged and low <= merged[-1][1] + 1:
+                merged[-1][1] = max(merged[-1][1], high)
+            else:
+                merged.append([low, high])
+        out.append(uuid + "".join(f":{lo}" if lo == hi else f":{lo}-{hi}" for lo, hi in merged))
+    return ",".join(out)
+
+
+def position_read(value: Any) -> str:
+    """The position a write committed at, from the primary's ``gtid_binlog_pos`` (MariaDB) or
+    ``gtid_executed`` (MySQL) read right after it: empty (no binary log, or MySQL's
+    ``gtid_mode=OFF``, its default) is :data:`UNKNOWN`, so that "session" reads go to the
+    primary rather than to a replica that nothing tells them to wait for.
+
+    >>> position_read("0-1-9"), position_read(""), position_read(None)
+    ('0-1-9', '?', '?')
+    """
+    return value if isinstance(value, str) and value.strip() else UNKNOWN
 
 
 def wait_slice(connection: Any, longest: float = WAIT_SLICE) -> float:
@@ -246,7 +292,7 @@ class Router:
             with raw.cursor() as cur:
                 cur.execute(statement)
                 row = cur.fetchone()
-            gtid = (row[0] or None) if row else None
+            gtid = position_read(row[0] if row else None)
         except Exception:  # noqa: BLE001 - the write is committed; only its GTID is unknown
             gtid = UNKNOWN
             force = getattr(raw, "_force_close", None)

@@ -2,8 +2,9 @@
 
 Templates hold ``{t}`` for the backtick-quoted ``db.table`` (validated in :mod:`keys`) and
 ``{c}`` for the exact collation; every value is a ``%s`` parameter. Builders return
-``(sql, params)`` and do no I/O. The SQL runs unchanged on MySQL 8 and MariaDB 10.11
-(``VALUES(col)`` in ``ON DUPLICATE KEY UPDATE``, not MySQL 8's row alias).
+``(sql, params)`` and do no I/O. The SQL is written for MySQL 8.0.17+ and MariaDB 10.11
+(``VALUES(col)`` in ``ON DUPLICATE KEY UPDATE``, not MySQL 8's row alias); only MariaDB 10.11
+has run it here (docs/java.md).
 """
 
 from __future__ import annotations
