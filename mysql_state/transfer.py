@@ -199,7 +199,9 @@ def parse(text: str, number: int) -> tuple:
         if type(index) is not int or type(version) is not int:
             raise ValueError("item_index and version must be integers")
         check_row(sid, key, index, data, version)
-        return (sid, key, index, data, version, *when)
+        # The column keeps whole seconds: cut here, as MariaDB stores it (MySQL would round
+        # 23:59:59.6 to the next day), so the same file imports the same on both.
+        return (sid, key, index, data, version, *(w if w is None else w.replace(microsecond=0) for w in when))
     except (ValueError, TypeError) as exc:
         raise ValueError(f"import: line {number} is not a row of an export: {exc}") from None
 
