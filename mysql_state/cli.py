@@ -75,7 +75,7 @@ class Refused(Exception):
 def _user(value: Optional[str]) -> Optional[str]:
     """A USER argument: ``-`` is the anonymous user; a blank one is refused (an unset shell
     variable must not name the anonymous user)."""
-    if value == "-":
+    if value == keys.CLI_ANONYMOUS:
         return None
     if value is not None and not value.strip():
         raise ValueError(f"user {value!r} is blank: give a user id, or '-' for the anonymous user")

@@ -74,6 +74,11 @@ def check_text(value: object, what: str) -> str:
     return value
 
 
+#: How the command line writes the anonymous user (``--user -``); reserved, so that no user's
+#: sessions are ever taken for the anonymous user's there (or the reverse).
+CLI_ANONYMOUS = "-"
+
+
 def user_part(user_id: Optional[str]) -> str:
     """The user half of the packed id: ``__anon__`` for None or blank.
 
@@ -92,6 +97,9 @@ def user_part(user_id: Optional[str]) -> str:
         )
     if user_id == ANONYMOUS:
         raise ValueError(f"user_id {ANONYMOUS!r} is reserved for anonymous callers (pass None instead)")
+    if user_id == CLI_ANONYMOUS:
+        raise ValueError(f"user_id {CLI_ANONYMOUS!r} is reserved: it is how the command line names the anonymous "
+                         "user (pass None for it here)")
     return user_id
 
 

@@ -82,7 +82,8 @@ def prune(db: Any, t: Table, user_id: Any, when: dt.datetime,
         last = found[-1]
         sids = [r[0] for r in found if r[0].startswith(prefix) and keys.is_packed(r[0])]
         if sids:
-            n_sessions, n_rows = run(lambda cur: _batch(cur, q, sids, when, dry_run), "prune", write=not dry_run)
+            n_sessions, n_rows = run(lambda cur: _batch(cur, q, sids, when, dry_run, exact), "prune",
+                                     write=not dry_run)
             done_sessions += n_sessions
             done_rows += n_rows
         if progress is not None:
@@ -92,19 +93,26 @@ def prune(db: Any, t: Table, user_id: Any, when: dt.datetime,
     return PruneReport(done_sessions, done_rows)
 
 
-def _batch(cur: Any, q: Callable[[str], str], sids: list[str], when: dt.datetime, dry_run: bool) -> tuple[int, int]:
-    """One batch in one transaction: lock, re-check idleness, delete; (sessions, rows)."""
+def _batch(cur: Any, q: Callable[[str], str], sids: list[str], when: dt.datetime, dry_run: bool,
+           exact: bool = True) -> tuple[int, int]:
+    """One batch in one transaction: lock, re-check idleness, delete; (sessions, rows). On a
+    table whose key columns fold case (``exact`` False), only the ids asked for, byte for byte:
+    ``alice:s`` never takes ``Alice:s`` (another user) with it."""
     if not dry_run:
         cur.execute(q(sql.with_ids(sql.PRUNE_LOCK_SESSIONS, len(sids))), sids)  # as delete(): wait for writers
     idle_sql = sql.PRUNE_IDLE if dry_run else sql.PRUNE_STILL_IDLE  # the catalog row (and the rows, in the lag)
     cur.execute(q(sql.with_ids(idle_sql, len(sids))), (keys.CATALOG_SESSION, *sids, when, when))
-    idle = [r[0] for r in cur.fetchall()]
+    asked = set(sids)
+    idle = [r[0] for r in cur.fetchall() if r[0] in asked]
     if not idle:
         return 0, 0
     ids = idle + [keys.history_session(s) for s in idle]
     if dry_run:
-        cur.execute(q(sql.with_ids(sql.PRUNE_COUNT_ROWS, len(ids))), ids)
+        statement, times = sql.with_ids_exact(sql.PRUNE_COUNT_ROWS, "session_id", len(ids), exact)
+        cur.execute(q(statement), ids * times)
         return len(idle), int(cur.fetchone()[0])
-    rows = cur.execute(q(sql.with_ids(sql.PRUNE_DELETE_ROWS, len(ids))), ids)
-    cur.execute(q(sql.with_ids(sql.PRUNE_DELETE_CATALOG, len(idle))), (keys.CATALOG_SESSION, *idle))
+    statement, times = sql.with_ids_exact(sql.PRUNE_DELETE_ROWS, "session_id", len(ids), exact)
+    rows = cur.execute(q(statement), ids * times)
+    statement, times = sql.with_ids_exact(sql.PRUNE_DELETE_CATALOG, "state_key", len(idle), exact)
+    cur.execute(q(statement), (keys.CATALOG_SESSION, *(idle * times)))
     return len(idle), rows

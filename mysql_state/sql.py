@@ -200,6 +200,21 @@ def with_ids(template: str, count: int) -> str:
     return template.replace("{ids}", ", ".join(["%s"] * count))
 
 
+def with_ids_exact(template: str, column: str, count: int, exact: bool) -> tuple[str, int]:
+    """``template`` with its ``{ids}`` made ``count`` parameters and, on a table whose key
+    columns fold case (``exact`` False: a Java-store table not migrated yet), the same ids
+    compared byte for byte on ``column``, so that ``alice:s`` never takes ``Alice:s`` with it;
+    and how many times the ids are to be passed.
+
+    >>> with_ids_exact("DELETE FROM t WHERE session_id IN ({ids})", "session_id", 2, False)
+    ('DELETE FROM t WHERE session_id IN (%s, %s) AND CAST(session_id AS BINARY) IN (CAST(%s AS BINARY), CAST(%s AS BINARY))', 2)
+    """
+    statement = with_ids(template, count)
+    if exact:
+        return statement, 1
+    return statement + f" AND CAST({column} AS BINARY) IN ({', '.join(['CAST(%s AS BINARY)'] * count)})", 2
+
+
 def with_pairs(template: str, count: int) -> str:
     """``template`` with its ``{pairs}`` made ``count`` pairs of parameters.
 

@@ -310,3 +310,31 @@ def test_forget_user_refuses_a_blank_id_rather_than_erase_the_anonymous_user(sto
             store.forget_user(blank)
     assert raw.all_rows() == before
     assert store.forget_user(None) > 0 and store.list_session_ids(None) == set()
+
+
+def test_prune_on_the_java_table_takes_one_user_s_session_not_another_spelling_of_it(url, database):
+    """prune(user_id="alice") deleted 'Alice:s1' with 'alice:s1' (same session name, another
+    user): its deletes compared the ids with the table's folding collation, where delete and
+    forget_user compare bytes too."""
+    with java_store(url, database) as (s, raw):
+        s.save("alice", "s1", "a", "alice's")
+        s.save("Alice", "s1", "b", "SECRET-of-Alice")
+        raw.execute("UPDATE {t} SET updated_at = updated_at - INTERVAL 1 HOUR")
+        assert s.prune(dt.timedelta(minutes=1), user_id="alice", dry_run=True) == (1, 1)  # its one row, not hers
+        assert s.prune(dt.timedelta(minutes=1), user_id="alice").sessions == 1
+        # (the two spellings share one catalog row on this table: its key folds case; migrate() ends that)
+        left = sorted((r[0], r[1]) for r in raw.query("SELECT CAST(session_id AS BINARY), CAST(state_key AS BINARY)"
+                                                     " FROM {t} WHERE session_id <> '__catalog__'"))
+        assert left == [(b"Alice:s1", b"b")], left
+        assert s.get("Alice", "s1", "b") == "SECRET-of-Alice"
+
+
+def test_the_user_id_the_command_line_writes_for_the_anonymous_user_is_reserved(store, raw):
+    """The API took "-" as a user; the CLI reads "-" as the anonymous user, so `forget-user
+    --user -` erased the anonymous user's sessions and left user "-"'s, and `sessions` showed
+    both as "-". Now "-" is refused where every id is checked, nothing written."""
+    with pytest.raises(ValueError, match="'-' is reserved"):
+        store.save("-", "chat", "v", "SECRET")
+    with pytest.raises(ValueError, match="'-' is reserved"):
+        store.forget_user("-")
+    assert raw.all_rows() == []
