@@ -575,6 +575,16 @@ def full_snapshot(blob: bytes, datas: Sequence[bytes], item_digests: Sequence[in
     return h, Snapshot(blob, m, 0, 0, ends, hasher, h, dig)
 
 
+def hash_of(datas: Sequence[bytes], dig: Digester = PLAIN) -> ListHash:
+    """The hash row (checkpoint placed) of the list whose items' JSON is ``datas``, under
+    ``dig``: what a list written whole anew records (a repair, a re-key).
+
+    >>> hash_of([b"1", b"2"]) == full_snapshot(b"[1,2]", [b"1", b"2"], digests([b"1", b"2"]))[0]
+    True
+    """
+    return full_snapshot(b"[" + b",".join(datas) + b"]", datas, dig.digests(datas), dig)[0]
+
+
 def plan_against_stored(datas: Sequence[bytes], stored: Sequence[bytes]) -> Plan:
     """Plan from the stored items' JSON (cold path after a hash mismatch)."""
     plan = Plan()

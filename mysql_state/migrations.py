@@ -600,8 +600,7 @@ def relist(cur: Any, ctx: Ctx, sid: str, k: str, skip: Callable[[Optional[str]],
         return 0
     if require_json and not all(_is_json(d) for d in datas):
         raise ValueError(f"list {k!r} of {sid!r} has an item that is not JSON")
-    dig = ctx.current(sid, k)
-    new_hash, _ = listsync.full_snapshot(b"[" + b",".join(datas) + b"]", datas, dig.digests(datas), dig)
+    new_hash = listsync.hash_of(datas, ctx.current(sid, k))
     rows = [(k, i, ctx.seal(sid, k, i, d)) for i, d in enumerate(datas)] + [(hk, 0, new_hash.to_json())]
     for statement, params in sql.upsert_rows((ctx.q(sql.UPSERT_ROWS_HEAD), ctx.q(sql.RELIST_KEEP_TAIL)), sid, rows,
                                               ctx.packet - 1024):

@@ -16,7 +16,7 @@ import orjson
 
 from . import keys, serde, sql
 from .crypto import LIST_BOUND, Keyring, RowCipher, digest_kid, is_sealed, unreadable
-from .listsync import PLAIN, Digester, ListHash, full_snapshot, verify
+from .listsync import PLAIN, Digester, ListHash, hash_of, verify
 
 __all__ = ["Sealer", "KeyringSealer", "sealer_for", "as_bytes"]
 
@@ -200,7 +200,7 @@ class KeyringSealer(Sealer):
         cur.execute(statements["COPIED_ROWS"], (to_sid, first, key, key))
         suffix = keys.HASH_SUFFIX
         rows = cur.fetchall()
-        hash_rows = {r[0][: -len(suffix)]: r[2] for r in rows if r[0].endswith(suffix)}
+        hash_rows = {r[0][: -len(suffix)]: (r[0], r[2]) for r in rows if r[0].endswith(suffix)}
         plains: dict[str, dict[int, bytes]] = {k: {} for k in hash_rows}  # only lists' items are kept
         for k, i, text in rows:
             if k.endswith(suffix):
@@ -212,10 +212,10 @@ class KeyringSealer(Sealer):
                 cur.execute(statements["RESEAL_AT"], (self.cipher.seal(to_sid, k, i, plain).decode(), to_sid, k, i))
             if k in plains:
                 plains[k][i] = plain
-        for k, text in hash_rows.items():
+        for k, (hk, text) in hash_rows.items():
             rekeyed = self._rekeyed(from_sid, to_sid, k, text, plains[k])
             if rekeyed is not None:
-                cur.execute(statements["RESEAL_AT"], (rekeyed.decode(), to_sid, keys.hash_key(k), 0))
+                cur.execute(statements["RESEAL_AT"], (rekeyed.decode(), to_sid, hk, 0))
 
     def _rekeyed(self, from_sid: str, to_sid: str, k: str, text: Any, items: dict[int, bytes]) -> Optional[bytes]:
         """The hash row of list ``k`` copied to ``to_sid`` (its items' plaintexts ``items`` by
@@ -230,8 +230,7 @@ class KeyringSealer(Sealer):
         datas = [items.get(i) for i in range(stored.n)]
         if dig is None or None in datas or not verify(stored, datas, dig):  # type: ignore[arg-type]
             return None
-        now = self.digester_for(to_sid, k)
-        return full_snapshot(b"[" + b",".join(datas) + b"]", datas, now.digests(datas), now)[0].to_json()  # type: ignore[arg-type]
+        return hash_of(datas, self.digester_for(to_sid, k)).to_json()  # type: ignore[arg-type]
 
 
 PLAIN_SEALER = Sealer()

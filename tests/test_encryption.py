@@ -120,13 +120,13 @@ def test_equal_lists_of_two_users_have_unrelated_hash_rows(open_store, raw):
 
 def legacy_hash_row(raw: Raw, sealer, sid: str, key: str = "memory") -> None:
     """Rewrite a list's hash row as stores before 2026-12-07 wrote it: keyed for the whole table."""
-    from mysql_state.listsync import full_snapshot
+    from mysql_state.listsync import hash_of
 
     rows = raw.query("SELECT item_index, state_data FROM {t} WHERE session_id=%s AND state_key=%s ORDER BY item_index",
                      (sid, key))
     datas = [sealer.open(sid, key, i, d) for i, d in rows]
     old = Digester(ring("k1").digest_key("k1"), "k1")
-    legacy = full_snapshot(b"[" + b",".join(datas) + b"]", datas, old.digests(datas), old)[0]
+    legacy = hash_of(datas, old)
     raw.execute("UPDATE {t} SET state_data=%s WHERE session_id=%s AND state_key=%s",
                 (legacy.to_json().decode(), sid, f"{key}:_hash"))
     assert hash_row(raw, sid, key)["dk"] == "k1"
