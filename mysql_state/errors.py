@@ -291,10 +291,8 @@ def errno_of(exc: BaseException) -> Optional[int]:
     >>> errno_of(pymysql.err.OperationalError(1213, "deadlock")), errno_of(OSError(104, "reset"))
     (1213, None)
     """
-    args = getattr(exc, "args", ())
-    if args and isinstance(args[0], int) and isinstance(exc, pymysql.err.Error):
-        return args[0]
-    return None
+    args = exc.args if is_driver_error(exc) else ()
+    return args[0] if args and isinstance(args[0], int) else None
 
 
 @contextlib.contextmanager

@@ -317,7 +317,7 @@ class Connector:
                     return result
                 except BaseException as exc:
                     driver = is_driver_error(exc)
-                    errno = errno_of(exc) if driver else None
+                    errno = errno_of(exc)  # None for anything but the driver's
                     lost = errno in CONNECTION_ERRNOS and tls_failure(exc) is None
                     unready = errno in UNAVAILABLE_ERRNOS  # the host answers but cannot serve
                     # 1180: replicating the transaction failed (a Galera node that left the
