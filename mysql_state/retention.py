@@ -94,7 +94,7 @@ def prune(db: Any, t: Table, user_id: Any, when: dt.datetime,
 
 
 def _batch(cur: Any, q: Callable[[str], str], sids: list[str], when: dt.datetime, dry_run: bool,
-           exact: bool = True) -> tuple[int, int]:
+           exact: bool) -> tuple[int, int]:
     """One batch in one transaction: lock, re-check idleness, delete; (sessions, rows). On a
     table whose key columns fold case (``exact`` False), only the ids asked for, byte for byte:
     ``alice:s`` never takes ``Alice:s`` (another user) with it."""
@@ -108,11 +108,11 @@ def _batch(cur: Any, q: Callable[[str], str], sids: list[str], when: dt.datetime
         return 0, 0
     ids = idle + [keys.history_session(s) for s in idle]
     if dry_run:
-        statement, times = sql.with_ids_exact(sql.PRUNE_COUNT_ROWS, "session_id", len(ids), exact)
-        cur.execute(q(statement), ids * times)
+        statement, params = sql.with_ids_exact(sql.PRUNE_COUNT_ROWS, "session_id", ids, exact)
+        cur.execute(q(statement), params)
         return len(idle), int(cur.fetchone()[0])
-    statement, times = sql.with_ids_exact(sql.PRUNE_DELETE_ROWS, "session_id", len(ids), exact)
-    rows = cur.execute(q(statement), ids * times)
-    statement, times = sql.with_ids_exact(sql.PRUNE_DELETE_CATALOG, "state_key", len(idle), exact)
-    cur.execute(q(statement), (keys.CATALOG_SESSION, *(idle * times)))
+    statement, params = sql.with_ids_exact(sql.PRUNE_DELETE_ROWS, "session_id", ids, exact)
+    rows = cur.execute(q(statement), params)
+    statement, params = sql.with_ids_exact(sql.PRUNE_DELETE_CATALOG, "state_key", idle, exact, (keys.CATALOG_SESSION,))
+    cur.execute(q(statement), params)
     return len(idle), rows

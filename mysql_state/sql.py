@@ -200,19 +200,20 @@ def with_ids(template: str, count: int) -> str:
     return template.replace("{ids}", ", ".join(["%s"] * count))
 
 
-def with_ids_exact(template: str, column: str, count: int, exact: bool) -> tuple[str, int]:
-    """``template`` with its ``{ids}`` made ``count`` parameters and, on a table whose key
-    columns fold case (``exact`` False: a Java-store table not migrated yet), the same ids
-    compared byte for byte on ``column``, so that ``alice:s`` never takes ``Alice:s`` with it;
-    and how many times the ids are to be passed.
+def with_ids_exact(template: str, column: str, ids: Sequence[str], exact: bool, head: tuple = ()) -> Statement:
+    """``template`` with its ``{ids}`` made parameters for ``ids`` (after ``head``, the
+    parameters before them) and, on a table whose key columns fold case (``exact`` False: a
+    Java-store table not migrated yet), the same ids compared byte for byte on ``column``, so
+    that ``alice:s`` never takes ``Alice:s`` with it.
 
-    >>> with_ids_exact("DELETE FROM t WHERE session_id IN ({ids})", "session_id", 2, False)
-    ('DELETE FROM t WHERE session_id IN (%s, %s) AND CAST(session_id AS BINARY) IN (CAST(%s AS BINARY), CAST(%s AS BINARY))', 2)
+    >>> with_ids_exact("DELETE FROM t WHERE session_id IN ({ids})", "session_id", ["a:s"], False)
+    ('DELETE FROM t WHERE session_id IN (%s) AND CAST(session_id AS BINARY) IN (CAST(%s AS BINARY))', ('a:s', 'a:s'))
     """
-    statement = with_ids(template, count)
+    statement = with_ids(template, len(ids))
     if exact:
-        return statement, 1
-    return statement + f" AND CAST({column} AS BINARY) IN ({', '.join(['CAST(%s AS BINARY)'] * count)})", 2
+        return statement, (*head, *ids)
+    return (statement + f" AND CAST({column} AS BINARY) IN ({', '.join(['CAST(%s AS BINARY)'] * len(ids))})",
+            (*head, *ids, *ids))
 
 
 def with_pairs(template: str, count: int) -> str:

@@ -499,6 +499,13 @@ def connect_args(url: str, host_index: int = 0, **overrides: Any) -> tuple[dict,
     return kwargs, parsed.database
 
 
+def _not_an_option_file(path: Any) -> ValueError:
+    """The error of an option file that cannot be parsed, naming it without quoting its text
+    (configparser's own errors quote the offending line: maybe a password line)."""
+    return ValueError(f"the option file read_default_file={path!r} is not a MySQL option file (a [client] "
+                      "section header, then key=value lines); its text is not shown")
+
+
 #: What an option file's group may set of TLS, as the MySQL client's options of those names.
 _FILE_TLS = {"ssl-mode": "ssl_mode", "ssl-ca": "ssl_ca", "ssl-cert": "ssl_cert", "ssl-key": "ssl_key"}
 
@@ -517,22 +524,18 @@ def option_file(path: Any, group: Any = None) -> dict:
     if path is None:
         return {}
     where = f"the option file read_default_file={path!r}"
-    full = os.path.expanduser(str(path))
-    try:
-        with open(full, encoding="utf-8"):
-            pass
-    except OSError as exc:
-        raise ValueError(f"{where} cannot be read ({exc.strerror}); the MySQL client stops on a missing "
-                         "defaults file too; nothing connected") from None
     parser = OptionFileParser()
     unreadable = False
     try:
-        parser.read(full, encoding="utf-8")
+        with open(os.path.expanduser(str(path)), encoding="utf-8") as f:
+            parser.read_file(f)
+    except OSError as exc:
+        raise ValueError(f"{where} cannot be read ({exc.strerror}); the MySQL client stops on a missing "
+                         "defaults file too; nothing connected") from None
     except (configparser.Error, UnicodeDecodeError):
         unreadable = True  # configparser quotes the offending line: maybe a password line
-    if unreadable:
-        raise ValueError(f"{where} is not a MySQL option file (a [client] section header, then key=value "
-                         "lines); its text is not shown")
+    if unreadable:  # raised outside the handler: the quoting error is not kept as its context
+        raise _not_an_option_file(path)
     for each in parser.sections():  # the MySQL client reads what they name; pymysql would not
         included = next((key for key in parser.options(each) if key.startswith("!include")), None)
         if included is not None:
@@ -583,9 +586,7 @@ class Connection(pymysql.connections.Connection):
             # the handler so that the quoting error is not kept as its context either.
             unreadable = True
         if unreadable:
-            raise ValueError(f"the option file read_default_file={kwargs.get('read_default_file')!r} is not a "
-                             "MySQL option file pymysql can read (a [client] section header, then key=value "
-                             "lines); its text is not shown")
+            raise _not_an_option_file(kwargs.get("read_default_file"))
 
     def _get_server_information(self) -> None:
         super()._get_server_information()
