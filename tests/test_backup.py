@@ -5,6 +5,7 @@ on the table is the truth."""
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import json
 import time
 import uuid
@@ -353,3 +354,20 @@ def test_a_skip_import_beside_a_writer_creating_the_key_never_mixes_their_rows(u
     assert len(key_rows(raw, USER, "chat", "memory")) == 3  # the writer's two items and its hash row
     imported.import_rows(backup, on_conflict="skip")  # again: the key exists, left as it is
     assert imported.get_list(USER, "chat", "memory") == [{"from": "live", "i": 0}, {"from": "live", "i": 1}]
+
+
+def test_fractions_of_a_second_are_cut_not_rounded_so_a_file_imports_the_same_everywhere(store, target) -> None:
+    """The columns keep whole seconds. MariaDB cuts a fraction, MySQL rounds it (23:59:59.6
+    would become the next day): the import cuts it before binding, so the row it sends is the
+    one MariaDB stores and MySQL stores the same. Plain SQL shows the stored times."""
+    from mysql_state import transfer
+
+    good = orjson.loads(next(x for x in export_of(store, 1) if orjson.loads(x)["state_key"] == "v"))
+    line = orjson.dumps(dict(good, created_at="2026-01-01T23:59:59.600000",
+                             updated_at="2026-12-31T23:59:59.999999")).decode()
+    parsed = transfer.parse(line, 1)
+    assert [w.isoformat() for w in parsed[5:]] == ["2026-01-01T23:59:59", "2026-12-31T23:59:59"]
+    imported, raw = target
+    assert imported.import_rows([line]) == 1
+    assert raw.query("SELECT created_at, updated_at FROM {t} WHERE state_key = 'v'") == [
+        (dt.datetime(2026, 1, 1, 23, 59, 59), dt.datetime(2026, 12, 31, 23, 59, 59))]

@@ -201,6 +201,20 @@ def test_preferred_does_not_encrypt_a_unix_socket_and_required_does(tls):
         assert cipher(store)
 
 
+def test_an_option_files_socket_is_a_socket_for_the_preferred_rule_too(tls, tmp_path):
+    """A socket named by the option file (pymysql connects through it) stays clear text under
+    PREFERRED, as one named by the URL does; the file's REQUIRED still encrypts it. Before, only
+    the URL's socket counted: the file's was sent a TLS handshake under PREFERRED."""
+    base = f"mysql://root@localhost/{tls.url().rsplit('/', 1)[1]}"
+    with open_store(base, read_default_file=option_file(tmp_path, f"socket={tls.server.socket}")) as store:
+        roundtrip(store)
+        assert cipher(store) == ""
+    required = option_file(tmp_path, f"socket={tls.server.socket}", "ssl-mode=REQUIRED")
+    with open_store(base, read_default_file=required) as store:
+        roundtrip(store)
+        assert cipher(store)
+
+
 def test_a_blank_unix_socket_is_refused_not_ignored(tls):
     with pytest.raises(ValueError, match="unix_socket must name a socket file"):
         open_store(tls.url(query="unix_socket="))
