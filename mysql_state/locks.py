@@ -72,6 +72,13 @@ class SessionLock:
 
     ``check()`` raises :class:`LockLostError` once the lease is lost; the store's calls inside
     the block do the same. Not re-entrant.
+
+    >>> with store.session_lock("alice", "lock-1", timeout=5) as lease:
+    ...     store.save("alice", "lock-1", "plan", {"step": 1})  # checked against the lease first
+    ...     lease.held
+    True
+    >>> lease.held, lease
+    (False, <SessionLock 'alice:lock-1' not held>)
     """
 
     def __init__(self, connector: Any, name: str, session_id: str, timeout: Optional[float]) -> None:
@@ -92,7 +99,15 @@ class SessionLock:
 
     @property
     def held(self) -> bool:
-        """True between a successful enter and the end of the block, while not lost."""
+        """True between a successful enter and the end of the block, while not lost.
+
+        >>> lease = store.session_lock("alice", "lock-held-1")
+        >>> lease.held
+        False
+        >>> with lease:
+        ...     lease.held
+        True
+        """
         return self._raw is not None and not self._lost
 
     # ---- acquire ---------------------------------------------------------------------------
@@ -105,11 +120,29 @@ class SessionLock:
     def watch(self) -> None:
         """Have the store's calls made in this thread (or task) check the lease first: the
         ``with`` block does it; an async wrapper that acquires in a worker thread calls it on
-        the event loop, so the task's calls check it."""
+        the event loop, so the task's calls check it.
+
+        >>> lease = store.session_lock("alice", "lock-watch-1")
+        >>> lease.acquire(); lease.watch()  # what ``with`` does on enter
+        >>> store.exists("alice", "lock-watch-1")  # this call checked the lease first
+        False
+        >>> lease.unwatch(); lease.release()  # what ``with`` does on exit
+        """
         _HELD.set(tuple(lease for lease in _HELD.get() if lease._entered and lease is not self) + (self,))
 
     def acquire(self) -> None:
-        """Take the lock (waiting up to ``timeout``) on a connection of its own."""
+        """Take the lock (waiting up to ``timeout``) on a connection of its own; a lock another
+        run holds past ``timeout`` raises :class:`LockTimeoutError`.
+
+        >>> first, second = store.session_lock("alice", "lock-acquire-1"), store.session_lock(
+        ...     "alice", "lock-acquire-1", timeout=0.2)
+        >>> first.acquire()
+        >>> second.acquire()
+        Traceback (most recent call last):
+        ...
+        mysql_state.errors.LockTimeoutError: session 'alice:lock-acquire-1' is locked by another run: not acquired within 0.2s
+        >>> first.release(); second.acquire(); second.release()
+        """
         if self._raw is not None:
             raise RuntimeError(f"session_lock {self.session_id!r} is already held by this object (not re-entrant)")
         what = f"session_lock {self.session_id!r}"
@@ -187,6 +220,9 @@ class SessionLock:
         The full check asks the server whether this connection holds the lock
         (``IS_USED_LOCK``); ``quick`` (what the store's calls do) only pings the lock
         connection: a live connection keeps its locks, a dead one has released them.
+
+        >>> with store.session_lock("alice", "lock-check-1") as lease:
+        ...     lease.check()  # nothing raised: the lock is still this lease's
         """
         if self._lost:
             self._reported = True
@@ -229,7 +265,7 @@ class SessionLock:
     # ---- release ---------------------------------------------------------------------------
 
     def unwatch(self) -> None:
-        """Undo :meth:`watch` in this thread (or task)."""
+        """Undo :meth:`watch` in this thread (or task) (see :meth:`watch`'s example)."""
         _HELD.set(tuple(lease for lease in _HELD.get() if lease is not self and lease._entered))
 
     def __exit__(self, exc_type: Any = None, exc: Any = None, tb: Any = None) -> None:
@@ -239,7 +275,13 @@ class SessionLock:
     def release(self, failing: bool = False) -> None:
         """Release the lock and close its connection. A lease found lost raises
         :class:`LockLostError` here, unless that was already reported or ``failing`` (the
-        block is ending with an error of its own, which this must not mask)."""
+        block is ending with an error of its own, which this must not mask).
+
+        >>> lease = store.session_lock("alice", "lock-release-1")
+        >>> lease.acquire(); lease.release()
+        >>> lease.held
+        False
+        """
         con, raw, pooled, lost = self._con, self._raw, self._pooled, self._lost
         self._con = self._raw = None
         self._entered = False

@@ -108,7 +108,14 @@ class Transaction:
 
     def get(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None,
             default: Any = None) -> Any:
-        """The value at ``key``, its row locked until the transaction ends."""
+        """The value at ``key``, its row locked until the transaction ends.
+
+        >>> store.save("alice", "tx-get-1", "plan", {"step": 1})
+        >>> store.transaction(lambda tx: tx.get("alice", "tx-get-1", "plan"))
+        {'step': 1}
+        >>> store.transaction(lambda tx: tx.get("alice", "tx-get-1", "missing", default=0))
+        0
+        """
         t, model = self._table, serde.check_type(type)
         sid, k = args.key_ids(t, user_id, session_id, key)
         found = values.value_of(t, sid, k, values.read_for_update(self._cur, t, sid, k), model)
@@ -119,7 +126,12 @@ class Transaction:
 
     def get_list(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None, *,
                  offset: int = 0, limit: Optional[int] = None) -> list:
-        """The list's items (a window as in the store); its hash row locked until the end."""
+        """The list's items (a window as in the store); its hash row locked until the end.
+
+        >>> store.save_list("alice", "tx-list-1", "memory", ["a", "b", "c"])
+        >>> store.transaction(lambda tx: tx.get_list("alice", "tx-list-1", "memory", offset=-2))
+        ['b', 'c']
+        """
         t, model = self._table, serde.check_type(type)
         sid, k = args.key_ids(t, user_id, session_id, key, is_list=True)
         offset, limit = args.window(offset, limit)
@@ -133,7 +145,12 @@ class Transaction:
             raise
 
     def list_length(self, user_id: Optional[str], session_id: str, key: str) -> int:
-        """Number of items; the hash row locked until the end."""
+        """Number of items; the hash row locked until the end.
+
+        >>> store.save_list("alice", "tx-length-1", "memory", ["a", "b"])
+        >>> store.transaction(lambda tx: tx.list_length("alice", "tx-length-1", "memory"))
+        2
+        """
         sid, k = args.key_ids(self._table, user_id, session_id, key, is_list=True)
         self.read.add((sid, k))
         return list_read.length(self._cur, self._table, sid, k, lock=True)
@@ -144,7 +161,12 @@ class Transaction:
              maintenance: bool = False) -> None:
         """Store one value (a list under the key is removed), as :meth:`MysqlAgentStateStore.save`;
         ``maintenance=True``: the session's activity (catalog row) is left as it was, the row
-        written gets its new version (see :func:`mysql_state.sessions.activity_pinned`)."""
+        written gets its new version (see :func:`mysql_state.sessions.activity_pinned`).
+
+        >>> store.transaction(lambda tx: tx.save("alice", "tx-save-1", "plan", {"step": 2}))
+        >>> store.get("alice", "tx-save-1", "plan")
+        {'step': 2}
+        """
         t = self._table
         args.flag(maintenance, "maintenance")
         sid, k, text, _ = args.prepare_value(t, user_id, session_id, key, value)
@@ -162,7 +184,17 @@ class Transaction:
     def save_list(self, user_id: Optional[str], session_id: str, key: str, values: Sequence[Any], *,
                   maintenance: bool = False) -> None:
         """Store the whole list, writing only what changed, as :meth:`MysqlAgentStateStore.save_list`;
-        ``maintenance=True`` as for :meth:`save`."""
+        ``maintenance=True`` as for :meth:`save`.
+
+        >>> def move(tx):  # two lists changed together, or neither
+        ...     todo = tx.get_list("alice", "tx-save-list-1", "todo")
+        ...     tx.save_list("alice", "tx-save-list-1", "todo", todo[1:])
+        ...     tx.append_list("alice", "tx-save-list-1", "done", todo[:1])
+        >>> store.save_list("alice", "tx-save-list-1", "todo", ["write", "test"])
+        >>> store.transaction(move)
+        >>> store.get_many("alice", "tx-save-list-1", lists=["todo", "done"])
+        {'todo': ['test'], 'done': ['write']}
+        """
         t = self._table
         args.flag(maintenance, "maintenance")
         sid, k, items, blob = args.prepare_list(t, user_id, session_id, key, values)
@@ -191,7 +223,12 @@ class Transaction:
         return sessions.activity_pinned(self._cur, self._table, sid, key) if maintenance else contextlib.nullcontext()
 
     def append_list(self, user_id: Optional[str], session_id: str, key: str, items: Sequence[Any]) -> int:
-        """Add items after the end; returns the new length."""
+        """Add items after the end; returns the new length.
+
+        >>> store.save_list("alice", "tx-append-1", "memory", ["a"])
+        >>> store.transaction(lambda tx: tx.append_list("alice", "tx-append-1", "memory", ["b", "c"]))
+        3
+        """
         sid, k, datas = args.prepare_append(self._table, user_id, session_id, key, items)
         self._wrote(sid, k, appended=True)
         if not datas:
@@ -209,7 +246,13 @@ class Transaction:
         one); returns the new length per list key. ``at`` (``{key: length}``) makes the appends
         a compare-and-set: a list of another length, or of that length but not the one the store
         last read or wrote (another writer rewrote it), raises :class:`StaleStateError` before
-        this call writes anything."""
+        this call writes anything.
+
+        >>> store.save_list("alice", "tx-appends-1", "memory", ["a"])
+        >>> store.transaction(lambda tx: tx.append_lists("alice", "tx-appends-1", {"memory": ["b"], "steps": [1]},
+        ...                                              at={"memory": 1}, values={"plan": "done"}))
+        {'memory': 2, 'steps': 1}
+        """
         sid, todo, want, value_rows = args.append_lists(self._table, user_id, session_id, appends, at, values)
         # ``at`` checked against the store's last sight of each list too, unless written here already
         seen = ({k: self._seen((sid, k)) for k in want if (sid, k) not in self.touched and (sid, k) not in self.read}
@@ -236,7 +279,13 @@ class Transaction:
     def delete(self, user_id: Optional[str], session_id: str, key: Optional[str] = None, *,
                maintenance: bool = False) -> None:
         """Delete the whole session, or one key; ``maintenance=True``: a key's delete leaves the
-        session's activity (catalog row) as it is (see :meth:`delete_keys`)."""
+        session's activity (catalog row) as it is (see :meth:`delete_keys`).
+
+        >>> store.save("alice", "tx-delete-1", "plan", 1)
+        >>> store.transaction(lambda tx: tx.delete("alice", "tx-delete-1"))
+        >>> store.exists("alice", "tx-delete-1")
+        False
+        """
         t = self._table
         args.flag(maintenance, "maintenance")
         sid, k = args.ids(t, user_id, session_id, key)
@@ -249,7 +298,13 @@ class Transaction:
 
     def delete_keys(self, user_id: Optional[str], session_id: str, keys: Sequence[str], *,
                     maintenance: bool = False) -> int:
-        """Delete keys of one session, as :meth:`MysqlAgentStateStore.delete_keys`; the rows removed."""
+        """Delete keys of one session, as :meth:`MysqlAgentStateStore.delete_keys`; the rows removed.
+
+        >>> store.save_many("alice", "tx-delete-keys-1", values={"a": 1, "b": 2}, lists={"memory": ["x"]}).versions
+        {'memory': 1, 'a': 1, 'b': 1}
+        >>> store.transaction(lambda tx: tx.delete_keys("alice", "tx-delete-keys-1", ["a", "memory"]))
+        3
+        """
         sid, ks = args.delete_keys(self._table, user_id, session_id, keys, maintenance)
         if not ks:
             return 0

@@ -46,8 +46,8 @@ def agentscope_extras(url: str) -> dict:
 EXTRAS = {"mysql_state.agentscope": agentscope_extras}
 #: Modules whose docstrings show examples (a run that finds none there is a failure, not a pass).
 EXAMPLED = {"mysql_state", "mysql_state.store", "mysql_state.aio", "mysql_state.agentscope", "mysql_state.crypto",
-            "mysql_state.metrics", "mysql_state.server", "mysql_state.transaction", "mysql_state.langgraph.checkpoint",
-            "mysql_state.langgraph.memory"}
+            "mysql_state.metrics", "mysql_state.server", "mysql_state.transaction", "mysql_state.locks",
+            "mysql_state.langgraph.checkpoint", "mysql_state.langgraph.memory"}
 
 
 @pytest.mark.parametrize("name", MODULES)
