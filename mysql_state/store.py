@@ -1,36 +1,35 @@
 """MysqlAgentStateStore: the front door, and the source of truth for the async store.
 
-Each public method checks its arguments (:mod:`mysql_state.args`), makes one call into an
-engine through the connector (``self._db.run``), then keeps the process's caches right
-(:mod:`~mysql_state.memory`). The
-engines hold the SQL work, as functions of ``(cursor, table context, ...)``:
-:mod:`~mysql_state.values` (values, compare-and-set), :mod:`~mysql_state.list_write` (list
-saves, appends, pops, ``save_many``), :mod:`~mysql_state.list_read` (reads and damage
-checks), :mod:`~mysql_state.sessions` (exists, deletes, erasure), :mod:`~mysql_state.schema`
-(set-up); the operator's calls go to their concern modules (catalog, history, transfer,
-retention, migrations, reencrypt) the same way. The table context
+Each public method checks its arguments (:mod:`mysql_state.args`: ids packed and validated,
+values encoded), then makes ONE call: a data call goes to :class:`~mysql_state.calls.Calls`,
+which runs its engine function through the connector as one transaction and keeps what the
+process remembers of lists right around it (:mod:`~mysql_state.memory`); an operator's call
+goes to its concern module (catalog, history, transfer, retention, migrations, reencrypt),
+given the connector and the table context. The engines hold the SQL work, as functions of
+``(cursor, table context, ...)``: :mod:`~mysql_state.values` (values, compare-and-set),
+:mod:`~mysql_state.list_write` (list saves, appends, pops, ``save_many``),
+:mod:`~mysql_state.list_read` (reads and damage checks), :mod:`~mysql_state.sessions`
+(exists, deletes, erasure), :mod:`~mysql_state.schema` (set-up). The table context
 (:class:`~mysql_state.table.Table`) carries what they all share; the constructors' wiring
 (pools, hosts, replicas, metrics) is :mod:`~mysql_state.wiring`'s.
 """
-
 from __future__ import annotations
 
 import collections.abc
-import contextlib
 import inspect
-import time
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, TypeVar
 
-from . import args, catalog, history, keys, list_read, list_write, locks, migrations, retention, schema, serde
+from . import args, catalog, history, keys, list_write, locks, migrations, retention, schema, serde
 from . import sessions, transfer, wiring
 from . import url as url_module  # (``url`` is a parameter name of from_url)
 from . import values as value_engine  # (``values`` is a parameter name of the public API)
 from .catalog import ALL_USERS, SessionPage
 from .crypto import Keyring
+from .calls import Calls
 from .errors import SessionExistsError, StaleStateError
 from .history import HistoryItem
 from .list_write import ListWrite
-from .listsync import ListHash, Plan
+from .listsync import Plan
 from .locks import SessionLock
 from .memory import ListMemory
 from .migrations import DoctorFinding, MigrationStep
@@ -48,7 +47,7 @@ from .results import UNVERSIONED, SavedMany, SaveReport, VersionedState
 from .retention import PruneReport
 from .sealer import sealer_for
 from .table import Table
-from .transaction import Transaction, guard, running
+from .transaction import Transaction, guard
 
 __all__ = ["MysqlAgentStateStore", "VersionedState", "SavedMany", "SaveReport", "UNVERSIONED", "SAME_USER"]
 
@@ -144,6 +143,7 @@ class MysqlAgentStateStore:
             raise
         #: The table context every engine is given: statements, the sealer, the options.
         self.table = Table(db, tn, *found, sealer, keep_history=bool(keep_history), isolate_each=not self._db.owned)
+        self._calls = Calls(self._db, self.table, self._memory, self._metrics)  # each call after its checks
 
     @staticmethod
     def _options(database_name: Optional[str], table_name: Optional[str], snapshot_bytes: int,
@@ -229,18 +229,9 @@ class MysqlAgentStateStore:
         >>> store.save_if_version("alice", "cas-1", "plan", {"step": 2}, 1)
         2
         """
-        want, t = args.version(expected_version, "expected_version"), self.table
-        sid, k, text, size = args.prepare_value(t, user_id, session_id, key, value)
-        version = self._db.run(lambda cur: value_engine.compare_and_set(cur, t, sid, k, text, want, commit=True),
-                               f"save {k!r}" if want == UNVERSIONED else f"save_if_version {k!r}",
-                               write=True, session=sid)
-        if version == UNVERSIONED:
-            self._metrics.stale()
-        else:
-            self._memory.replaced(sid, k)
-            self._memory.value((sid, k), (version, value_engine.digest(text)))  # the next save's guess
-            self._metrics.saved("value", 1, size)
-        return version
+        want = args.version(expected_version, "expected_version")
+        sid, k, text, size = args.prepare_value(self.table, user_id, session_id, key, value)
+        return self._calls.save_value(sid, k, text, size, want)
 
     def get(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None,
             default: Any = None, *, consistency: str = "strong") -> Any:
@@ -273,16 +264,8 @@ class MysqlAgentStateStore:
         return VersionedState(None, 0) if found is None else VersionedState(found.value, found.version)
 
     def _read_value(self, user_id, session_id, key, model, consistency) -> Optional[value_engine.ValueRead]:
-        t = self.table
-        sid, k = args.key_ids(t, user_id, session_id, key)
-        model = serde.check_type(model)
-        found = self._db.run(lambda cur: value_engine.get(cur, t, sid, k, model), f"get {k!r}", write=False,
-                             consistency=consistency, session=sid)  # decoded inside: its errors are counted
-        if consistency == "strong":  # a list's hash row as seen, or no list there now
-            is_list = found is not None and found.is_list
-            stored = t.sealer.usable(ListHash.parse(found.hash_text), sid, k)[0] if is_list else None
-            self._memory.after_read((sid, k), stored, found.version if is_list else None, consistency, exact=True)
-        return found
+        sid, k = args.key_ids(self.table, user_id, session_id, key)
+        return self._calls.read_value(sid, k, serde.check_type(model), consistency)
 
     def get_prefix(self, user_id: Optional[str], session_id: str, prefix: str = "", *, versioned: bool = False,
                    consistency: str = "strong") -> dict[str, Any]:
@@ -296,12 +279,10 @@ class MysqlAgentStateStore:
         >>> store.get_prefix("alice", "prefix-1", "idx:")
         {'idx:a': 1, 'idx:b': 2}
         """
-        t = self.table
-        sid, _ = args.ids(t, user_id, session_id)
+        sid, _ = args.ids(self.table, user_id, session_id)
         args.flag(versioned, "versioned")
         keys.check_text(prefix, "prefix")
-        found = self._db.run(lambda cur: value_engine.prefix_values(cur, t, sid, prefix), "get_prefix", write=False,
-                             consistency=consistency, session=sid)  # decoded inside: its errors are counted
+        found = self._calls.prefix_values(sid, prefix, consistency)
         return {k: VersionedState(v, n) if versioned else v for k, v, n in found}
 
     # ---- lists ---------------------------------------------------------------------------------
@@ -352,34 +333,14 @@ class MysqlAgentStateStore:
             return UNVERSIONED
 
     def _save_list(self, user_id, session_id, key, items, expected: Optional[int] = None) -> tuple[ListWrite, Plan]:
-        w, t = self._list_write(user_id, session_id, key, items, expected), self.table
-        what = f"save_list {w.key!r}" if expected is None else f"save_list_if_version {w.key!r}"
-        began, w.touch, w.commit = time.monotonic(), self._memory.catalog_due(w.sid), True
-        try:
-            with w.lock():
-                plan = self._db.run(lambda cur: list_write.save(cur, t, w), what, write=True, session=w.sid)
-        except StaleStateError:
-            self._forget((w.sid, w.key))
-            raise
-        if w.touch and plan.new_hash is not None:  # written, so its catalog row moved
-            self._memory.catalog_touched(w.sid, began)
-        self._saved(w, plan)
-        return w, plan
+        w = self._list_write(user_id, session_id, key, items, expected)
+        return w, self._calls.save_list(w)
 
     def _list_write(self, user_id, session_id, key, items, expected: Optional[int] = None,
                     parameter: str = "values") -> ListWrite:
         """A list save checked and encoded, with this process's snapshot of the list."""
         sid, k, items, blob = args.prepare_list(self.table, user_id, session_id, key, items, parameter)
-        m, ck = self._memory, (sid, k)
-        return ListWrite(sid, k, items, blob, m.snapshots.get(ck), expected=expected, damaged=ck in m.damaged,
-                         hint=m.hints.get(ck), hint_version=m.hint_versions.get(ck),
-                         missed=m.missed.get(ck) is not None)
-
-    def _saved(self, w: ListWrite, plan: Plan) -> None:
-        """Keep what a list save wrote (its snapshot, its hash row as a hint, whether its
-        one-statement write missed), and count it."""
-        self._memory.saved((w.sid, w.key), w.new_snapshot, w.missed, plan.kind, w.version if w.version > 0 else None)
-        self._metrics.saved(plan.kind, len(plan.upserts), sum(len(d) for _, d in plan.upserts))
+        return self._calls.list_write(sid, k, items, blob, expected)
 
     def save_many(self, user_id: Optional[str], session_id: str, values: Optional[Mapping[str, Any]] = None,
                   lists: Optional[Mapping[str, Sequence[Any]]] = None, *,
@@ -400,32 +361,7 @@ class MysqlAgentStateStore:
         prepared = [args.prepare_value(t, user_id, session_id, k, v) for k, v in sorted(value_map.items())]
         if not writes and not prepared:
             return SavedMany()
-        began, due = time.monotonic(), self._memory.catalog_due(sid)
-        for w in writes:
-            w.touch = due
-        with contextlib.ExitStack() as stack:
-            for w in writes:
-                stack.enter_context(w.lock())
-            seen = {k: v for _, k, _, _ in prepared if (v := self._memory.values.get((sid, k))) is not None}
-            try:
-                plans, versions = self._db.run(
-                    lambda cur: list_write.save_many(cur, t, writes, prepared, expected, seen, due),
-                    f"save_many {sorted(list_map) + sorted(value_map)}", write=True, session=sid)
-            except StaleStateError:
-                for w in writes:
-                    self._forget((w.sid, w.key))
-                raise
-        if due and (prepared or any(p.new_hash is not None for p in plans.values())):  # written: moved
-            self._memory.catalog_touched(sid, began)
-        result = SavedMany({w.key: list_write.report(plans[w.key], w.version) for w in writes})
-        result.versions = versions
-        for w in writes:
-            self._saved(w, plans[w.key])
-        for _, k, text, size in prepared:
-            self._memory.replaced(sid, k)
-            self._memory.value((sid, k), (versions[k], value_engine.digest(text)))  # the next save's guess
-            self._metrics.saved("value", 1, size)
-        return result
+        return self._calls.save_many(sid, writes, prepared, expected, f"save_many {sorted(list_map) + sorted(value_map)}")
 
     def append_list(self, user_id: Optional[str], session_id: str, key: str, items: Sequence[Any]) -> int:
         """Add ``items`` after the end of the list without re-sending it; returns the new length.
@@ -434,22 +370,10 @@ class MysqlAgentStateStore:
         >>> store.append_list("alice", "append-1", "memory", [{"role": "user", "text": "bye"}])
         3
         """
-        t = self.table
-        sid, k, datas = args.prepare_append(t, user_id, session_id, key, items)
+        sid, k, datas = args.prepare_append(self.table, user_id, session_id, key, items)
         if not datas:  # its length, as list_length reads it; a value under the key is refused
-            return self._length(sid, k, "append_list")
-        cache_key = (sid, k)
-        snap = self._memory.snapshots.get(cache_key)
-        hint = snap.hash if snap is not None else self._memory.hints.get(cache_key)
-        began, due = time.monotonic(), self._memory.catalog_due(sid)
-        with list_write.lock_of(snap):
-            stored, new_hash = self._db.run(lambda cur: list_write.append(cur, t, sid, k, datas, hint, due, commit=True),
-                                            f"append_list {k!r}", write=True, session=sid)
-            self._memory.appended(cache_key, snap, stored, datas, new_hash)
-        if due:
-            self._memory.catalog_touched(sid, began)
-        self._metrics.saved("append", len(datas), sum(map(len, datas)))
-        return new_hash.n
+            return self._calls.length(sid, k, "append_list")
+        return self._calls.append_list(sid, k, datas)
 
     def append_lists(self, user_id: Optional[str], session_id: str, appends: Mapping[str, Sequence[Any]], *,
                      at: Optional[Mapping[str, int]] = None, values: Optional[Mapping[str, Any]] = None
@@ -470,41 +394,13 @@ class MysqlAgentStateStore:
         >>> store.append_lists("alice", "lists-1", {"memory": [{"role": "user", "text": "bye"}]}, at={"memory": 2})
         {'memory': 3}
         """
-        t = self.table
-        sid, todo, want, value_rows = args.append_lists(t, user_id, session_id, appends, at, values)
+        sid, todo, want, value_rows = args.append_lists(self.table, user_id, session_id, appends, at, values)
         empty = [k for k, datas in todo if not datas and k not in want]
         todo = [(k, datas) for k, datas in todo if datas or k in want]
-        lengths = {k: self._length(sid, k, "append_lists") for k in empty}
+        lengths = {k: self._calls.length(sid, k, "append_lists") for k in empty}
         if not todo and not value_rows:
             return lengths
-        m = self._memory
-        snaps = {k: m.snapshots.get((sid, k)) for k, _ in todo}
-        hints = {k: snap.hash if snap is not None else m.hints.get((sid, k)) for k, snap in snaps.items()}
-        began, due = time.monotonic(), m.catalog_due(sid)
-        with contextlib.ExitStack() as stack:
-            for k in sorted(snaps):  # in key order: two calls never wait on each other
-                stack.enter_context(list_write.lock_of(snaps[k]))
-            try:
-                seen = {k: m.hints.get((sid, k)) for k in want}  # the latest each was read or written
-                done = self._db.run(lambda cur: list_write.append_lists(cur, t, sid, todo, want, value_rows, hints, due,
-                                                                        seen),
-                                    f"append_lists {[k for k, _ in todo] + [k for k, _ in value_rows]}",
-                                    write=True, session=sid)
-            except StaleStateError as stale:  # rolled back: only what is known of that list is wrong
-                for k, _ in todo:
-                    if k == stale.key or stale.key not in snaps:
-                        self._forget((sid, k))
-                raise
-            for k, datas in todo:
-                a = done[k]
-                if a.new is not None:
-                    m.appended((sid, k), snaps[k], a.stored, datas, a.new)
-        for k, _ in value_rows:
-            self._forget((sid, k))
-        if due:  # moved it (the one-trip way skips it when not due; the locked way moves it always)
-            m.catalog_touched(sid, began)
-        self._metrics.saved("append", sum(len(d) for _, d in todo), sum(len(x) for _, d in todo for x in d))
-        return {**{k: done[k].n for k, _ in todo}, **lengths}
+        return {**self._calls.append_lists(sid, todo, want, value_rows), **lengths}
 
     def get_list(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None, *,
                  offset: int = 0, limit: Optional[int] = None, consistency: str = "strong") -> list[Any]:
@@ -531,20 +427,9 @@ class MysqlAgentStateStore:
         return VersionedState(*self._get_list(user_id, session_id, key, type, 0, None, consistency))
 
     def _get_list(self, user_id, session_id, key, model, offset, limit, consistency) -> tuple[list, int]:
-        t = self.table
-        sid, k = args.key_ids(t, user_id, session_id, key, is_list=True)
+        sid, k = args.key_ids(self.table, user_id, session_id, key, is_list=True)
         offset, limit = args.window(offset, limit)
-        model = serde.check_type(model)
-        with self._memory.noting_damage():  # decoded inside: its errors are counted
-            seen = self._memory.hints.get((sid, k))  # the length last seen picks the read's shape
-            n = seen.n if seen is not None else None
-            known, learned = self._memory.reading((sid, k))  # a whole read: only what is new
-            items, version, stored = self._db.run(
-                lambda cur: list_read.get(cur, t, sid, k, offset, limit, model, n, known, learned),
-                f"get_list {k!r}", write=False, consistency=consistency, session=sid)
-        self._memory.read_kept((sid, k), learned)
-        self._memory.after_read((sid, k), stored, version, consistency, whole=offset == 0 and limit is None)
-        return items, version
+        return self._calls.get_list(sid, k, serde.check_type(model), offset, limit, consistency)
 
     def get_many(self, user_id: Optional[str], session_id: str, values: Sequence[str] = (),
                  lists: Sequence[str] = (), *, versioned: bool = False, consistency: str = "strong") -> dict[str, Any]:
@@ -556,25 +441,11 @@ class MysqlAgentStateStore:
         >>> store.get_many("alice", "get-many-1", values=["plan", "missing"], lists=["memory"])
         {'plan': {'step': 1}, 'memory': ['a']}
         """
-        t = self.table
-        sid, value_keys, list_keys = args.many_keys(t, user_id, session_id, values, lists)
+        sid, value_keys, list_keys = args.many_keys(self.table, user_id, session_id, values, lists)
         args.flag(versioned, "versioned")
         if not value_keys and not list_keys:
             return {}
-        seen: dict[str, Any] = {}
-        first = (sid, list_keys[0]) if list_keys else None
-        known, learned = self._memory.reading(first) if first else (None, None)  # the first list: only what is new
-        with self._memory.noting_damage():  # decoded inside: its errors are counted
-            found = self._db.run(lambda cur: list_read.many(cur, t, sid, value_keys, list_keys, seen, known, learned),
-                                 "get_many", write=False, consistency=consistency, session=sid)
-        if first:
-            self._memory.read_kept(first, learned)
-        for k in list_keys:  # what the read saw guides the writes that follow
-            version = found[k][1] if k in found and consistency != "strong" else None
-            self._memory.after_read((sid, k), seen.get(k), version, consistency, whole=True)
-        if consistency == "strong":
-            for k in value_keys:
-                self._memory.value((sid, k), seen.get(k))
+        found = self._calls.get_many(sid, value_keys, list_keys, consistency)
         return {k: VersionedState(*vv) if versioned else vv[0] for k, vv in found.items()}
 
     def list_length(self, user_id: Optional[str], session_id: str, key: str, *, consistency: str = "strong") -> int:
@@ -585,14 +456,7 @@ class MysqlAgentStateStore:
         2
         """
         sid, k = args.key_ids(self.table, user_id, session_id, key, is_list=True)
-        return self._length(sid, k, None, consistency)
-
-    def _length(self, sid: str, k: str, operation: Optional[str], consistency: str = "strong") -> int:
-        """:func:`list_read.length` in one read (``operation``: an append of no items, which
-        refuses a value under the key)."""
-        t = self.table
-        return self._db.run(lambda cur: list_read.length(cur, t, sid, k, operation=operation),
-                            f"{operation or 'list_length'} {k!r}", write=False, consistency=consistency, session=sid)
+        return self._calls.length(sid, k, None, consistency)
 
     def key_kind(self, user_id: Optional[str], session_id: str, key: str, *,
                  consistency: str = "strong") -> Optional[str]:
@@ -605,10 +469,8 @@ class MysqlAgentStateStore:
         >>> [store.key_kind("alice", "kind-1", k) for k in ("plan", "memory", "nothing")]
         ['value', 'list', None]
         """
-        t = self.table
-        sid, k = args.key_ids(t, user_id, session_id, key)
-        return self._db.run(lambda cur: value_engine.kind(cur, t, sid, k, lock=False), f"key_kind {k!r}",
-                            write=False, consistency=consistency, session=sid)
+        sid, k = args.key_ids(self.table, user_id, session_id, key)
+        return self._calls.key_kind(sid, k, consistency)
 
     def pop_list(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None) -> Any:
         """Remove and return the last item, atomically (None when empty); the hash row stays
@@ -620,13 +482,8 @@ class MysqlAgentStateStore:
         >>> store.get_list("alice", "pop-1", "memory")
         ['a']
         """
-        t = self.table
-        sid, k = args.key_ids(t, user_id, session_id, key, is_list=True)
-        model = serde.check_type(type)
-        value = self._db.run(lambda cur: list_write.pop(cur, t, sid, k, model), f"pop_list {k!r}", write=True,
-                             session=sid)  # decoded in the transaction: an item that does not decode is not popped
-        self._forget((sid, k))
-        return value
+        sid, k = args.key_ids(self.table, user_id, session_id, key, is_list=True)
+        return self._calls.pop_list(sid, k, serde.check_type(type))
 
     # ---- transactions and locks ----------------------------------------------------------------
 
@@ -651,35 +508,7 @@ class MysqlAgentStateStore:
         if fn is None:
             raise TypeError("fn must be a callable taking the transaction, got None")
         args.callback(fn, "fn")
-        touched: set = set()
-        appended: set = set()
-        repaired: set = set()
-        hashes: dict = {}
-
-        def tx(cur: Any) -> T:
-            t = Transaction(self.table, cur, self._memory.damaged, self._memory.hints.get)
-            repaired.clear()  # a run again: only the run that commits repairs
-            hashes.clear()
-            try:
-                with running(self._db):
-                    return fn(t)
-            finally:
-                appended.difference_update(t.touched)  # a run again: its last run's say
-                touched.update(t.touched)
-                appended.update(t.appended)
-                repaired.update(t.repaired)
-                hashes.update(t.hashes)
-
-        try:
-            result = self._db.run(tx, "transaction", write=True, session=None)  # any sessions
-        finally:
-            self._memory.forget_all_of(touched, appended)
-        for sid, k in repaired:  # committed: written whole
-            self._memory.replaced(sid, k)
-        for key, written in hashes.items():  # committed: the hash rows its appends left
-            if key in appended:
-                self._memory.hint(key, written)
-        return result
+        return self._calls.transaction(fn)
 
     def session_lock(self, user_id: Optional[str], session_id: str, timeout: Optional[float] = 10) -> SessionLock:
         """A lease on one session across processes (``GET_LOCK``, one holder per server; wait up
@@ -708,10 +537,8 @@ class MysqlAgentStateStore:
         >>> store.exists("alice", "exists-1")
         True
         """
-        t = self.table
-        sid, _ = args.ids(t, user_id, session_id)
-        return self._db.run(lambda cur: sessions.exists(cur, t, sid), "exists", write=False,
-                            consistency=consistency, session=sid)
+        sid, _ = args.ids(self.table, user_id, session_id)
+        return self._calls.exists(sid, consistency)
 
     def delete(self, user_id: Optional[str], session_id: str, key: Optional[str] = None) -> None:
         """Delete the whole session, or one key (a list with its hash row), after the session's
@@ -726,13 +553,8 @@ class MysqlAgentStateStore:
         >>> store.exists("alice", "delete-1")
         False
         """
-        t = self.table
-        sid, k = args.ids(t, user_id, session_id, key)
-        if k is None:
-            self._db.run(lambda cur: sessions.delete_session(cur, t, sid), "delete", write=True, session=sid)
-        else:
-            self._db.run(lambda cur: sessions.delete_key(cur, t, sid, k), f"delete {k!r}", write=True, session=sid)
-        self._memory.replaced(sid, k)  # forgotten, damage mark included
+        sid, k = args.ids(self.table, user_id, session_id, key)
+        self._calls.delete(sid, k)
 
     def delete_keys(self, user_id: Optional[str], session_id: str, keys: Sequence[str], *,
                     maintenance: bool = False) -> int:
@@ -746,15 +568,8 @@ class MysqlAgentStateStore:
         >>> store.delete_keys("alice", "chat-1", ["draft", "absent"], maintenance=True)
         1
         """
-        t = self.table
-        sid, ks = args.delete_keys(t, user_id, session_id, keys, maintenance)
-        if not ks:
-            return 0
-        removed = self._db.run(lambda cur: sessions.delete_keys(cur, t, sid, ks, touch=not maintenance),
-                               f"delete_keys {ks[:3]!r}{'...' if len(ks) > 3 else ''}", write=True, session=sid)
-        for k in ks:
-            self._memory.replaced(sid, k)  # forgotten, damage mark included
-        return removed
+        sid, ks = args.delete_keys(self.table, user_id, session_id, keys, maintenance)
+        return self._calls.delete_keys(sid, ks, maintenance) if ks else 0
 
     def list_session_ids(self, user_id: Optional[str], *, consistency: str = "strong") -> set[str]:
         """The session ids of one user (None: the anonymous user).
@@ -764,9 +579,7 @@ class MysqlAgentStateStore:
         >>> sorted(store.list_session_ids("dave"))
         ['s-1', 's-2']
         """
-        prefix, t = keys.user_prefix(user_id), self.table
-        return self._db.run(lambda cur: sessions.session_ids(cur, t, prefix), "list_session_ids", write=False,
-                            consistency=consistency)
+        return self._calls.session_ids(keys.user_prefix(user_id), consistency)
 
     def forget_user(self, user_id: Optional[str], *, batch: int = 500) -> int:
         """Erase a user (None: the anonymous one): every row of every session, history and
@@ -801,10 +614,7 @@ class MysqlAgentStateStore:
         False
         >>> scratch.close()
         """
-        t = self.table
-        count = self._db.run(lambda cur: sessions.truncate(cur, t), "truncate_all_sessions", write=True, session=None)
-        self._forget()
-        return count
+        return self._calls.truncate()
 
     def _forget(self, key: Optional[tuple[str, str]] = None, session: Optional[str] = None) -> None:
         """Drop what this process remembers of a list, a session, or (no argument) everything."""
