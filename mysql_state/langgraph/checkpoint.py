@@ -589,6 +589,14 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         Items of a list that this process already stored or read (the same objects, in the
         same state: see :attr:`check_edits`) are not serialised again: the new version refers
         to them; a version that extends the last one is walked only over its new tail.
+
+        >>> from langgraph.checkpoint.base import empty_checkpoint
+        >>> saver, config = MysqlSaver(store, user_id="alice"), {"configurable": {"thread_id": "saver-put-1"}}
+        >>> saver.put(config, {**empty_checkpoint(), "channel_values": {"messages": messages}}, {"step": 0}, {})
+        {'configurable': {'thread_id': 'saver-put-1', 'checkpoint_ns': '', 'checkpoint_id': '...'}}
+        >>> saver.get_tuple(config).checkpoint["channel_values"]
+        {'messages': [{'role': 'user', 'text': 'hi'}, {'role': 'assistant', 'text': 'hello'}]}
+        >>> saver.close()
         """
         fresh: set = set()
         exact = True
@@ -714,6 +722,14 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         (the last), as in LangGraph's own savers: a special write has a row per (task, index)
         that each call writes over, so the last one committed wins whichever process, and
         whichever clock, wrote it.
+
+        >>> from langgraph.checkpoint.base import empty_checkpoint
+        >>> saver = MysqlSaver(store, user_id="alice")
+        >>> config = saver.put({"configurable": {"thread_id": "saver-writes-1"}}, empty_checkpoint(), {"step": 0}, {})
+        >>> saver.put_writes(config, [("topic", "dogs")], task_id="task-1")
+        >>> saver.get_tuple(config).pending_writes  # (task id, channel, value)
+        [('task-1', 'topic', 'dogs')]
+        >>> saver.close()
         """
         thread, ns = self._where(config)
         cid = config["configurable"]["checkpoint_id"]
@@ -739,7 +755,18 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         """The checkpoint ``config`` names (its ``checkpoint_id``, else the namespace's newest,
         i.e. the greatest id), with its pending writes in ``writes_sort_key`` order; None when
         there is none. The items it reads are remembered, so the next put of the thread in
-        this process does not serialise them again."""
+        this process does not serialise them again.
+
+        >>> from langgraph.checkpoint.base import empty_checkpoint
+        >>> saver, config = MysqlSaver(store, user_id="alice"), {"configurable": {"thread_id": "saver-get-tuple-1"}}
+        >>> print(saver.get_tuple(config))  # no checkpoint yet
+        None
+        >>> saved = saver.put(config, {**empty_checkpoint(), "channel_values": {"topic": "cats"}}, {"step": 0}, {})
+        >>> tup = saver.get_tuple(config)  # the newest; ``saved`` names this one by its id
+        >>> tup.checkpoint["channel_values"], tup.metadata, tup.config == saved, saver.get_tuple(saved) == tup
+        ({'topic': 'cats'}, {'step': 0}, True, True)
+        >>> saver.close()
+        """
         thread, ns = self._where(config)
         u = self.user_id
         for attempt in range(READ_ATTEMPTS):
@@ -929,7 +956,17 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         ``checkpoint_ns`` when given, else of all; only its ``checkpoint_id`` when given), or
         of every thread of the saver's user when ``config`` is None; ``filter`` keeps those
         whose metadata has these values, ``before`` those with a smaller id than its
-        checkpoint, ``limit`` the first ones. Rows are read a page at a time."""
+        checkpoint, ``limit`` the first ones. Rows are read a page at a time.
+
+        >>> from langgraph.checkpoint.base import empty_checkpoint
+        >>> saver, config = MysqlSaver(store, user_id="alice"), {"configurable": {"thread_id": "saver-list-1"}}
+        >>> first = saver.put(config, empty_checkpoint(), {"step": 0}, {})
+        >>> second = saver.put(first, empty_checkpoint(), {"step": 1}, {})  # a child of the first
+        >>> steps = lambda **kw: [t.metadata["step"] for t in saver.list(config, **kw)]
+        >>> steps(), steps(limit=1), steps(filter={"step": 0}), steps(before=second)
+        ([1, 0], [1], [0], [0])
+        >>> saver.close()
+        """
         if config is None:
             threads = sorted(self.store.list_session_ids(self.user_id) - {layout.MEMORY_SESSION})
             conf: Mapping[str, Any] = {}
@@ -980,7 +1017,18 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         """Per channel, the writes of the target's ancestors (oldest first) back to the nearest
         one that stores the channel's value (its ``seed``), as LangGraph's base method walks
         them, in a bounded number of statements: the index, the ancestors' rows a page of
-        64 per statement, then every needed write list and seed in one statement."""
+        64 per statement, then every needed write list and seed in one statement.
+
+        >>> from langgraph.checkpoint.base import empty_checkpoint
+        >>> saver = MysqlSaver(store, user_id="alice")
+        >>> config = {"configurable": {"thread_id": "saver-delta-1"}}
+        >>> first = saver.put(config, {**empty_checkpoint(), "channel_values": {"log": ["a"]}}, {"step": 0}, {})
+        >>> saver.put_writes(first, [("log", "b")], task_id="task-1")  # a delta written after the snapshot
+        >>> second = saver.put(first, empty_checkpoint(), {"step": 1}, {})
+        >>> saver.get_delta_channel_history(config=second, channels=["log"])
+        {'log': {'writes': [('task-1', 'log', 'b')], 'seed': ['a']}}
+        >>> saver.close()
+        """
         if not channels:
             return {}
         channels = list(channels)
@@ -1031,7 +1079,16 @@ class MysqlSaver(BaseCheckpointSaver[str]):
     # ---- deleting, copying, pruning ------------------------------------------------------------
 
     def delete_thread(self, thread_id: str) -> None:
-        """Delete the thread: its session, every row of it (one statement)."""
+        """Delete the thread: its session, every row of it (one statement).
+
+        >>> from langgraph.checkpoint.base import empty_checkpoint
+        >>> saver, config = MysqlSaver(store, user_id="alice"), {"configurable": {"thread_id": "saver-delete-1"}}
+        >>> _ = saver.put(config, empty_checkpoint(), {"step": 0}, {})
+        >>> saver.delete_thread("saver-delete-1")
+        >>> saver.get_tuple(config) is None, store.exists("alice", "saver-delete-1")
+        (True, False)
+        >>> saver.close()
+        """
         thread = layout.thread_of(thread_id)
         self.store.delete(self.user_id, thread)
         self._forget(thread)
@@ -1040,7 +1097,16 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         """Copy every checkpoint, write and list log of a thread to a new thread, server-side
         in ONE statement (the store's ``fork``): the whole parent chain, so delta channels
         rebuild on the copy. A source with no rows copies nothing; an existing target raises
-        :class:`SessionExistsError` and nothing is written."""
+        :class:`SessionExistsError` and nothing is written.
+
+        >>> from langgraph.checkpoint.base import empty_checkpoint
+        >>> saver, config = MysqlSaver(store, user_id="alice"), {"configurable": {"thread_id": "saver-copy-1"}}
+        >>> _ = saver.put(config, {**empty_checkpoint(), "channel_values": {"topic": "cats"}}, {"step": 0}, {})
+        >>> saver.copy_thread("saver-copy-1", "saver-copy-2")
+        >>> saver.get_tuple({"configurable": {"thread_id": "saver-copy-2"}}).checkpoint["channel_values"]
+        {'topic': 'cats'}
+        >>> saver.close()
+        """
         try:
             self.store.fork(self.user_id, layout.thread_of(source_thread_id), layout.thread_of(target_thread_id))
         except SessionNotFoundError:
@@ -1050,7 +1116,17 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         """Delete the checkpoints (and their writes) whose metadata ``run_id`` is one of
         ``run_ids``, in every thread of the saver's user: one transaction per thread touched.
         It reads every checkpoint row of the user (as a metadata scan does in other savers).
-        Channel values and list items they alone used stay until :meth:`prune`."""
+        Channel values and list items they alone used stay until :meth:`prune`.
+
+        >>> from langgraph.checkpoint.base import empty_checkpoint
+        >>> saver, config = MysqlSaver(store, user_id="alice"), {"configurable": {"thread_id": "saver-runs-1"}}
+        >>> first = saver.put(config, empty_checkpoint(), {"step": 0, "run_id": "run-1"}, {})
+        >>> _ = saver.put(first, empty_checkpoint(), {"step": 1, "run_id": "run-2"}, {})
+        >>> saver.delete_for_runs(["run-1"])
+        >>> [t.metadata["run_id"] for t in saver.list(config)]
+        ['run-2']
+        >>> saver.close()
+        """
         if isinstance(run_ids, str):
             raise TypeError("run_ids must be a sequence of run ids, not one str")
         runs = {str(r) for r in run_ids}
@@ -1094,6 +1170,17 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         ancestors back to the one holding the channel's snapshot are kept too, with their
         writes, so the channel rebuilds as before. One transaction per thread; a thread
         written meanwhile is read again and pruned on what it holds then.
+
+        >>> from langgraph.checkpoint.base import empty_checkpoint
+        >>> saver, config = MysqlSaver(store, user_id="alice"), {"configurable": {"thread_id": "saver-prune-1"}}
+        >>> first = saver.put(config, empty_checkpoint(), {"step": 0}, {})
+        >>> _ = saver.put(first, empty_checkpoint(), {"step": 1}, {})
+        >>> saver.prune(["saver-prune-1"])  # keep_latest
+        >>> [(t.metadata["step"], t.parent_config) for t in saver.list(config)]  # the kept one has no parent now
+        [(1, None)]
+        >>> saver.prune(["saver-prune-1"], strategy="delete"); store.exists("alice", "saver-prune-1")
+        False
+        >>> saver.close()
         """
         if isinstance(thread_ids, str):
             raise TypeError("thread_ids must be a sequence of thread ids, not one str")
@@ -1219,7 +1306,15 @@ class MysqlSaver(BaseCheckpointSaver[str]):
 
     def get_next_version(self, current: Optional[str], channel: None) -> str:
         """LangGraph's version scheme (as its in-memory and Postgres savers): an increasing
-        counter and a random fraction, so versions written on two forks of a thread differ."""
+        counter and a random fraction, so versions written on two forks of a thread differ.
+
+        >>> saver = MysqlSaver(store)
+        >>> saver.get_next_version(None, None)
+        '00000000000000000000000000000001.0...'
+        >>> saver.get_next_version("00000000000000000000000000000001.0.5", None)  # the counter goes on
+        '00000000000000000000000000000002.0...'
+        >>> saver.close()
+        """
         if current is None:
             current_v = 0
         elif isinstance(current, int):
@@ -1238,7 +1333,15 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         return await run_in(self._executor, fn, *args, **kwargs)
 
     async def aget_tuple(self, config: RunnableConfig) -> Optional[CheckpointTuple]:
-        """:meth:`get_tuple` without blocking the loop."""
+        """:meth:`get_tuple` without blocking the loop.
+
+        >>> from langgraph.checkpoint.base import empty_checkpoint
+        >>> saver, config = MysqlSaver(store, user_id="alice"), {"configurable": {"thread_id": "saver-aget-tuple-1"}}
+        >>> config = saver.put(config, empty_checkpoint(), {"step": 0}, {})
+        >>> asyncio.run(saver.aget_tuple(config)) == saver.get_tuple(config)
+        True
+        >>> saver.close()
+        """
         return await self._run(self.get_tuple, config)
 
     async def alist(
@@ -1249,48 +1352,129 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         before: Optional[RunnableConfig] = None,
         limit: Optional[int] = None,
     ) -> AsyncIterator[CheckpointTuple]:
-        """:meth:`list` without blocking the loop (read in the pool, then yielded)."""
+        """:meth:`list` without blocking the loop (read in the pool, then yielded).
+
+        >>> from langgraph.checkpoint.base import empty_checkpoint
+        >>> saver, config = MysqlSaver(store, user_id="alice"), {"configurable": {"thread_id": "saver-alist-1"}}
+        >>> _ = saver.put(saver.put(config, empty_checkpoint(), {"step": 0}, {}), empty_checkpoint(), {"step": 1}, {})
+        >>> async def steps():
+        ...     return [t.metadata["step"] async for t in saver.alist(config)]
+        >>> asyncio.run(steps())  # newest first, as list()
+        [1, 0]
+        >>> saver.close()
+        """
         found = await self._run(lambda: list(self.list(config, filter=filter, before=before, limit=limit)))
         for tup in found:
             yield tup
 
     async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
                    new_versions: ChannelVersions) -> RunnableConfig:
-        """:meth:`put` without blocking the loop."""
+        """:meth:`put` without blocking the loop.
+
+        >>> from langgraph.checkpoint.base import empty_checkpoint
+        >>> saver, config = MysqlSaver(store, user_id="alice"), {"configurable": {"thread_id": "saver-aput-1"}}
+        >>> cats = {**empty_checkpoint(), "channel_values": {"topic": "cats"}}
+        >>> asyncio.run(saver.aput(config, cats, {"step": 0}, {}))
+        {'configurable': {'thread_id': 'saver-aput-1', 'checkpoint_ns': '', 'checkpoint_id': '...'}}
+        >>> saver.get_tuple(config).checkpoint["channel_values"]
+        {'topic': 'cats'}
+        >>> saver.close()
+        """
         return await self._run(self.put, config, checkpoint, metadata, new_versions)
 
     async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                           task_path: str = "") -> None:
-        """:meth:`put_writes` without blocking the loop."""
+        """:meth:`put_writes` without blocking the loop.
+
+        >>> from langgraph.checkpoint.base import empty_checkpoint
+        >>> saver, config = MysqlSaver(store, user_id="alice"), {"configurable": {"thread_id": "saver-aput-writes-1"}}
+        >>> config = saver.put(config, empty_checkpoint(), {"step": 0}, {})
+        >>> asyncio.run(saver.aput_writes(config, [("topic", "dogs")], task_id="task-1"))
+        >>> saver.get_tuple(config).pending_writes
+        [('task-1', 'topic', 'dogs')]
+        >>> saver.close()
+        """
         return await self._run(self.put_writes, config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
-        """:meth:`delete_thread` without blocking the loop."""
+        """:meth:`delete_thread` without blocking the loop.
+
+        >>> from langgraph.checkpoint.base import empty_checkpoint
+        >>> saver = MysqlSaver(store, user_id="alice")
+        >>> _ = saver.put({"configurable": {"thread_id": "saver-adelete-1"}}, empty_checkpoint(), {"step": 0}, {})
+        >>> asyncio.run(saver.adelete_thread("saver-adelete-1")); store.exists("alice", "saver-adelete-1")
+        False
+        >>> saver.close()
+        """
         return await self._run(self.delete_thread, thread_id)
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """:meth:`delete_for_runs` without blocking the loop."""
+        """:meth:`delete_for_runs` without blocking the loop.
+
+        >>> from langgraph.checkpoint.base import empty_checkpoint
+        >>> saver, config = MysqlSaver(store, user_id="alice"), {"configurable": {"thread_id": "saver-aruns-1"}}
+        >>> _ = saver.put(config, empty_checkpoint(), {"step": 0, "run_id": "run-1"}, {})
+        >>> asyncio.run(saver.adelete_for_runs(["run-1"])); list(saver.list(config))
+        []
+        >>> saver.close()
+        """
         return await self._run(self.delete_for_runs, run_ids)
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
-        """:meth:`copy_thread` without blocking the loop."""
+        """:meth:`copy_thread` without blocking the loop.
+
+        >>> from langgraph.checkpoint.base import empty_checkpoint
+        >>> saver = MysqlSaver(store, user_id="alice")
+        >>> _ = saver.put({"configurable": {"thread_id": "saver-acopy-1"}}, empty_checkpoint(), {"step": 0}, {})
+        >>> asyncio.run(saver.acopy_thread("saver-acopy-1", "saver-acopy-2"))
+        >>> saver.get_tuple({"configurable": {"thread_id": "saver-acopy-2"}}).metadata
+        {'step': 0}
+        >>> saver.close()
+        """
         return await self._run(self.copy_thread, source_thread_id, target_thread_id)
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """:meth:`prune` without blocking the loop."""
+        """:meth:`prune` without blocking the loop.
+
+        >>> from langgraph.checkpoint.base import empty_checkpoint
+        >>> saver, config = MysqlSaver(store, user_id="alice"), {"configurable": {"thread_id": "saver-aprune-1"}}
+        >>> _ = saver.put(saver.put(config, empty_checkpoint(), {"step": 0}, {}), empty_checkpoint(), {"step": 1}, {})
+        >>> asyncio.run(saver.aprune(["saver-aprune-1"])); [t.metadata["step"] for t in saver.list(config)]
+        [1]
+        >>> saver.close()
+        """
         return await self._run(self.prune, thread_ids, strategy=strategy)
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
-        """:meth:`get_delta_channel_history` without blocking the loop."""
+        """:meth:`get_delta_channel_history` without blocking the loop.
+
+        >>> from langgraph.checkpoint.base import empty_checkpoint
+        >>> saver, config = MysqlSaver(store, user_id="alice"), {"configurable": {"thread_id": "saver-adelta-1"}}
+        >>> first = saver.put(config, {**empty_checkpoint(), "channel_values": {"log": ["a"]}}, {"step": 0}, {})
+        >>> second = saver.put(first, empty_checkpoint(), {"step": 1}, {})
+        >>> asyncio.run(saver.aget_delta_channel_history(config=second, channels=["log"]))
+        {'log': {'writes': [], 'seed': ['a']}}
+        >>> saver.close()
+        """
         return await self._run(self.get_delta_channel_history, config=config, channels=channels)
 
     # ---- lifecycle ---------------------------------------------------------------------------------
 
     def close(self) -> None:
         """Stop the thread pool (after running calls) and close the store if the saver made it
-        (:meth:`from_url`). Idempotent."""
+        (:meth:`from_url`). Idempotent.
+
+        >>> saver = MysqlSaver(store, user_id="alice")
+        >>> saver.close(); saver.close()  # idempotent; the store it was given stays open
+        >>> store.exists("alice", "saver-close-1")
+        False
+        >>> asyncio.run(saver.aget_tuple({"configurable": {"thread_id": "saver-close-1"}}))
+        Traceback (most recent call last):
+        ...
+        mysql_state.errors.StoreClosedError: this MysqlSaver is closed (close() was called); it runs no new operation
+        """
         if self._closed:
             return
         self._closed = True
