@@ -251,7 +251,17 @@ class MysqlStore(BaseStore):
         return memory
 
     def close(self) -> None:
-        """Stop the sweepers; close the store if :meth:`from_url` made it."""
+        """Stop the sweepers; close the store if :meth:`from_url` made it.
+
+        >>> memory = MysqlStore.from_url(url, user_id="close-demo")
+        >>> done = memory.start_ttl_sweeper(0.5)
+        >>> memory.close(); done.done()  # the sweeper thread has ended
+        True
+        >>> memory.get(("notes",), "n1")  # and the store from_url made is closed
+        Traceback (most recent call last):
+        ...
+        mysql_state.errors.StoreClosedError: get_many: the store of ... is closed; it opens no new connection
+        """
         self.stop_ttl_sweeper(timeout=10)
         task = self._task
         if task is not None and not task.done():
@@ -276,7 +286,15 @@ class MysqlStore(BaseStore):
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run LangGraph store operations (what ``get``/``put``/``search``/... call): reads
-        first, on the state before the batch, then every put and delete in one transaction."""
+        first, on the state before the batch, then every put and delete in one transaction.
+
+        >>> from langgraph.store.base import GetOp, PutOp
+        >>> memory = MysqlStore(store, user_id="batch-demo")
+        >>> memory.batch([PutOp(("notes",), "n1", {"text": "hi"}), GetOp(("notes",), "n1")])  # the get ran first
+        [None, None]
+        >>> memory.batch([GetOp(("notes",), "n1")])[0].value
+        {'text': 'hi'}
+        """
         plan = self._plan(ops)
         texts = self._embedded(plan.texts, self.embeddings.embed_documents(plan.texts)) if plan.texts else {}
         queries = {q: self.embeddings.embed_query(q) for q in plan.queries}
@@ -284,7 +302,15 @@ class MysqlStore(BaseStore):
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """:meth:`batch` for ``aget``/``aput``/``asearch``/...: embeddings awaited with the
-        ``Embeddings``' async methods, the statements run in a worker thread."""
+        ``Embeddings``' async methods, the statements run in a worker thread.
+
+        >>> from langgraph.store.base import GetOp, PutOp
+        >>> memory = MysqlStore(store, user_id="abatch-demo")
+        >>> asyncio.run(memory.abatch([PutOp(("notes",), "n1", {"text": "hi"})]))
+        [None]
+        >>> asyncio.run(memory.abatch([GetOp(("notes",), "n1")]))[0].value
+        {'text': 'hi'}
+        """
         plan = self._plan(ops)
         texts: dict = {}
         if plan.texts:
@@ -709,7 +735,15 @@ class MysqlStore(BaseStore):
 
     def stop_ttl_sweeper(self, timeout: Optional[float] = None) -> bool:
         """Stop the sweeper thread (it wakes at once; a sweep under way ends after its current
-        batch); True when it is stopped (or was not running) within ``timeout`` seconds."""
+        batch); True when it is stopped (or was not running) within ``timeout`` seconds.
+
+        >>> memory = MysqlStore(store, user_id="stop-demo")
+        >>> memory.stop_ttl_sweeper()  # none running: nothing to wait for
+        True
+        >>> done = memory.start_ttl_sweeper(0.5)
+        >>> memory.stop_ttl_sweeper(timeout=5), done.done()
+        (True, True)
+        """
         self._stop.set()
         thread = self._sweeper
         if thread is None or not thread.is_alive():
@@ -722,12 +756,28 @@ class MysqlStore(BaseStore):
         return True
 
     async def asweep_ttl(self, *, batch: int = SWEEP_BATCH) -> int:
-        """:meth:`sweep_ttl` in a worker thread."""
+        """:meth:`sweep_ttl` in a worker thread.
+
+        >>> import time
+        >>> memory = MysqlStore(store, user_id="asweep-demo")
+        >>> memory.put(("notes",), "n1", {"text": "soon gone"}, ttl=0.001)  # minutes
+        >>> time.sleep(0.1)
+        >>> asyncio.run(memory.asweep_ttl()), memory.get(("notes",), "n1")
+        (1, None)
+        """
         return await asyncio.to_thread(self.sweep_ttl, batch=batch)
 
     async def astart_ttl_sweeper(self, sweep_interval_minutes: Optional[float] = None) -> asyncio.Task:
         """The sweeper as an asyncio task of the running loop (each sweep in a worker thread),
-        until :meth:`astop_ttl_sweeper`; returns the task."""
+        until :meth:`astop_ttl_sweeper`; returns the task.
+
+        >>> memory = MysqlStore(store, user_id="asweeper-demo")
+        >>> async def main():
+        ...     task = await memory.astart_ttl_sweeper(0.5)  # every 30 seconds
+        ...     return task.get_name(), await memory.astop_ttl_sweeper(timeout=5)
+        >>> asyncio.run(main())
+        ('mysql-state-ttl-sweeper', True)
+        """
         interval = self._interval(sweep_interval_minutes)
         if self._task is not None and not self._task.done():
             return self._task
@@ -747,7 +797,15 @@ class MysqlStore(BaseStore):
 
     async def astop_ttl_sweeper(self, timeout: Optional[float] = None) -> bool:
         """Cancel the sweeper task; True when it has ended within ``timeout`` seconds (a sweep
-        under way in its worker thread still finishes its current transaction)."""
+        under way in its worker thread still finishes its current transaction).
+
+        >>> memory = MysqlStore(store, user_id="astop-demo")
+        >>> async def main():
+        ...     task = await memory.astart_ttl_sweeper(0.5)
+        ...     return await memory.astop_ttl_sweeper(timeout=5), task.cancelled()
+        >>> asyncio.run(main())
+        (True, True)
+        """
         task = self._task
         if task is None or task.done():
             self._task = None
