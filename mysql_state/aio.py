@@ -321,7 +321,16 @@ class AsyncMysqlAgentStateStore:
 
     @property
     def stats(self) -> Stats:
-        """The sync store's counters (retries, reconnects, transactions)."""
+        """The sync store's counters (retries, reconnects, transactions): the same object, read
+        with no thread hop, so it counts the calls made either way.
+
+        >>> astore.stats is store.stats
+        True
+        >>> before = astore.stats.transactions
+        >>> asyncio.run(astore.transaction(lambda tx: tx.save("alice", "async-stats-1", "plan", {"step": 1})))
+        >>> astore.stats.transactions - before
+        1
+        """
         return self.sync.stats
 
     async def aclose(self) -> None:
@@ -497,5 +506,14 @@ class AsyncSessionLock:
         return self._lock.name
 
     async def check(self) -> None:
-        """Raise :class:`~mysql_state.errors.LockLostError` unless the lease still holds the lock."""
+        """Raise :class:`~mysql_state.errors.LockLostError` unless the lease still holds the lock
+        (the full check of :meth:`SessionLock.check`, run in a worker thread).
+
+        >>> async def turn():
+        ...     async with astore.session_lock("alice", "async-lock-check-1", timeout=5) as lease:
+        ...         await lease.check()  # nothing raised: the lock is still this lease's
+        ...         return "checked"
+        >>> asyncio.run(turn())
+        'checked'
+        """
         await self._store._run(self._lock.check)
