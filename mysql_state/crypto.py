@@ -74,7 +74,12 @@ def digest_kid(dk: str) -> str:
 
 
 def is_sealed(text: Any) -> bool:
-    """Whether a stored text is an encrypted row (works for str and bytes)."""
+    """Whether a stored text is an encrypted row (works for str and bytes).
+
+    >>> row = RowCipher(Keyring({"k1": os.urandom(32)}, current="k1"), "t").seal("alice:c1", "plan", 0, b'{"step": 1}')
+    >>> is_sealed(row), is_sealed(row.decode()), is_sealed('{"step": 1}')
+    (True, True, False)
+    """
     if isinstance(text, bytes):
         return text.startswith(PREFIX.encode())
     return isinstance(text, str) and text.startswith(PREFIX)
@@ -172,6 +177,11 @@ class Keyring:
 
     @property
     def ids(self) -> list[str]:
+        """The ring's key ids, in the order given (what ``repr`` shows: never the keys).
+
+        >>> Keyring({"k2": os.urandom(32), "k1": os.urandom(32)}, current="k2").ids
+        ['k2', 'k1']
+        """
         return list(self._keys)
 
     def __repr__(self) -> str:
@@ -179,6 +189,15 @@ class Keyring:
         return f"Keyring(ids={self.ids!r}, current={self.current!r}{strict})"
 
     def aead(self, kid: str) -> Any:
+        """The AES-256-GCM cipher (``cryptography``'s ``AESGCM``) of key ``kid``, made on first
+        use and kept: what seals and opens the rows under that key. A ``kid`` not in the ring
+        raises ``KeyError``.
+
+        >>> ring = Keyring({"k1": os.urandom(32)}, current="k1")
+        >>> aes, nonce = ring.aead("k1"), os.urandom(12)
+        >>> aes is ring.aead("k1"), aes.decrypt(nonce, aes.encrypt(nonce, b"hi", b"place"), b"place")
+        (True, b'hi')
+        """
         found = self._aead.get(kid)
         if found is None:
             from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -187,7 +206,14 @@ class Keyring:
         return found
 
     def digest_key(self, kid: str) -> Optional[bytes]:
-        """The change-detection key derived from key ``kid`` (None when not in the ring)."""
+        """The change-detection key derived from key ``kid`` (None when not in the ring): a key
+        of its own (HMAC-SHA256 of the ring key and a label), so a digest never uses the
+        encryption key itself.
+
+        >>> ring = Keyring({"k1": bytes(32)}, current="k1")
+        >>> len(ring.digest_key("k1")), ring.digest_key("k1") == bytes(32), ring.digest_key("k9")
+        (32, False, None)
+        """
         return self._digest_keys.get(kid)
 
     def list_digest_key(self, kid: str, table: str, session_id: str, key: str) -> Optional[bytes]:
