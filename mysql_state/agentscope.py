@@ -317,7 +317,20 @@ def _app_storage_class() -> type:
             the store refuses (a user id with ':'), a state it cannot hold or a store that is
             down write nothing, neither a new row nor a changed config. A new session (no id,
             ``""`` as in AgentScope, or an id with no row) starts from the state given or a
-            fresh one, never from what a deleted session of that id left in the store."""
+            fresh one, never from what a deleted session of that id left in the store.
+
+            >>> from agentscope.app.storage import SessionConfig
+            >>> from mysql_state.agentscope import MysqlStateAppStorage
+            >>> cfg, renamed = SessionConfig(workspace_id="w1"), SessionConfig(workspace_id="w1", name="renamed")
+            >>> async def upsert():
+            ...     async with MysqlStateAppStorage(app_url, store) as storage:
+            ...         rec = await storage.upsert_session("alice", "agent-1", cfg, AgentState(summary="started"))
+            ...         again = await storage.upsert_session("alice", "agent-1", renamed, session_id=rec.id)
+            ...         state = await storage.repo.load("alice", rec.id)  # what the store holds
+            ...         return again.id == rec.id, again.config.name, state.summary
+            >>> asyncio.run(upsert())  # the row's config changed; the state given first is kept
+            (True, 'renamed', 'started')
+            """
             keys.pack(user_id, session_id or "-")
             owner = await self._owner(session_id) if session_id else None
             if owner is None:
@@ -355,7 +368,20 @@ def _app_storage_class() -> type:
                                        state: AgentState) -> None:
             """The hot path after each chat turn: an incremental save of the state; the row
             keeps its stub state and its ``updated_at`` moves, as in AgentScope's storage. A
-            session deleted during the turn does not keep the state saved for it."""
+            session deleted during the turn does not keep the state saved for it.
+
+            >>> from agentscope.app.storage import SessionConfig
+            >>> from agentscope.message import UserMsg
+            >>> from mysql_state.agentscope import MysqlStateAppStorage
+            >>> async def turn():
+            ...     async with MysqlStateAppStorage(app_url, store) as storage:
+            ...         rec = await storage.upsert_session("alice", "agent-state-1", SessionConfig(workspace_id="w1"))
+            ...         rec.state.context.append(UserMsg("alice", "hi"))
+            ...         await storage.update_session_state("alice", "agent-state-1", rec.id, rec.state)
+            ...         return len((await storage.repo.load("alice", rec.id)).context)
+            >>> asyncio.run(turn())  # the turn's message is in the store
+            1
+            """
             owner = await self._owner(session_id)
             if owner is None:
                 raise KeyError(f"Session {session_id!r} not found.")
@@ -367,6 +393,21 @@ def _app_storage_class() -> type:
                 raise
 
         async def get_session(self, user_id: str, agent_id: str, session_id: str) -> Optional["SessionRecord"]:
+            """AgentScope's record of the session, with its state loaded from the store (in place
+            of the row's stub); None when ``user_id`` has no session of that id.
+
+            >>> from agentscope.app.storage import SessionConfig
+            >>> from mysql_state.agentscope import MysqlStateAppStorage
+            >>> async def summary():
+            ...     async with MysqlStateAppStorage(app_url, store) as storage:
+            ...         rec = await storage.upsert_session("alice", "agent-get-1", SessionConfig(workspace_id="w1"))
+            ...         rec.state.summary = "greeted"
+            ...         await storage.update_session_state("alice", "agent-get-1", rec.id, rec.state)
+            ...         got = await storage.get_session("alice", "agent-get-1", rec.id)
+            ...         return got.state.summary, await storage.get_session("bob", "agent-get-1", rec.id)
+            >>> asyncio.run(summary())  # bob does not own it
+            ('greeted', None)
+            """
             return await self._hydrate(await super().get_session(user_id, agent_id, session_id))
 
         async def _hydrate_all(self, recs: list) -> list["SessionRecord"]:
@@ -374,12 +415,56 @@ def _app_storage_class() -> type:
             return list(await asyncio.gather(*(self._hydrate(r) for r in recs)))
 
         async def list_sessions(self, user_id: str, agent_id: str) -> list["SessionRecord"]:
+            """The user's sessions with one agent, newest first (AgentScope's order), each with its
+            state loaded from the store (side by side).
+
+            >>> from agentscope.app.storage import SessionConfig
+            >>> from mysql_state.agentscope import MysqlStateAppStorage
+            >>> async def sessions():
+            ...     async with MysqlStateAppStorage(app_url, store) as storage:
+            ...         for name in ("first", "second"):
+            ...             cfg = SessionConfig(workspace_id="w1", name=name)
+            ...             await storage.upsert_session("alice", "agent-list-1", cfg, AgentState(summary=name))
+            ...         found = await storage.list_sessions("alice", "agent-list-1")
+            ...         return [(r.config.name, r.state.summary) for r in found]
+            >>> sorted(asyncio.run(sessions()))  # sorted: the two may share a creation second
+            [('first', 'first'), ('second', 'second')]
+            """
             return await self._hydrate_all(await super().list_sessions(user_id, agent_id))
 
         async def list_sessions_by_schedule(self, user_id: str, schedule_id: str) -> list["SessionRecord"]:
+            """The user's sessions a schedule opened, newest first, each with its state loaded from
+            the store.
+
+            >>> from agentscope.app.storage import ScheduleOrigin, SessionConfig
+            >>> from mysql_state.agentscope import MysqlStateAppStorage
+            >>> cfg, state = SessionConfig(workspace_id="w1"), AgentState(summary="daily report")
+            >>> origin = ScheduleOrigin(schedule_id="daily-1")  # the schedule opened it
+            >>> async def scheduled():
+            ...     async with MysqlStateAppStorage(app_url, store) as storage:
+            ...         await storage.upsert_session("alice", "agent-1", cfg, state, origin=origin)
+            ...         return [r.state.summary for r in await storage.list_sessions_by_schedule("alice", "daily-1")]
+            >>> asyncio.run(scheduled())
+            ['daily report']
+            """
             return await self._hydrate_all(await super().list_sessions_by_schedule(user_id, schedule_id))
 
         async def list_sessions_by_channel(self, user_id: str, channel_id: str) -> list["SessionRecord"]:
+            """The user's sessions an inbound channel (a chat platform) opened, newest first, each
+            with its state loaded from the store.
+
+            >>> from agentscope.app.storage import ChannelOrigin, SessionConfig
+            >>> from mysql_state.agentscope import MysqlStateAppStorage
+            >>> cfg, state = SessionConfig(workspace_id="w1"), AgentState(summary="from chat")
+            >>> origin = ChannelOrigin(channel_id="slack-1", chat_id="general")  # a message in #general opened it
+            >>> async def from_channel():
+            ...     async with MysqlStateAppStorage(app_url, store) as storage:
+            ...         await storage.upsert_session("alice", "agent-1", cfg, state, origin=origin)
+            ...         found = await storage.list_sessions_by_channel("alice", "slack-1")
+            ...         return [(r.origin.chat_id, r.state.summary) for r in found]
+            >>> asyncio.run(from_channel())
+            [('general', 'from chat')]
+            """
             return await self._hydrate_all(await super().list_sessions_by_channel(user_id, channel_id))
 
         async def _delete_session_impl(self, sess: Any, user_id: str, agent_id: str, session_id: str) -> bool:
