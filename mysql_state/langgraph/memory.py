@@ -628,7 +628,7 @@ class MysqlStore(BaseStore):
         >>> memory = MysqlStore(store, user_id="sweep-demo")
         >>> memory.put(("notes",), "n1", {"text": "soon gone"}, ttl=0.001)  # minutes
         >>> memory.put(("notes",), "n2", {"text": "stays"})
-        >>> time.sleep(0.1)
+        >>> time.sleep(0.25)
         >>> memory.sweep_ttl()
         1
         >>> [item.key for item in memory.search(("notes",))]
@@ -761,7 +761,7 @@ class MysqlStore(BaseStore):
         >>> import time
         >>> memory = MysqlStore(store, user_id="asweep-demo")
         >>> memory.put(("notes",), "n1", {"text": "soon gone"}, ttl=0.001)  # minutes
-        >>> time.sleep(0.1)
+        >>> time.sleep(0.25)
         >>> asyncio.run(memory.asweep_ttl()), memory.get(("notes",), "n1")
         (1, None)
         """
