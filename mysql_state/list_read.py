@@ -517,12 +517,12 @@ def check_many(t: Table, rows: Sequence[tuple], sid: str, value_keys: Sequence[s
             raise damaged(sid, list_keys[0], None, 0, len(run), len(run), None, None)
     out: dict[str, tuple[Any, int]] = {}
     for k in value_keys:
-        head = [(False, r[1], r[2]) for r in by_key.get(k, ()) if r[0] == 0]
-        head += [(True, r[1], r[2]) for r in by_key.get(keys.hash_key(k), ())]
+        head = [(0 if r[0] == 0 else 2, r[1], r[2]) for r in by_key.get(k, ())]
+        head += [(1, r[1], r[2]) for r in by_key.get(keys.hash_key(k), ())]
         found = values.value_of(t, sid, k, head, None)
         if found is not None and not found.empty:
             out[k] = (found.value, found.version)
-        if seen is not None and len(head) == 1 and not head[0][0] and all(r[0] != 1 for r in by_key.get(k, ())):
+        if seen is not None and len(head) == 1 and head[0][0] == 0:
             seen[k] = (int(head[0][2]), values.digest(head[0][1]))  # a single value: no list under it
     for i, k in enumerate(list_keys):
         if i == 0:

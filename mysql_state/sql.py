@@ -67,9 +67,14 @@ READ_COMMITTED_NEXT = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"
 # A value and, in the same lookup, the hash row that would make the key a list. A row that a
 # writer unaware of the version column (the Java store, an old table) left at version 0 reads
 # as version 1: version 0 means "absent" in the compare-and-set contract.
+# A value read: the key's row 0 and its hash row, and any other row of the key at index 1 or
+# below (without its text), so that a key whose rows are there without row 0 (a list that lost
+# item 0 and its hash row, a row moved off 0) reads as damaged, never as absent. The first
+# column: 1 the hash row, 0 row 0, 2 another row of the key (values.value_of).
 SELECT_VALUE = (
-    "SELECT state_key = %s, state_data, GREATEST(version, 1) FROM {t}"
-    " WHERE session_id = %s AND state_key IN (%s, %s) AND item_index = 0"
+    "SELECT IF(state_key = %s, 1, IF(item_index = 0, 0, 2)), IF(item_index = 0, state_data, NULL),"
+    " GREATEST(version, 1) FROM {t}"
+    " WHERE session_id = %s AND ((state_key = %s AND item_index <= 1) OR (state_key = %s AND item_index = 0))"
 )
 SELECT_VALUE_FOR_UPDATE = SELECT_VALUE + " FOR UPDATE"
 # Before a value replaces whatever is under a key: wait for a list writer (it holds the hash
@@ -82,7 +87,7 @@ LOCK_KEY_HEAD = KEY_HEAD + " FOR UPDATE"
 # Remove what a list left under a key that now holds a single value (items 1.. and the hash row).
 DELETE_LIST_REMAINS = (
     "DELETE FROM {t} WHERE session_id = %s"
-    " AND ((state_key = %s AND item_index > 0) OR (state_key = %s AND item_index = 0))"
+    " AND ((state_key = %s AND item_index <> 0) OR (state_key = %s AND item_index = 0))"
 )
 # LAST_INSERT_ID(expr) hands the new version back in the OK packet: one round trip.
 # The version given is one past what the writer locked; GREATEST keeps versions growing when
@@ -113,7 +118,8 @@ CREATE_VALUE = (
     "INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
     " SELECT p.s, p.k, 0, p.d, 1 FROM"
     f" (SELECT %s AS s, %s AS k, %s AS d UNION ALL SELECT '{CATALOG_SESSION}', %s, '{{}}') AS p,"
-    " (SELECT COUNT(*) AS n FROM {t} WHERE session_id = %s AND state_key IN (%s, %s) AND item_index = 0) AS probe"
+    " (SELECT COUNT(*) AS n FROM {t} WHERE session_id = %s"
+    " AND ((state_key = %s AND item_index <= 1) OR (state_key = %s AND item_index = 0))) AS probe"
     " WHERE probe.n = 0"
     f" ON DUPLICATE KEY UPDATE version = IF(session_id = '{CATALOG_SESSION}', version + 1,"
     " version + 0 * LAST_INSERT_ID(%s))"
@@ -496,6 +502,14 @@ NO_LIST_UNDER = (
 )
 #: :data:`NO_LIST_UNDER` for one key: parameters the session and the key's hash key.
 NO_LIST_AT = NO_LIST_UNDER.replace("{marks}", "%s")
+#: Before a one-trip create of a value (compare-and-set at version 0): an error
+#: (:data:`APPEND_FAILED`) when anything is under the key: its hash row, its row 0, or another
+#: of its rows at index 1 or below (a list that lost item 0 and its hash row is not absent),
+#: else one row. Parameters: the session, the key, its hash key.
+NOTHING_AT = (
+    "SELECT 18446744073709551615 + COUNT(*) FROM {t}"
+    " WHERE session_id = %s AND ((state_key = %s AND item_index <= 1) OR (state_key = %s AND item_index = 0))"
+)
 
 #: Single values that ride in a list's one-statement append (:func:`with_riders`) mark that
 #: they held with ``LAST_INSERT_ID`` values from a nonce drawn per statement at or above this;

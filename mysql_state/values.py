@@ -34,7 +34,8 @@ def key_head(cur: Any, t: Table, sid: str, k: str, *, lock: bool = True) -> tupl
     rows = cur.fetchall()
     hash_version = next((int(r[2]) for r in rows if r[0]), 0)
     row0 = next((int(r[2]) for r in rows if not r[0] and r[1] == 0), 0)
-    is_list = bool(hash_version) or any(not r[0] and r[1] == 1 for r in rows)
+    # items past row 0 without a hash row (or a row at a negative index: damage) are a list's
+    is_list = bool(hash_version) or any(not r[0] and r[1] != 0 for r in rows)
     return (hash_version or row0), is_list, bool(row0)
 
 
@@ -114,7 +115,7 @@ def create(cur: Any, t: Table, sid: str, k: str, text: str, commit: bool = False
     if commit and getattr(cur, "commits", False):
         try:
             return cur.execute_commit(t.statements["CREATE_VALUE_ONE_TRIP"], (sid, k, text, sid),
-                                      before=(t.statements["NO_LIST_AT"], (sid, keys.hash_key(k))))[1] > 0
+                                      before=(t.statements["NOTHING_AT"], (sid, k, keys.hash_key(k))))[1] > 0
         except Exception as exc:
             if errno_of(exc) != sql.APPEND_FAILED:
                 raise
@@ -167,17 +168,25 @@ def read_for_update(cur: Any, t: Table, sid: str, k: str) -> list:
 
 
 def value_of(t: Table, sid: str, k: str, rows: Sequence[tuple], model: Any) -> Optional[ValueRead]:
-    """From rows ``(is hash row, state_data, version)`` of a key: what they hold
-    (:class:`ValueRead`), or None when the key is absent."""
-    listed = next((r for r in rows if r[0]), None)
-    row0 = next((r for r in rows if not r[0]), None)
+    """From rows ``(kind, state_data, version)`` of a key (kind 1 or True: its hash row; 0 or
+    False: row 0; 2: another of its rows, text not needed): what they hold (:class:`ValueRead`),
+    or None when the key is absent. Rows of the key without row 0 are damage, never absence: a
+    :class:`CorruptStateError` naming the key (unless a list's hash row says it is empty)."""
+    listed = next((r for r in rows if r[0] == 1), None)
+    row0 = next((r for r in rows if r[0] == 0), None)
     if listed is None and row0 is None:
+        if any(r[0] == 2 for r in rows):
+            raise CorruptStateError(
+                f"key {k!r} of session {sid!r} is damaged: it has rows but no row 0 (a list that lost "
+                "item 0 and its hash row, or a value's row moved off index 0); save it again to repair it",
+                sid, k)
         return None
     if row0 is None and listed is not None:  # a list with no item 0: empty, or damaged
         stored = t.sealer.usable(ListHash.parse(listed[1]), sid, k)[0]
-        if stored is not None and stored.n:
+        if (stored is not None and stored.n) or (stored is None and any(r[0] == 2 for r in rows)):
+            said = f"its hash row says {stored.n} items" if stored is not None else "it has items"
             raise CorruptStateError(
-                f"list {k!r} of session {sid!r} is damaged: its hash row says {stored.n} items, but "
+                f"list {k!r} of session {sid!r} is damaged: {said}, but "
                 f"item 0 is missing; save the whole list again to repair it", sid, k)
     value = None if row0 is None else t.sealer.decode(sid, k, 0, row0[1], model)
     version = int(listed[2]) if listed is not None else int(row0[2])

@@ -631,3 +631,63 @@ def test_the_damage_message_counts_what_is_missing_and_what_lies_outside(store, 
         store.get_list("u", "s", "m")
     with pytest.raises(CorruptStateError, match=r"\(3 missing and 1 outside it\)"):
         store.get_list("u", "s", "m", offset=0, limit=5)
+
+
+VALUE_READS = {
+    "get": lambda s, k: s.get("u", "s", k, default="DEFAULT"),
+    "get_versioned": lambda s, k: s.get_versioned("u", "s", k),
+    "get_many": lambda s, k: s.get_many("u", "s", values=[k]),
+    "transaction": lambda s, k: s.transaction(lambda tx: tx.get("u", "s", k, default="DEFAULT")),
+}
+
+
+@pytest.mark.parametrize("read", sorted(VALUE_READS))
+@pytest.mark.parametrize("hash_row", ["ours", "java", "none"])
+def test_a_key_whose_rows_lost_row_0_is_damage_never_absent(store, raw, read, hash_row):
+    """A list that lost item 0 and its hash row (or whose hash row is another writer's) read as
+    no state yet: get gave the default, get_many left the key out (found by a damage audit)."""
+    store.save_list("u", "s", "m", ["a", "b", "c"])
+    if hash_row == "java":
+        raw.execute("UPDATE {t} SET state_data = '3f2a9c' WHERE session_id = 'u:s' AND state_key = 'm:_hash'")
+    raw.execute("DELETE FROM {t} WHERE session_id = 'u:s' AND ((state_key = 'm' AND item_index = 0)"
+                + (" OR state_key = 'm:_hash'" if hash_row == "none" else "") + ")")
+    with pytest.raises(CorruptStateError, match="'m' of session 'u:s' is damaged") as info:
+        VALUE_READS[read](store, "m")
+    assert info.value.key == "m"
+    assert store.key_kind("u", "s", "m") == "list"
+
+
+@pytest.mark.parametrize("read", sorted(VALUE_READS))
+def test_a_value_moved_off_row_0_is_damage_and_its_key_is_not_absent(store, raw, read):
+    store.save("u", "s", "v", {"a": 1})
+    raw.execute("UPDATE {t} SET item_index = -1 WHERE session_id = 'u:s' AND state_key = 'v'")
+    with pytest.raises(CorruptStateError, match="it has rows but no row 0"):
+        VALUE_READS[read](store, "v")
+    assert store.key_kind("u", "s", "v") == "list"  # something is there: its list read names the damage
+    with pytest.raises(CorruptStateError):
+        store.get_list("u", "s", "v")
+    store.save("u", "s", "v", {"a": 2})  # a value save replaces whatever is under the key
+    assert raw.query("SELECT item_index, state_data FROM {t} WHERE session_id = 'u:s' AND state_key = 'v'") == [
+        (0, '{"a":2}')]
+
+
+@pytest.mark.parametrize("how", ["store", "transaction", "fresh store"])
+def test_create_only_while_absent_refuses_a_key_whose_rows_lost_row_0(url, database, store, raw, how):
+    """save_if_version(..., 0) took a list that lost item 0 and its hash row for absent: it wrote
+    row 0 and the damage read as a whole list again (found by a damage audit)."""
+    store.save_list("u", "s", "m", ["a", "b", "c"])
+    raw.execute("DELETE FROM {t} WHERE session_id = 'u:s' AND (state_key = 'm:_hash' OR item_index = 0)")
+    before = raw.query("SELECT state_key, item_index, state_data, version FROM {t} WHERE session_id = 'u:s'"
+                       " ORDER BY state_key, item_index")
+    if how == "transaction":
+        with pytest.raises(CorruptStateError):  # its read sees the damage before any write
+            store.transaction(lambda tx: tx.get("u", "s", "m") or tx.save("u", "s", "m", {"new": 1}))
+    else:
+        s = store if how == "store" else MysqlAgentStateStore.from_url(url, database_name=database)
+        try:
+            assert s.save_if_version("u", "s", "m", {"new": 1}, 0) == -1
+        finally:
+            if s is not store:
+                s.close()
+    assert raw.query("SELECT state_key, item_index, state_data, version FROM {t} WHERE session_id = 'u:s'"
+                     " ORDER BY state_key, item_index") == before
