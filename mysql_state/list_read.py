@@ -457,7 +457,7 @@ def length(cur: Any, t: Table, sid: str, k: str, *, lock: bool = False, operatio
     :class:`WrongTypeError` naming it, as the append of items does."""
     cur.execute(t.statements["LOCK_HASH_ROW" if lock else "SELECT_HASH_ROW"], (sid, keys.hash_key(k)))
     row = cur.fetchone()
-    stored = ListHash.parse(row[0] if row else None)
+    stored = parse_head(sid, k, row[0] if row else None)  # one of ours that cannot be read: damage, not a count
     if lock:
         stored = t.sealer.usable(stored, sid, k)[0]
     if stored is not None:

@@ -23,7 +23,7 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
-from . import args, catalog, history, keys, listsync, serde, sql, values
+from . import args, catalog, history, keys, list_read, listsync, serde, sql, values
 from .errors import CorruptStateError, StaleStateError, WrongTypeError, errno_of
 from .listsync import Digester, ListHash, Plan, Snapshot
 from .results import UNVERSIONED, SaveReport
@@ -630,19 +630,34 @@ def append_if_one_of(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int
 def pop(cur: Any, t: Table, sid: str, k: str, model: Any = None) -> Any:
     """Remove the last item under the hash row's lock and return it decoded (an instance of
     ``model`` when given), or None when the list is empty. The hash row stays exact; an item
-    that does not decode raises here, so it is not popped."""
+    that does not decode raises here, so it is not popped.
+
+    A list whose rows do not end where its hash row says (item 0 missing, a row past its end
+    or at a negative index: two index dives, whatever the list's length), whose hash row of
+    this store cannot be read, or a list without one whose rows have a gap, raises
+    :class:`CorruptStateError` as a read does, nothing removed: a pop never deletes a row that
+    is not the list's last item, nor renumbers a damaged list. (A row lost from the middle is
+    not looked for: the pop removes the right item, and the next read names the damage.)"""
     row, stored, dig = _lock_hash(cur, t, sid, k)
+    if row is not None and stored is None:
+        list_read.parse_head(sid, k, row[0])  # a hash row of this store that cannot be read: damage
     if stored is None:
         have, row, stored, dig = _items_then_hash(cur, t, sid, k, row, stored, dig)
     if stored is None:  # no hash row of ours: take the rows as they are, then index them
         if not have:
             return None
         refuse_a_value(row, have, sid, k, "pop_list")
+        if [r[0] for r in have] != list(range(len(have))):  # a gap, or rows off 0..n-1
+            raise list_read.damaged(sid, k, None, 0, len(have), len(have), have[0][0], have[-1][0])
         rest = _opened(t, sid, k, have[:-1])
         plan = listsync.plan_rewrite(rest)
         plan.new_hash = dig.of(dig.digests(rest))
         apply(cur, t, sid, k, plan, [None] * len(rest), hash_row_exists=row is not None)
         return t.sealer.decode(sid, k, have[-1][0], have[-1][1], model)
+    cur.execute(t.statements["ITEMS_ENDS"], (sid, k))
+    lo, hi = cur.fetchone()
+    if (lo, hi) != ((0, stored.n - 1) if stored.n else (None, None)):
+        raise list_read.damaged(sid, k, stored, 0, stored.n, stored.n, lo, hi)
     if stored.n == 0:
         return None
     last = stored.n - 1

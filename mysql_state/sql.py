@@ -249,6 +249,9 @@ LOCK_HASH_ROWS = (
 ITEMS_SHAPE = (
     "SELECT COUNT(*), MIN(item_index), MAX(item_index) FROM {t} WHERE session_id = %s AND state_key = %s"
 )
+# The lowest and highest item index of a list: two index dives, whatever its length (a pop
+# checks that it removes the list's last item and nothing past it).
+ITEMS_ENDS = "SELECT MIN(item_index), MAX(item_index) FROM {t} WHERE session_id = %s AND state_key = %s"
 # A new list's hash row; its version is one past a value's that it replaces (versions of a
 # key never go back, so a compare-and-set cannot mistake a new list for an old value), handed
 # back by LAST_INSERT_ID(expr) in the OK packet (the version a save reports).

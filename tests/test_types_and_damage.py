@@ -691,3 +691,72 @@ def test_create_only_while_absent_refuses_a_key_whose_rows_lost_row_0(url, datab
                 s.close()
     assert raw.query("SELECT state_key, item_index, state_data, version FROM {t} WHERE session_id = 'u:s'"
                      " ORDER BY state_key, item_index") == before
+
+
+POP_DAMAGE = {
+    "a row past the end": "INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+                          " VALUES ('u:s', 'm', 3, '\"stray\"', 1)",
+    "a row far past the end": "INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+                              " VALUES ('u:s', 'm', 100000, '\"far\"', 1)",
+    "a row at -1": "INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+                   " VALUES ('u:s', 'm', -1, '\"negative\"', 1)",
+    "item 0 lost": "DELETE FROM {t} WHERE session_id = 'u:s' AND state_key = 'm' AND item_index = 0",
+    "a hash row that cannot be read": "UPDATE {t} SET state_data = LEFT(state_data, 40)"
+                                      " WHERE session_id = 'u:s' AND state_key = 'm:_hash'",
+    "a gap in a list without our hash row": "UPDATE {t} SET state_data = '3f2a9c'"
+                                            " WHERE session_id = 'u:s' AND state_key = 'm:_hash'",
+}
+
+
+@pytest.mark.parametrize("damage", sorted(POP_DAMAGE))
+def test_pop_list_of_a_damaged_list_raises_and_removes_nothing(store, raw, damage):
+    """pop_list deleted every row from the last item on (a stray row past the end with it) and
+    renumbered a list without a hash row of ours, gaps and all: damage every read reports was
+    popped over and hidden (found by a damage audit)."""
+    store.save_list("u", "s", "m", ["a", "b", "c"])
+    raw.execute(POP_DAMAGE[damage])
+    if damage.endswith("without our hash row"):
+        raw.execute("DELETE FROM {t} WHERE session_id = 'u:s' AND state_key = 'm' AND item_index = 1")
+    before = raw.query("SELECT state_key, item_index, state_data FROM {t} WHERE session_id = 'u:s'"
+                       " ORDER BY state_key, item_index")
+    with pytest.raises(CorruptStateError, match="list 'm' of session 'u:s' is damaged"):
+        store.pop_list("u", "s", "m")
+    assert raw.query("SELECT state_key, item_index, state_data FROM {t} WHERE session_id = 'u:s'"
+                     " ORDER BY state_key, item_index") == before
+    with pytest.raises(CorruptStateError):
+        store.get_list("u", "s", "m")
+
+
+def test_pop_list_of_a_list_that_lost_a_middle_row_pops_its_last_item_and_the_damage_stays_visible(store, raw):
+    """The pop looks at the list's ends only (two index dives, not a scan of its rows): what it
+    removes is the last item and nothing else, and the next read still names the damage."""
+    store.save_list("u", "s", "m", ["a", "b", "c"])
+    raw.execute("DELETE FROM {t} WHERE session_id = 'u:s' AND state_key = 'm' AND item_index = 1")
+    assert store.pop_list("u", "s", "m") == "c"
+    assert raw.query("SELECT item_index FROM {t} WHERE session_id = 'u:s' AND state_key = 'm'") == [(0,)]
+    with pytest.raises(CorruptStateError, match="list 'm' of session 'u:s' is damaged"):
+        store.get_list("u", "s", "m")
+
+
+def test_pop_list_of_a_whole_list_without_our_hash_row_still_pops(store, raw):
+    store.save_list("u", "s", "m", ["a", "b", "c"])
+    raw.execute("UPDATE {t} SET state_data = '3f2a9c' WHERE session_id = 'u:s' AND state_key = 'm:_hash'")
+    assert store.pop_list("u", "s", "m") == "c"
+    assert store.get_list("u", "s", "m") == ["a", "b"]
+
+
+@pytest.mark.parametrize("read", ["store", "transaction", "async"])
+def test_list_length_of_a_list_whose_hash_row_cannot_be_read_is_damage_not_a_count(store, raw, read):
+    store.save_list("u", "s", "m", ["a", "b", "c", "d", "e"])
+    raw.execute("UPDATE {t} SET state_data = REPLACE(state_data, '\"n\":5', '\"n\":-1')"
+                " WHERE session_id = 'u:s' AND state_key = 'm:_hash'")
+    with pytest.raises(CorruptStateError, match="its hash row cannot be read"):
+        if read == "store":
+            store.list_length("u", "s", "m")
+        elif read == "transaction":
+            store.transaction(lambda tx: tx.list_length("u", "s", "m"))
+        else:
+            import asyncio
+
+            from mysql_state.aio import AsyncMysqlAgentStateStore
+            asyncio.run(AsyncMysqlAgentStateStore(store, close_store=False).list_length("u", "s", "m"))
