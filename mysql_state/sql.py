@@ -1330,17 +1330,19 @@ def select_many(
 
 
 def select_prefix(table: str, session: str, prefix: str, exact: bool) -> Statement:
-    """Row 0 of every key of one session that starts with ``prefix`` (hash rows included, so
-    a key holding a list is recognised): rows ``(state_key, state_data, version)`` in key
-    order. A primary-key range on exact tables; an escaped LIKE otherwise (the caller then
-    tests the exact prefix too).
+    """Row 0 of every key of one session that starts with ``prefix``, and its rows at index 1
+    and below without their text (hash rows included, and a list's item 1, so that a key
+    holding a list is recognised even without its hash row): rows ``(state_key, state_data,
+    version, item_index)`` in key order. A primary-key range on exact tables; an escaped LIKE
+    otherwise (the caller then tests the exact prefix too).
 
     >>> select_prefix("t", "u:s", "ns/", exact=True)[1]
     ('u:s', 'ns/', 'ns0')
     >>> select_prefix("t", "u:s", "a_", exact=False)[1]
     ('u:s', 'a!_%')
     """
-    head = f"SELECT state_key, state_data, GREATEST(version, 1) FROM {table} WHERE session_id = %s AND item_index = 0"
+    head = (f"SELECT state_key, IF(item_index = 0, state_data, NULL), GREATEST(version, 1), item_index FROM {table}"
+            " WHERE session_id = %s AND item_index <= 1")
     if not prefix:
         return head + " ORDER BY state_key", (session,)
     if exact:

@@ -196,12 +196,18 @@ def value_of(t: Table, sid: str, k: str, rows: Sequence[tuple], model: Any) -> O
 def prefix_values(cur: Any, t: Table, sid: str, prefix: str) -> list[tuple[str, Any, int]]:
     """``(key, value, version)`` of the single values of ``sid`` whose key starts with
     ``prefix``, in key order, read as one primary-key range (keys holding a list left out: the
-    hash rows are read too; the exact prefix tested, whatever the collation)."""
+    hash rows are read too, and item 1 of a list without one; the exact prefix tested,
+    whatever the collation). A key with rows but no row 0 is damage: :class:`CorruptStateError`
+    naming it, as :func:`get` raises (never left out as if absent)."""
     statement, params = sql.select_prefix(t.quoted, sid, prefix, t.exact_keys)
     cur.execute(statement, params)
     rows = [r for r in cur.fetchall() if r[0].startswith(prefix)]
     suffix = keys.HASH_SUFFIX
-    lists = {k[: -len(suffix)] for k, _, _ in rows if k.endswith(suffix)}
-    return [(k, t.sealer.decode(sid, k, 0, data), int(version))
-            for k, data, version in rows if k not in lists and not k.endswith(suffix)]
+    hashed = {k[: -len(suffix)] for k, _, _, _ in rows if k.endswith(suffix)}
+    others = {k for k, _, _, index in rows if index != 0 and not k.endswith(suffix)}
+    row0 = {k for k, _, _, index in rows if index == 0 and not k.endswith(suffix)}
+    for k in sorted(others - row0 - hashed):
+        value_of(t, sid, k, [(2, None, 0)], None)  # rows, no row 0, no hash row: raises, naming it
+    return [(k, t.sealer.decode(sid, k, 0, data), int(version)) for k, data, version, index in rows
+            if index == 0 and k not in hashed and k not in others and not k.endswith(suffix)]
 

@@ -760,3 +760,18 @@ def test_list_length_of_a_list_whose_hash_row_cannot_be_read_is_damage_not_a_cou
 
             from mysql_state.aio import AsyncMysqlAgentStateStore
             asyncio.run(AsyncMysqlAgentStateStore(store, close_store=False).list_length("u", "s", "m"))
+
+
+def test_get_prefix_leaves_out_a_list_without_its_hash_row_and_names_a_key_without_row_0(store, raw):
+    """get_prefix told lists by their hash rows only: a list whose hash row was gone came back as
+    a value (its first item), and a key whose only row moved off index 0 was left out as absent
+    (found by a damage audit)."""
+    store.save("u", "s", "p:v", {"a": 1})
+    store.save_list("u", "s", "p:m", ["a", "b", "c"])
+    raw.execute("DELETE FROM {t} WHERE session_id = 'u:s' AND state_key = 'p:m:_hash'")
+    assert store.get_prefix("u", "s", "p:") == {"p:v": {"a": 1}}
+    assert store.get_prefix("u", "s") == {"p:v": {"a": 1}}
+    store.save("u", "s", "p:w", 2)
+    raw.execute("UPDATE {t} SET item_index = -1 WHERE session_id = 'u:s' AND state_key = 'p:w'")
+    with pytest.raises(CorruptStateError, match="key 'p:w' of session 'u:s' is damaged"):
+        store.get_prefix("u", "s", "p:")
