@@ -47,13 +47,14 @@ import asyncio
 import contextlib
 import copy
 import datetime
+import importlib.util
 import re
 import threading
 import uuid
 from typing import Any, AsyncIterator, Optional
 
 try:
-    from google.adk.errors._stale_session_error import StaleSessionError
+    from google.adk.errors import StaleSessionError
     from google.adk.errors.already_exists_error import AlreadyExistsError
     from google.adk.errors.session_not_found_error import SessionNotFoundError
     from google.adk.events.event import Event
@@ -68,7 +69,14 @@ try:
     from google.adk.sessions.session import Session
     from google.adk.sessions.state import State
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("mysql_state.adk needs Google ADK: pip install 'mysql-state[adk]'") from exc
+    try:
+        _installed = importlib.util.find_spec("google.adk") is not None
+    except (ImportError, ValueError):
+        _installed = False
+    if not _installed:
+        raise ImportError("mysql_state.adk needs Google ADK: pip install 'mysql-state[adk]'") from exc
+    raise ImportError(f"mysql_state.adk cannot use the installed Google ADK ({exc}); it is written for the "
+                      "version the adk extra pins: pip install 'mysql-state[adk]'") from exc
 
 from . import keys, serde
 from ._adapt import AnyStore, as_async, open_store
@@ -141,8 +149,9 @@ class _Ids:
         self.user_key = "u:" + encode_id(user_id)
         self.session_key = f"s:{encode_id(user_id)}:{encode_id(session_id)}"
         self.events = f"e:{encode_id(user_id)}:{encode_id(session_id)}"
-        longest = max(
+        longest = max(  # the store's session ids (owner:events, owner:index) and keys
             len(self.owner) + 1 + len(self.events),
+            len(self.owner) + 1 + len(INDEX),
             len(self.session_key),
         )
         if longest > keys.MAX_ID_CHARS:

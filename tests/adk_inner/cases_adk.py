@@ -50,6 +50,22 @@ def test_is_a_base_session_service_with_every_method(svc) -> None:
     assert run(svc.get_session(app_name=APP, user_id=USER, session_id="123")) is None
 
 
+@pytest.mark.parametrize("blocked, says", [
+    ("google.adk", "needs Google ADK: pip install"),
+    ("google.adk.sessions._session_util", "cannot use the installed Google ADK (import of google.adk.sessions."),
+])
+def test_an_import_that_fails_says_whether_adk_is_missing_or_not_the_one_it_was_written_for(blocked, says) -> None:
+    """Every ImportError said "pip install" even with ADK installed, the real cause only in the
+    chain (found by an adapter audit)."""
+    import subprocess
+
+    code = (f"import sys; sys.modules[{blocked!r}] = None\n"
+            "try:\n    import mysql_state.adk\nexcept ImportError as exc:\n    print(exc)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         cwd=str(Path(__file__).resolve().parents[2]))
+    assert says in out.stdout, out.stdout + out.stderr
+
+
 def test_create_get_delete_and_get_equals_create(svc) -> None:
     async def go():
         s = await svc.create_session(app_name=APP, user_id=USER, state={"key": "value"})
@@ -737,3 +753,15 @@ def test_bad_ids_and_values_are_named_as_adk_names_them(svc, raw) -> None:
             await svc.append_event(s, delta_event({"app:big": -(2 ** 65)}))
         assert raw.all_rows() == before and s.events == []
     run(go())
+
+
+def test_an_app_name_too_long_for_the_app_index_is_refused_naming_the_ids(svc) -> None:
+    """With an empty user id and a one-character session id, a long app name passed the length
+    check and the store refused its own index id, naming 'adk.AAA...' and 'index', not the ADK
+    ids (found by an adapter audit)."""
+    app = "A" * 246
+    with pytest.raises(ValueError, match="app_name 'AAAA.*are too long together"):
+        run(svc.create_session(app_name=app, user_id="", session_id="s"))
+    with pytest.raises(ValueError, match="are too long together"):
+        run(svc.list_sessions(app_name=app, user_id=""))
+
