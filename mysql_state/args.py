@@ -16,6 +16,7 @@ import inspect
 from typing import Any, Mapping, Optional, Sequence
 
 from . import catalog, keys, serde
+from .checks import check_count
 from .errors import ValueTooLargeError
 from .listsync import Plan
 from .results import UNVERSIONED
@@ -23,7 +24,8 @@ from .sql import NO_LIMIT
 from .table import Table
 
 __all__ = ["SAME_USER", "ids", "key_ids", "version", "window", "check_size", "check_upserts",
-           "save_many", "many_keys", "delete_keys", "flag", "session_page", "export_sessions", "prepare_value", "encode_value", "prepare_list", "prepare_append"]
+           "save_many", "many_keys", "delete_keys", "flag", "session_page", "export_sessions", "prepare_value", "encode_value", "prepare_list", "prepare_append",
+           "append_lists", "callback"]
 
 #: ``fork``'s default ``new_user_id``: the source's user (None would mean the anonymous one).
 SAME_USER: Any = type("SameUser", (), {"__repr__": lambda self: "<same user>"})()
@@ -190,7 +192,7 @@ def delete_keys(t: Table, user_id: Optional[str], session_id: str, names: Any,
 def session_page(user_id: Any, limit: Any, cursor: Any, updated_before: Any,
                  updated_after: Any) -> tuple[Optional[dt.datetime], Optional[dt.datetime]]:
     """``sessions()``'s arguments checked: the two bounds (datetimes or None)."""
-    catalog.check_count("limit", limit)
+    check_count("limit", limit)
     if user_id is not catalog.ALL_USERS:
         keys.user_prefix(user_id)  # validates
     if cursor is not None and not isinstance(cursor, str):

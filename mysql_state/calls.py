@@ -47,7 +47,7 @@ class Calls:
 
     # ---- values ------------------------------------------------------------------------------
 
-    def save_value(self, sid: str, k: str, text: bytes, size: int, want: int) -> int:
+    def save_value(self, sid: str, k: str, text: str, size: int, want: int) -> int:
         """Write the encoded value ``text`` if the key's version is ``want``
         (``UNVERSIONED``: whatever it is): the new version, or ``UNVERSIONED``."""
         t = self.table
@@ -168,10 +168,15 @@ class Calls:
         return new_hash.n
 
     def append_lists(self, sid: str, todo: list, want: dict, value_rows: list) -> dict[str, int]:
-        """Appends ``todo`` (``[(key, encoded items)]``, each with items or a length in
-        ``want``: the ``at`` compare-and-set) and values ``value_rows`` in ONE transaction;
-        the new length per list key."""
+        """Appends ``todo`` (``[(key, encoded items)]``; a key with no items and no length in
+        ``want``, the ``at`` compare-and-set, only has its length read) and values
+        ``value_rows`` in ONE transaction; the new length per list key."""
         t, m = self.table, self.memory
+        empty = [k for k, datas in todo if not datas and k not in want]
+        todo = [(k, datas) for k, datas in todo if datas or k in want]
+        if not todo and not value_rows:  # lengths only: one read
+            return self.db.run(lambda cur: {k: list_read.length(cur, t, sid, k, operation="append_lists")
+                                            for k in empty}, "append_lists", write=False, session=sid)
         snaps = {k: m.snapshots.get((sid, k)) for k, _ in todo}
         hints = {k: snap.hash if snap is not None else m.hints.get((sid, k)) for k, snap in snaps.items()}
         began, due = time.monotonic(), m.catalog_due(sid)
@@ -180,10 +185,13 @@ class Calls:
                 stack.enter_context(list_write.lock_of(snaps[k]))
             try:
                 seen = {k: m.hints.get((sid, k)) for k in want}  # the latest each was read or written
-                done = self.db.run(lambda cur: list_write.append_lists(cur, t, sid, todo, want, value_rows, hints, due,
-                                                                       seen),
-                                   f"append_lists {[k for k, _ in todo] + [k for k, _ in value_rows]}",
-                                   write=True, session=sid)
+
+                def run(cur: Any) -> tuple[dict[str, int], dict]:
+                    lengths = {k: list_read.length(cur, t, sid, k, operation="append_lists") for k in empty}
+                    return lengths, list_write.append_lists(cur, t, sid, todo, want, value_rows, hints, due, seen)
+
+                lengths, done = self.db.run(run, f"append_lists {[k for k, _ in todo] + [k for k, _ in value_rows]}",
+                                            write=True, session=sid)
             except StaleStateError as stale:  # rolled back: only what is known of that list is wrong
                 for k, _ in todo:
                     if k == stale.key or stale.key not in snaps:
@@ -198,7 +206,7 @@ class Calls:
         if due:  # moved it (the one-trip way skips it when not due; the locked way moves it always)
             m.catalog_touched(sid, began)
         self.metrics.saved("append", sum(len(d) for _, d in todo), sum(len(x) for _, d in todo for x in d))
-        return {k: done[k].n for k, _ in todo}
+        return {**{k: done[k].n for k, _ in todo}, **lengths}
 
     def pop_list(self, sid: str, k: str, model: Any) -> Any:
         """Remove and return the last item (None when empty)."""

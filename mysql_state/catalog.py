@@ -166,21 +166,6 @@ def sessions(
     return SessionPage(items, next_cursor)
 
 
-#: The largest page size or batch the store accepts: it goes into a LIMIT (which takes at most
-#: 2**64 - 1, and a page asks for one row more), so a larger number would be an SQL error.
-MAX_COUNT = 1 << 62
-
-
-def check_count(name: str, value: Any) -> int:
-    """A page size or batch (``limit``, ``batch``): an int from 1 to :data:`MAX_COUNT`; the
-    error names the parameter and is raised before any SQL."""
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}: {value!r}")
-    if not 1 <= value <= MAX_COUNT:
-        raise ValueError(f"{name} must be between 1 and {MAX_COUNT}, got {value}")
-    return value
-
-
 def check_when(name: str, value: Any) -> Optional[dt.datetime]:
     """``updated_before``/``updated_after``: a datetime or None."""
     if value is None or isinstance(value, dt.datetime):

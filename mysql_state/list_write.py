@@ -7,8 +7,8 @@ serialised and the hash row always describes the rows. What to write is planned 
 stored hash row (warm), else from the stored checkpoint (cold, checked from the hasher state
 this process kept when it saw the list), else item by item. A save or append that only adds
 items is ONE statement, checked against the hash row this process last read or wrote
-(:func:`append_if_hash`): the common turn costs 2 round trips with COMMIT, from any worker
-that read the list first. A list whose last such speculation missed (another worker writes
+(:func:`append_if_hash`): the common turn costs 2 statements with the COMMIT, sent in one packet
+where the connection allows, from any worker that read the list first. A list whose last such speculation missed (another worker writes
 it) goes the locked way at once: lock and read the hash row, write, COMMIT (3, never 5).
 A value of ``save_many`` is written in ONE statement while its row is what this process last
 read or wrote (:func:`mysql_state.values.write_if_seen`), else the locked way.
@@ -29,7 +29,8 @@ from .listsync import Digester, ListHash, Plan, Snapshot
 from .results import UNVERSIONED, SaveReport
 from .table import Table
 
-__all__ = ["ListWrite", "save", "apply", "write_rows", "write_list", "append", "append_many", "append_if_hash", "pop", "save_many", "report"]
+__all__ = ["ListWrite", "save", "apply", "write_rows", "write_list", "append", "append_many", "append_lists",
+           "append_if_hash", "pop", "save_many", "report", "lock_of"]
 
 
 @dataclass
@@ -49,7 +50,7 @@ class ListWrite:
     hint_version: Optional[int] = None  # the list's version then, when known
     #: This list's last speculation missed (another worker writes it): go the locked way
     #: (3 statements) rather than try a one-statement write bound to fail (5). Set and
-    #: cleared by :func:`save`; the facade keeps it per list.
+    #: cleared by :func:`save`; the process's memory keeps it per list (``memory.ListMemory``).
     missed: bool = False
     #: Whether the session's catalog row must be moved (``memory.ListMemory.catalog_due``):
     #: False lets a one-statement write, whose condition proves the session, leave it.
@@ -184,7 +185,7 @@ def save(cur: Any, t: Table, w: ListWrite, speculate: bool = True) -> Plan:
     """Lock the hash row, plan (warm snapshot, else the checkpoint, else item by item), write.
 
     A save that only appends is ONE statement, conditioned on the stored hash row being the
-    one it was planned against (:func:`append_if_hash`; 2 round trips with the COMMIT):
+    one it was planned against (:func:`append_if_hash`; 2 statements with the COMMIT, one packet):
     against a hash row this process *read* since it last wrote the list (``w.hint``: an
     AgentScope turn loads before it saves), else against its snapshot's, unless the list's
     last speculation missed (``w.missed``: another worker writes it). Otherwise, and when the

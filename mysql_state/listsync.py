@@ -49,8 +49,7 @@ from .serde import compact
 #: The format written; its number is :data:`HASH_VERSION` (``ListHash.v``).
 HASH_FORMAT = "mysql-state/list-v3"
 HASH_VERSION = 3
-#: The formats read (and upgraded to :data:`HASH_FORMAT` by the next write), by version.
-LEGACY_FORMATS = ("mysql-state/list-v1", "mysql-state/list-v2")
+#: The formats read, by version (older ones are upgraded to :data:`HASH_FORMAT` by the next write).
 _VERSION_OF = {"mysql-state/list-v1": 1, "mysql-state/list-v2": 2, HASH_FORMAT: HASH_VERSION}
 _FORMAT_OF = {v: f for f, v in _VERSION_OF.items()}
 _MOD = 1 << 128

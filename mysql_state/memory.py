@@ -1,4 +1,4 @@
-"""What one process remembers of lists, and keeps right: the facade's cache upkeep in one room.
+"""What one process remembers of lists, kept right by :class:`~mysql_state.calls.Calls` around each call.
 
 * snapshots (:class:`~mysql_state.listsync.Snapshot`): the JSON last written per list, so a
   warm ``save_list`` costs a comparison and its changed suffix (bounded in bytes);

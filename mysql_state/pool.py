@@ -28,6 +28,7 @@ from dbutils.pooled_db import TooManyConnections
 from pymysql.constants import CLIENT
 
 from . import sql
+from .checks import check_int, check_seconds
 from .errors import (
     CONNECT_ERRNOS,
     CONNECTION_ERRNOS,
@@ -55,7 +56,7 @@ from .url import parse_url  # noqa: F401 - re-exported: it lived here before url
 
 T = TypeVar("T")
 #: Retried as a whole transaction: deadlock, lock wait timeout, and the duplicate key of a
-#: lost race to create a list's hash row (see MysqlAgentStateStore._write_list).
+#: lost race to create a list's hash row (see list_write.create_hash_row).
 RETRYABLE_WRITE_ERRNOS = RETRYABLE_LOCK_ERRNOS | {DUPLICATE_KEY}
 
 DEFAULT_POOL_SIZE = 8
@@ -433,24 +434,6 @@ class Connector:
         if self.owned:
             for p in self._pools:
                 p.close()
-
-
-def check_int(name: str, value: Any, minimum: int) -> int:
-    """An option that must be an int of at least ``minimum``; the error names it."""
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}: {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
-def check_seconds(name: str, value: Any) -> float:
-    """A positive, finite number of seconds; the error names the option."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number of seconds, got {type(value).__name__}: {value!r}")
-    if not 0 < value < float("inf"):
-        raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
-    return float(value)
 
 
 class _Failover:

@@ -10,7 +10,7 @@ server-side for their new place, and picks the digester of a hash row by its key
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import orjson
 

@@ -33,14 +33,8 @@ from .listsync import Plan
 from .locks import SessionLock
 from .memory import ListMemory
 from .migrations import DoctorFinding, MigrationStep
-from .pool import (
-    DEFAULT_POOL_SIZE,
-    DEFAULT_POOL_TIMEOUT,
-    DEFAULT_RETRIES,
-    Stats,
-    check_int,
-    check_seconds,
-)
+from .checks import check_count, check_int, check_seconds
+from .pool import DEFAULT_POOL_SIZE, DEFAULT_POOL_TIMEOUT, DEFAULT_RETRIES, Stats
 from .reencrypt import reencrypt
 from .replicas import DEFAULT_SESSION_WAIT
 from .results import UNVERSIONED, SavedMany, SaveReport, VersionedState
@@ -395,12 +389,7 @@ class MysqlAgentStateStore:
         {'memory': 3}
         """
         sid, todo, want, value_rows = args.append_lists(self.table, user_id, session_id, appends, at, values)
-        empty = [k for k, datas in todo if not datas and k not in want]
-        todo = [(k, datas) for k, datas in todo if datas or k in want]
-        lengths = {k: self._calls.length(sid, k, "append_lists") for k in empty}
-        if not todo and not value_rows:
-            return lengths
-        return {**self._calls.append_lists(sid, todo, want, value_rows), **lengths}
+        return self._calls.append_lists(sid, todo, want, value_rows)
 
     def get_list(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None, *,
                  offset: int = 0, limit: Optional[int] = None, consistency: str = "strong") -> list[Any]:
@@ -598,7 +587,7 @@ class MysqlAgentStateStore:
             raise ValueError(f"forget_user: user_id {user_id!r} is blank; pass None to erase the anonymous "
                              "user's sessions (a blank id is refused here, not taken for it); nothing was erased")
         prefix = keys.user_prefix(user_id)
-        catalog.check_count("batch", batch)
+        check_count("batch", batch)
         removed = sessions.forget_user(self._db, self.table, prefix, batch, f"forget_user {user_id!r}")
         self._forget()
         return removed
@@ -639,7 +628,7 @@ class MysqlAgentStateStore:
         """
         if not self.table.sealer.encrypted:
             raise ValueError("reencrypt needs a store with encryption=Keyring(...)")
-        check_int("batch", batch, 1)
+        check_count("batch", batch)
         return reencrypt(migrations.Ctx(self._db, self.table, self._forget), batch)
 
     def sessions(self, user_id: Any = ALL_USERS, *, updated_before: Optional[Any] = None,
@@ -748,7 +737,7 @@ class MysqlAgentStateStore:
         >>> store.prune(datetime.timedelta(days=30), user_id="henry")  # idle for 30 days: none yet
         PruneReport(sessions=0, rows=0)
         """
-        catalog.check_count("batch", batch)
+        check_count("batch", batch)
         args.flag(dry_run, "dry_run")
         args.callback(progress, "progress")
         if user_id is not ALL_USERS:

@@ -1,6 +1,8 @@
 """``store.transaction(fn)``: several reads and writes, across sessions, in one transaction.
 
-``fn(tx)`` gets a :class:`Transaction` whose methods have the store's signatures. Reads lock
+``fn(tx)`` gets a :class:`Transaction` whose methods take the store's arguments (no
+``consistency``: a transaction reads the primary; the writes take ``maintenance=True`` too, for
+a sweep or a repair that must not look like activity). Reads lock
 what they read (a list's hash row, a value's row), so a read-modify-write never loses a
 concurrent update; a key read as absent is created by a plain INSERT, so a writer that created
 it meanwhile makes this transaction fail with a duplicate key and run again. The whole of
@@ -28,7 +30,7 @@ import contextlib
 import contextvars
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence
 
-from . import args, keys, list_read, list_write, locks, serde, sessions, values
+from . import args, list_read, list_write, locks, serde, sessions, values
 from .errors import CorruptStateError, NestedTransactionError
 from .table import Table
 

@@ -18,8 +18,8 @@ from .listsync import ListHash
 from .results import UNVERSIONED
 from .table import Table
 
-__all__ = ["key_head", "kind", "write", "write_if_seen", "digest", "start_over", "create", "compare_and_set", "insert_new", "get", "read_for_update", "value_of",
-           "get", "prefix_values"]
+__all__ = ["key_head", "kind", "write", "write_if_seen", "digest", "start_over", "create", "compare_and_set",
+           "insert_new", "get", "read_for_update", "value_of", "prefix_values", "ValueRead"]
 
 
 def key_head(cur: Any, t: Table, sid: str, k: str, *, lock: bool = True) -> tuple[int, bool, bool]:
@@ -161,7 +161,7 @@ def get(cur: Any, t: Table, sid: str, k: str, model: Any) -> Optional[ValueRead]
 
 
 def read_for_update(cur: Any, t: Table, sid: str, k: str) -> list:
-    """:func:`read`, the rows locked until the transaction ends."""
+    """The rows :func:`get` reads (for :func:`value_of`), locked until the transaction ends."""
     hk = keys.hash_key(k)
     cur.execute(t.statements["SELECT_VALUE_FOR_UPDATE"], (hk, sid, k, hk))
     return cur.fetchall()

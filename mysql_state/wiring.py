@@ -24,7 +24,8 @@ from typing import Any, Callable, Optional, Sequence
 
 from .hosts import HostPools
 from .metrics import Metrics
-from .pool import DEFAULT_POOL_SIZE, DEFAULT_POOL_TIMEOUT, DEFAULT_RETRIES, Connector, check_int, check_seconds, make_host_pools
+from .checks import check_int, check_seconds
+from .pool import DEFAULT_POOL_SIZE, DEFAULT_POOL_TIMEOUT, DEFAULT_RETRIES, Connector, make_host_pools
 from .replicas import DEFAULT_SESSION_WAIT, Router
 
 __all__ = ["Parts", "Wiring", "given", "from_url"]
