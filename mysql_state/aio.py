@@ -36,7 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, AsyncIterator, Callable, Concatenate, Coroutine, Optional, ParamSpec, Sequence, TypeVar
 
 from .catalog import ALL_USERS
-from .errors import StoreClosedError
+from .errors import LockTimeoutError, StoreClosedError
 from .pool import DEFAULT_POOL_SIZE, Stats
 from .locks import SessionLock
 from .store import MysqlAgentStateStore
@@ -163,6 +163,9 @@ class AsyncMysqlAgentStateStore:
         self._executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="mysql-state")
         self._closed = False
         self._shut = threading.Event()  # set once aclose has closed everything
+        #: The ``abandoned`` events of the session locks whose acquire is waiting: aclose sets
+        #: them, so a closed store leaves no wait behind and hands out no lock.
+        self._lock_waits: set[threading.Event] = set()
 
     @classmethod
     def from_url(cls, url: str, *args: Any, **kwargs: Any) -> "AsyncMysqlAgentStateStore":
@@ -281,6 +284,9 @@ class AsyncMysqlAgentStateStore:
         hop: Optional[asyncio.Future] = None
         try:
             while True:
+                if self._closed:  # closed meanwhile: the export stops, as every operation does
+                    raise StoreClosedError("this AsyncMysqlAgentStateStore was closed (aclose was called) "
+                                           "while the export was read; it runs no new operation")
                 # shielded: a cancelled consumer leaves the hop running in its thread, and the
                 # export is closed only once that hop is over (never while a thread reads it)
                 hop = asyncio.ensure_future(self._run(lambda: list(itertools.islice(lines, EXPORT_LINES_PER_HOP))))
@@ -346,6 +352,8 @@ class AsyncMysqlAgentStateStore:
             await asyncio.to_thread(self._shut.wait)  # one already under way: closed when it is
             return
         self._closed = True
+        for waiting in list(self._lock_waits):  # a session_lock still waiting gives up (StoreClosedError)
+            waiting.set()
         await asyncio.to_thread(self._shutdown)
 
     close = aclose  # the sync store's name, as a coroutine
@@ -473,12 +481,23 @@ class AsyncSessionLock:
         # Shielded: a cancelled task sets ``abandoned``, so the wait ends; whichever of the two
         # sees the other last gives a lock taken for nobody back (never kept, never twice).
         waiting = _in_own_thread(acquire)
+        closed = StoreClosedError("this AsyncMysqlAgentStateStore was closed (aclose was called) while the "
+                                  "session lock was awaited; it takes no new lock")
+        self._store._lock_waits.add(abandoned)
         try:
-            await asyncio.shield(waiting)
+            taken = await asyncio.shield(waiting)
         except asyncio.CancelledError:
             abandoned.set()
             waiting.add_done_callback(self._give_back)
             raise
+        except LockTimeoutError:
+            if self._store._closed:  # the wait was given up by aclose
+                raise closed from None
+            raise
+        finally:
+            self._store._lock_waits.discard(abandoned)
+        if not taken:  # taken as aclose gave the wait up: given back at once (acquire)
+            raise closed
         self._lock.watch()  # in this task's context, which each _run call copies
         return self
 

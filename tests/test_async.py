@@ -772,3 +772,52 @@ def test_a_second_aclose_returns_once_the_store_is_closed(url, database):
         await busy
 
     run(go())
+
+
+def test_aclose_gives_up_a_waiting_session_lock_and_hands_out_no_lock(url, database, store):
+    """A task waiting in `async with astore.session_lock(...)` (timeout=None) when aclose() ran
+    took the lock later on the closed store and entered its block (found by an async audit):
+    now the wait ends with StoreClosedError within the watched slice, and no lock is left."""
+    entered: list = []
+
+    async def main() -> float:
+        astore = await AsyncMysqlAgentStateStore.open(url, database_name=database, create_if_not_exist=True,
+                                                      pool_size=2)
+
+        async def waiter() -> None:
+            async with astore.session_lock("u", "s", timeout=None):
+                entered.append(True)
+
+        with store.session_lock("u", "s", timeout=5):  # held elsewhere: the task waits
+            task = asyncio.create_task(waiter())
+            await asyncio.sleep(0.3)
+            t0 = time.monotonic()
+            await astore.aclose()
+            with pytest.raises(StoreClosedError, match="while the session lock was awaited"):
+                await task
+            return time.monotonic() - t0
+
+    took = run(main())
+    assert entered == [] and took < 3
+    assert _lock_is_free(url, database)
+
+
+def test_an_export_read_while_the_store_closes_stops_with_store_closed(url, database, store):
+    """With close_store=True an export being read went on after aclose(), its statements run on
+    the event loop's thread (a closed twin runs the closed sync store's method there); with
+    close_store=False it stopped. Both stop now, at the next chunk."""
+    store.save_list("u", "big", "m", list(range(2500)))
+
+    async def main(close_store: bool) -> int:
+        astore = AsyncMysqlAgentStateStore(MysqlAgentStateStore.from_url(url, database_name=database)
+                                           if close_store else store, close_store=close_store)
+        seen = 0
+        with pytest.raises(StoreClosedError, match="while the export was read"):
+            async for _ in astore.export("u", ["big"]):
+                seen += 1
+                if seen == 10:
+                    await astore.aclose()
+        return seen
+
+    for close_store in (True, False):
+        assert run(main(close_store)) == 1000  # the chunk read before the close, no more
