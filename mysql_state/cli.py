@@ -216,7 +216,7 @@ def _command(sub: Any, name: str, run: Any, spec: Optional[tuple] = None, usage:
                        usage=None if usage is None else f"mysql-state {name} {usage}")
     c.set_defaults(run=run, canonical=name, spec=spec, cmd=c)
     if spec is not None:  # USER SESSION ..., or --user U SESSION ...
-        c.add_argument("--user", help="the user ('-' for anonymous); the positionals then start at SESSION")
+        c.add_argument("--user", help="the user ('-' for anonymous), given here instead of as the first positional")
         c.add_argument("target", nargs="*", help=argparse.SUPPRESS)
     return c
 

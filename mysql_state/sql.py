@@ -135,8 +135,8 @@ NEXT_VERSION = "GREATEST(version, 1) + 1"
 #: version clamped to the largest BIGINT and a write that COMMITs although its condition failed.
 _FAIL = "18446744073709551615 + GREATEST(version, 1)"
 # The same creation and its COMMIT in ONE round trip (a one-trip packet, see
-# APPEND_ONE_TRIP_TAIL below), after NO_LIST_AT in the same packet (a list under the key: its
-# hash row is there, error APPEND_FAILED): the row and the catalog row in a plain multi-row
+# APPEND_ONE_TRIP_TAIL below), after NOTHING_AT in the same packet (anything under the key: its
+# hash row, row 0 or another of its rows at index 1 or below, error APPEND_FAILED): the row and the catalog row in a plain multi-row
 # upsert, whose duplicate branch fails (APPEND_FAILED) for a row 0 that is there (a value, or a
 # list's first item), before the COMMIT. No INSERT ... SELECT over the table itself: MariaDB runs
 # that through a temporary table, ~90 µs more a creation (measured 457 against 546 µs with its

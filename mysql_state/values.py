@@ -104,11 +104,12 @@ def start_over(cur: Any, t: Table) -> None:
 
 
 def create(cur: Any, t: Table, sid: str, k: str, text: str, commit: bool = False) -> bool:
-    """Create a key that is absent (no row 0, no list's hash row) in ONE statement, at version 1,
+    """Create a key that is absent (no row 0, no list's hash row, no other row of the key at
+    index 1 or below) in ONE statement, at version 1,
     the session's catalog row touched: True; False when the key is there, nothing written
     (``sql.CREATE_VALUE``; a creator racing this one that committed first: rolled back, and a
     new transaction begun). ``commit=True`` (the call is the whole transaction): the statement
-    carries its COMMIT where the cursor can (``sql.NO_LIST_AT`` then
+    carries its COMMIT where the cursor can (``sql.NOTHING_AT`` then
     ``sql.CREATE_VALUE_ONE_TRIP``), one round trip; True is then committed, and a key that is
     there is an error the server stops the packet on, rolled back here, which ends the call's
     transaction (a second round trip, only then)."""
