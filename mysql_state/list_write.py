@@ -450,8 +450,7 @@ def _append_lists_one_trip(cur: Any, t: Table, sid: str, appends: Sequence[tuple
                  *hks, *checked, *hks, *(h[2] for h in held))
     before = None
     if value_rows:
-        marks = ", ".join(["%s"] * len(value_rows))
-        before = (t.statements["NO_LIST_UNDER"].replace("{marks}", marks),
+        before = (sql.with_ids(t.statements["NO_LIST_UNDER"], len(value_rows)),
                   (sid, *(keys.hash_key(k) for k, _ in value_rows)))
     try:
         cur.execute_commit(statement, params + condition, before=before)
@@ -479,7 +478,7 @@ def append_many(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[
     holds a list, or a row at version 0, goes :func:`values.write`'s."""
     hash_keys = [keys.hash_key(k) for k, _ in appends]
     heads = [*hash_keys, *(x for k, _ in value_rows for x in (k, keys.hash_key(k)))]
-    cur.execute(t.statements["LOCK_HASH_ROWS"].replace("{marks}", ", ".join(["%s"] * len(heads))), (sid, *heads))
+    cur.execute(sql.with_ids(t.statements["LOCK_HASH_ROWS"], len(heads)), (sid, *heads))
     locked = cur.fetchall()
     found = {r[0]: r[1] for r in locked}
     unversioned = {r[0] for r in locked if not int(r[2])}  # rows a writer unaware of versions left

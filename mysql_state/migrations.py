@@ -207,7 +207,7 @@ def session_batches(ctx: Ctx, size: int = 500) -> Iterator[list[str]]:
 def _version_sql(ctx: Ctx) -> str:
     """What :func:`_do_version` runs on this table: the column only where it is missing."""
     return (sql.BACKFILL_VERSION if "version" in _columns(ctx)
-            else sql.ADD_VERSION_COLUMN + "; " + sql.BACKFILL_VERSION)
+            else sql.ADD_AND_BACKFILL_VERSION)
 
 
 _STEPS: list[tuple[str, Callable[[Ctx], str], Callable[[Ctx], bool], Callable[[Ctx], None]]] = [
@@ -234,7 +234,7 @@ def migrate(ctx: Ctx, dry_run: bool) -> list[MigrationStep]:
         refuse_key_variants(ctx)  # a dry run says so too: the real run would refuse
     if dry_run or not todo:
         return todo
-    ctx.run(lambda cur: cur.execute(sql.MIGRATIONS_RECORD_TABLE.replace("{db}", ctx.database)), "migrate", write=True)
+    ctx.run(lambda cur: cur.execute(sql.in_database(sql.MIGRATIONS_RECORD_TABLE, ctx.database)), "migrate", write=True)
     applied = []
     for name, text, need, do in _STEPS:
         # Each step looked at again right before it runs: another process may have done it, and
@@ -244,7 +244,7 @@ def migrate(ctx: Ctx, dry_run: bool) -> list[MigrationStep]:
         if not need(ctx):
             if planned is not None:  # done meanwhile by another process: recorded all the same
                 applied.append(planned)
-                ctx.run(lambda cur: cur.execute(sql.MIGRATIONS_RECORD_STEP.replace("{db}", ctx.database),
+                ctx.run(lambda cur: cur.execute(sql.in_database(sql.MIGRATIONS_RECORD_STEP, ctx.database),
                                                 (ctx.table, name)), "migrate", write=True)
             continue
         step = planned or MigrationStep(name, ctx.q(text(ctx)))
@@ -253,7 +253,7 @@ def migrate(ctx: Ctx, dry_run: bool) -> list[MigrationStep]:
         except MysqlStateError as exc:
             if exc.errno not in ALREADY_DONE_ERRNOS:
                 raise
-        ctx.run(lambda cur: cur.execute(sql.MIGRATIONS_RECORD_STEP.replace("{db}", ctx.database), (ctx.table, name)),
+        ctx.run(lambda cur: cur.execute(sql.in_database(sql.MIGRATIONS_RECORD_STEP, ctx.database), (ctx.table, name)),
                 "migrate", write=True)
         applied.append(step)
     return applied
@@ -543,21 +543,20 @@ def _set_aside(ctx: Ctx, fix: bool, p: DoctorFinding, head_text: Any, strays: li
     if not fix or p.key is None or p.session_id is None:
         return p
     sid, k, hsid = p.session_id, p.key, keys.history_session(p.session_id)
-    marks = ", ".join(["%s"] * len(strays))
 
     def move(cur: Any) -> int:
         cur.execute(ctx.q(sql.RELIST_LOCK_HEAD), (sid, keys.hash_key(k)))
         head = cur.fetchone()
         if head is None or head[0] != head_text:
             return 0  # written since: the next doctor looks again
-        cur.execute(ctx.q(sql.DOCTOR_ROWS_AT).replace("{marks}", marks), (sid, k, *strays))
+        cur.execute(sql.with_ids(ctx.q(sql.DOCTOR_ROWS_AT), len(strays)), (sid, k, *strays))
         found = sorted(cur.fetchall())
         cur.execute(ctx.q(sql.NEXT_ARCHIVE_INDEX), (hsid, k))
         at = int(cur.fetchone()[0])
         for j, (index, text) in enumerate(found):
             plain = _open_item(ctx, sid, k, index, indexes.index(index), text)  # as the doctor opened it
             cur.execute(ctx.q(sql.DOCTOR_ARCHIVE_ROW), (hsid, k, at + j, ctx.seal(hsid, k, at + j, plain).decode()))
-        cur.execute(ctx.q(sql.DOCTOR_DELETE_AT).replace("{marks}", marks), (sid, k, *strays))
+        cur.execute(sql.with_ids(ctx.q(sql.DOCTOR_DELETE_AT), len(strays)), (sid, k, *strays))
         return len(found)
 
     try:
@@ -657,7 +656,7 @@ def _recheck(ctx: Ctx, sids: list[str]) -> tuple[dict, dict]:
     have: dict[str, Any] = {}
     last: dict[str, Any] = {}
     for part in catalog.chunks(sids, 500):
-        statement = ctx.q(sql.DOCTOR_CATALOG_RECHECK).replace("{marks}", ", ".join(["%s"] * len(part)))
+        statement = sql.with_ids(ctx.q(sql.DOCTOR_CATALOG_RECHECK), len(part))
         rows = ctx.run(lambda cur: (cur.execute(statement, (*part, *part)), cur.fetchall())[1], "doctor", write=False)
         for kind, sid, when in rows:
             (have if kind == "c" else last)[sid] = when

@@ -36,12 +36,12 @@ def set_up(cur: Any, db: str, table: str, create: bool) -> Found:
     max_allowed_packet = int(cur.fetchone()[0])
     create_table = sql.render(sql.CREATE_TABLE, quoted, collation)
     if create:
-        cur.execute(sql.CREATE_DATABASE.replace("{db}", db))
+        cur.execute(sql.in_database(sql.CREATE_DATABASE, db))
         cur.execute(create_table)
     else:
         cur.execute(sql.SCHEMA_EXISTS, (db,))
         if cur.fetchone() is None:
-            raise SchemaNotFoundError("database", f"`{db}`", (sql.CREATE_DATABASE.replace("{db}", db), create_table))
+            raise SchemaNotFoundError("database", f"`{db}`", (sql.in_database(sql.CREATE_DATABASE, db), create_table))
         cur.execute(sql.TABLE_EXISTS, (db, table))
         if cur.fetchone() is None:
             raise SchemaNotFoundError("table", f"`{db}`.`{table}`", (create_table,))

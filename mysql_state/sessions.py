@@ -116,13 +116,8 @@ def forget_user(db: Any, t: Table, prefix: str, batch: int, what: str) -> int:
     again (at most ``FORGET_ROUNDS`` times), then leaves a session still being written as it
     is (whole: deleted sessions never leave part of a list or a session without its catalog
     row behind, which rows deleted by ranges across sessions did)."""
-    s = t.statements
-    end = prefix[:-1] + ";"
-    if t.exact_keys:  # primary-key ranges
-        by_catalog = (s["USER_SESSIONS_BY_CATALOG"], (keys.CATALOG_SESSION, prefix, end))
-    else:  # keys that fold case: a range may be empty there (see sql.USER_SESSIONS_BY_CATALOG_LIKE)
-        like = sql.sessions_of_user(prefix, exact=False)[1][0]
-        by_catalog = (s["USER_SESSIONS_BY_CATALOG_LIKE"], (keys.CATALOG_SESSION, like, len(prefix), prefix))
+    statement, params = sql.user_sessions_by_catalog(prefix, t.exact_keys)  # ranges, or (folding keys) LIKE
+    by_catalog = (t.q(statement), params)
 
     def sessions_of(cur: Any) -> set[str]:  # from the catalog and from the data rows
         cur.execute(*by_catalog)

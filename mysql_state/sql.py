@@ -206,6 +206,29 @@ def with_ids(template: str, count: int) -> str:
     return template.replace("{ids}", ", ".join(["%s"] * count))
 
 
+def in_database(template: str, database: str) -> str:
+    """``template`` with its ``{db}`` made ``database`` (a name :func:`keys.identifier` checked).
+
+    >>> in_database("CREATE DATABASE IF NOT EXISTS `{db}`", "agents")
+    'CREATE DATABASE IF NOT EXISTS `agents`'
+    """
+    return template.replace("{db}", database)
+
+
+def user_sessions_by_catalog(prefix: str, exact: bool) -> Statement:
+    """The catalog's session ids of the user whose packed ids start with ``prefix`` (which ends
+    with ':'): :data:`USER_SESSIONS_BY_CATALOG` (a primary-key range) on exact tables, else
+    :data:`USER_SESSIONS_BY_CATALOG_LIKE` (the caller filters the exact prefix too).
+
+    >>> user_sessions_by_catalog("a_b:", exact=True)[1]
+    ('__catalog__', 'a_b:', 'a_b;')
+    >>> user_sessions_by_catalog("a_b:", exact=False)[1]
+    ('__catalog__', 'a!_b:%', 4, 'a_b:')
+    """
+    statement = USER_SESSIONS_BY_CATALOG if exact else USER_SESSIONS_BY_CATALOG_LIKE
+    return statement, (CATALOG_SESSION, *user_ids(prefix, exact)[1])
+
+
 def with_ids_exact(template: str, column: str, ids: Sequence[str], exact: bool, head: tuple = ()) -> Statement:
     """``template`` with its ``{ids}`` made parameters for ``ids`` (after ``head``, the
     parameters before them) and, on a table whose key columns fold case (``exact`` False: a
@@ -238,11 +261,11 @@ LOCK_HASH_ROW = (
     " WHERE session_id = %s AND state_key = %s AND item_index = 0 FOR UPDATE"
 )
 # The hash rows of several lists of one session, and the row 0 of values written beside, locked
-# in one statement ({marks}: one %s per key): an append to several lists (a LangGraph step's
+# in one statement ({ids}: one %s per key): an append to several lists (a LangGraph step's
 # log and index, its checkpoint row) reads them once.
 LOCK_HASH_ROWS = (
     "SELECT state_key, state_data, version FROM {t}"
-    " WHERE session_id = %s AND state_key IN ({marks}) AND item_index = 0 FOR UPDATE"
+    " WHERE session_id = %s AND state_key IN ({ids}) AND item_index = 0 FOR UPDATE"
 )
 # What the item rows are (count, lowest and highest index): a save that finds nothing to
 # write checks them against the hash row, so a row lost behind its back is written again.
@@ -498,13 +521,13 @@ def append_lists_one_trip_tail(lists: int, values: int, checked: int = 0) -> str
 
 #: Before a one-trip append that creates values: an error (:data:`APPEND_FAILED`) when any of
 #: the values' keys holds a list (its hash row is there), else one row. Parameters: the session,
-#: then the keys' hash keys (``{marks}``).
+#: then the keys' hash keys (``{ids}``).
 NO_LIST_UNDER = (
     "SELECT 18446744073709551615 + COUNT(*) FROM {t}"
-    " WHERE session_id = %s AND state_key IN ({marks}) AND item_index = 0"
+    " WHERE session_id = %s AND state_key IN ({ids}) AND item_index = 0"
 )
 #: :data:`NO_LIST_UNDER` for one key: parameters the session and the key's hash key.
-NO_LIST_AT = NO_LIST_UNDER.replace("{marks}", "%s")
+NO_LIST_AT = NO_LIST_UNDER.replace("{ids}", "%s")  # noqa: house - built here, once
 #: Before a one-trip create of a value (compare-and-set at version 0): an error
 #: (:data:`APPEND_FAILED`) when anything is under the key: its hash row, its row 0, or another
 #: of its rows at index 1 or below (a list that lost item 0 and its hash row is not absent),
@@ -1052,6 +1075,8 @@ TABLE_COLUMN_TYPES = (
 ADD_ACTIVITY_INDEX = "ALTER TABLE {t} ADD KEY by_activity (session_id, updated_at)"
 HAS_UNVERSIONED = "SELECT 1 FROM {t} WHERE version < 1 LIMIT 1"
 BACKFILL_VERSION = "UPDATE {t} SET version = 1, updated_at = updated_at WHERE version < 1 LIMIT 10000"
+#: What the version step shows it runs on a table without the column (two statements).
+ADD_AND_BACKFILL_VERSION = ADD_VERSION_COLUMN + "; " + BACKFILL_VERSION
 # Sessions whose catalog row is missing or older than their rows (written behind its back).
 STALE_CATALOG = (
     "SELECT s.session_id FROM (SELECT session_id, MAX(updated_at) AS last FROM {t}"
@@ -1073,11 +1098,11 @@ DOCTOR_SESSION = (
 )
 # The doctor's second look at the sessions its scan found in doubt, in ONE statement (one
 # snapshot: the scan is not one): ('c', id, catalog time) per catalog row, ('r', id, last
-# write) per session with rows. ``{marks}``: one %s per session id; the ids given twice.
+# write) per session with rows. ``{ids}``: one %s per session id; the ids given twice.
 DOCTOR_CATALOG_RECHECK = (
     f"SELECT 'c', state_key, updated_at FROM {{t}} WHERE session_id = '{CATALOG_SESSION}'"
-    " AND state_key IN ({marks}) AND item_index = 0"
-    " UNION ALL SELECT 'r', session_id, MAX(updated_at) FROM {t} WHERE session_id IN ({marks}) GROUP BY session_id"
+    " AND state_key IN ({ids}) AND item_index = 0"
+    " UNION ALL SELECT 'r', session_id, MAX(updated_at) FROM {t} WHERE session_id IN ({ids}) GROUP BY session_id"
 )
 DOCTOR_NOW = "SELECT NOW()"
 # Keys the migration to exact key columns would split: ids equal under the table's collation
@@ -1107,9 +1132,9 @@ KEY_VARIANTS = (
     f" HAVING COUNT(DISTINCT CAST({_BASE_KEY} AS BINARY)) > 1 LIMIT 10"
 )
 # A list's rows its hash row does not count (the doctor sets them aside): read, each archived
-# under the session's history id, then deleted. ``{marks}``: one %s per item_index.
-DOCTOR_ROWS_AT = "SELECT item_index, state_data FROM {t} WHERE session_id = %s AND state_key = %s AND item_index IN ({marks})"
-DOCTOR_DELETE_AT = "DELETE FROM {t} WHERE session_id = %s AND state_key = %s AND item_index IN ({marks})"
+# under the session's history id, then deleted. ``{ids}``: one %s per item_index.
+DOCTOR_ROWS_AT = "SELECT item_index, state_data FROM {t} WHERE session_id = %s AND state_key = %s AND item_index IN ({ids})"
+DOCTOR_DELETE_AT = "DELETE FROM {t} WHERE session_id = %s AND state_key = %s AND item_index IN ({ids})"
 DOCTOR_ARCHIVE_ROW = "INSERT INTO {t} (session_id, state_key, item_index, state_data, version) VALUES (%s, %s, %s, %s, 1)"
 # A catalog row an import would refuse: its text made '{}' (its activity time kept), or, at an
 # index other than 0 or naming no valid session, deleted.

@@ -79,3 +79,18 @@ def test_no_import_circle_between_floors():
     for m in graph:
         if m not in state:
             visit(m, [])
+
+
+def test_statement_placeholders_are_filled_in_sql_py_only():
+    """SQL in one place: a statement's placeholders (``{t}``, ``{ids}``, ``{db}``, ...) are filled
+    by sql.py's builders (``render``, ``with_ids``, ``in_database``, ...), never by a module's own
+    ``.replace("{...}")``. The throwaway servers (apart) are not the library's SQL."""
+    apart = {"server.py", "cluster.py", "sql.py"}
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name in apart:
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"""\.replace\(\s*["']\{\w+\}["']""", line):
+                found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert found == [], "placeholders filled outside sql.py:\n" + "\n".join(found)
