@@ -69,9 +69,10 @@ class Calls:
         found = self.db.run(lambda cur: value_engine.get(cur, t, sid, k, model), f"get {k!r}", write=False,
                             consistency=consistency, session=sid)  # decoded inside: its errors are counted
         if consistency == "strong":  # a list's hash row as seen, or no list there now
-            is_list = found is not None and found.is_list
-            stored = t.sealer.usable(ListHash.parse(found.hash_text), sid, k)[0] if is_list else None
-            self.memory.after_read((sid, k), stored, found.version if is_list else None, consistency, exact=True)
+            listed = found if found is not None and found.is_list else None
+            stored = t.sealer.usable(ListHash.parse(listed.hash_text), sid, k)[0] if listed is not None else None
+            self.memory.after_read((sid, k), stored, listed.version if listed is not None else None, consistency,
+                                   exact=True)
         return found
 
     def prefix_values(self, sid: str, prefix: str, consistency: str) -> list:

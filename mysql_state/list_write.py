@@ -355,7 +355,7 @@ def apply(cur: Any, t: Table, sid: str, k: str, plan: Plan, items: Sequence[Any]
 # ---- appends and pops ------------------------------------------------------------------------
 
 
-def append(cur: Any, t: Table, sid: str, k: str, datas: list[bytes], hint: Optional[ListHash] = None,
+def append(cur: Any, t: Table, sid: str, k: str, datas: Sequence[bytes], hint: Optional[ListHash] = None,
            touch: bool = True, commit: bool = False) -> tuple[Optional[ListHash], ListHash]:
     """Append under the list's hash row: (the hash row found, the new one). With ``hint``
     (the hash row this process last saw) it is ONE statement: the items and the new hash
@@ -399,8 +399,8 @@ class Appended:
 
 
 def append_lists(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[bytes]]], at: dict[str, int],
-                 value_rows: Sequence[tuple[str, bytes]], hints: dict[str, ListHash], touch: bool = True,
-                 seen: Optional[dict[str, ListHash]] = None) -> dict[str, Appended]:
+                 value_rows: Sequence[tuple[str, bytes]], hints: dict[str, Optional[ListHash]], touch: bool = True,
+                 seen: Optional[dict[str, Optional[ListHash]]] = None) -> dict[str, Appended]:
     """:func:`append_many` as a whole transaction: when ``hints`` (the hash rows this process
     last saw) cover every list, its lengths are the ``at`` given, and the cursor can, ONE
     statement that carries its COMMIT (:func:`sql.append_lists_one_trip_tail`; with values,

@@ -190,7 +190,9 @@ def value_of(t: Table, sid: str, k: str, rows: Sequence[tuple], model: Any) -> O
                 f"list {k!r} of session {sid!r} is damaged: {said}, but "
                 f"item 0 is missing; save the whole list again to repair it", sid, k)
     value = None if row0 is None else t.sealer.decode(sid, k, 0, row0[1], model)
-    version = int(listed[2]) if listed is not None else int(row0[2])
+    head = listed if listed is not None else row0
+    assert head is not None  # one of the two is there (the key is not absent)
+    version = int(head[2])
     return ValueRead(value, version, listed is not None and row0 is None, listed[1] if listed is not None else None)
 
 
