@@ -74,7 +74,7 @@ READ_COMMITTED_NEXT = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"
 SELECT_VALUE = (
     "SELECT IF(state_key = %s, 1, IF(item_index = 0, 0, 2)), IF(item_index = 0, state_data, NULL),"
     " GREATEST(version, 1) FROM {t}"
-    " WHERE session_id = %s AND ((state_key = %s AND item_index <= 1) OR (state_key = %s AND item_index = 0))"
+    " WHERE session_id = %s AND state_key IN (%s, %s) AND item_index <= 1"
 )
 SELECT_VALUE_FOR_UPDATE = SELECT_VALUE + " FOR UPDATE"
 # Before a value replaces whatever is under a key: wait for a list writer (it holds the hash
@@ -119,7 +119,7 @@ CREATE_VALUE = (
     " SELECT p.s, p.k, 0, p.d, 1 FROM"
     f" (SELECT %s AS s, %s AS k, %s AS d UNION ALL SELECT '{CATALOG_SESSION}', %s, '{{}}') AS p,"
     " (SELECT COUNT(*) AS n FROM {t} WHERE session_id = %s"
-    " AND ((state_key = %s AND item_index <= 1) OR (state_key = %s AND item_index = 0))) AS probe"
+    " AND state_key IN (%s, %s) AND item_index <= 1) AS probe"
     " WHERE probe.n = 0"
     f" ON DUPLICATE KEY UPDATE version = IF(session_id = '{CATALOG_SESSION}', version + 1,"
     " version + 0 * LAST_INSERT_ID(%s))"
@@ -534,7 +534,7 @@ NO_LIST_AT = NO_LIST_UNDER.replace("{ids}", "%s")  # noqa: house - built here, o
 #: else one row. Parameters: the session, the key, its hash key.
 NOTHING_AT = (
     "SELECT 18446744073709551615 + COUNT(*) FROM {t}"
-    " WHERE session_id = %s AND ((state_key = %s AND item_index <= 1) OR (state_key = %s AND item_index = 0))"
+    " WHERE session_id = %s AND state_key IN (%s, %s) AND item_index <= 1"
 )
 
 #: Single values that ride in a list's one-statement append (:func:`with_riders`) mark that
