@@ -100,7 +100,7 @@ def report(plan: Plan, version: int) -> SaveReport:
 def write_rows(cur: Any, t: Table, sid: str, rows: list[tuple[str, int, bytes]]) -> None:
     """Upsert rows ``(key, index, json)`` of ``sid`` (sealed), the session's catalog row riding last."""
     rows = t.sealer.seal_rows(sid, rows)
-    for statement, params in sql.upsert_rows(t.upsert, sid, rows, t.max_allowed_packet - 1024, catalog.row(sid)):
+    for statement, params in sql.upsert_rows(t.upsert, sid, rows, t.statement_bytes, catalog.row(sid)):
         cur.execute(statement, params)
 
 
@@ -442,7 +442,7 @@ def _append_lists_one_trip(cur: Any, t: Table, sid: str, appends: Sequence[tuple
     extra = [*(catalog.row(sid) if touch else ()), *((sid, hk, 0, b"-") for hk in hks)]
     tail = sql.append_lists_one_trip_tail(len(held), len(value_rows), len(checked))
     statements = sql.upsert_rows((t.upsert[0], tail), sid, heads + t.sealer.seal_rows(sid, rows),
-                                 t.max_allowed_packet - 1024, extra)
+                                 t.statement_bytes, extra)
     if len(statements) != 1:
         return None  # more than one packet: the locked way
     statement, params = statements[0]
@@ -560,7 +560,7 @@ def _upsert_if_held(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int,
         tail = sql.with_riders(tail, len(riders))
         condition = (*marks, condition[0], nonce + len(riders), *condition[1:])
     extra = [*(catalog.row(sid) if touch else ()), *([(sid, hk, 0, b"-")] if one_trip else ()), *checks]
-    statements = sql.upsert_rows((t.upsert[0], tail), sid, rows, t.max_allowed_packet - 1024, extra, lead)
+    statements = sql.upsert_rows((t.upsert[0], tail), sid, rows, t.statement_bytes, extra, lead)
     if len(statements) != 1:
         return 0  # more than one packet: the locked way
     statement, params = statements[0]
@@ -624,7 +624,10 @@ def append_if_one_of(cur: Any, t: Table, sid: str, k: str, items: list[tuple[int
     else:
         got = _upsert_if_held(cur, t, sid, k, items, new_hash, sql.append_if_one_of_tail(len(heads)),
                               (hk, *heads, *heads, hk, *heads), touch, riders)
-    return (got // 64, picks[got % 64 - 1]) if got else None
+    if not got:
+        return None
+    version, pick = sql.picked(got)
+    return version, picks[pick]
 
 
 def pop(cur: Any, t: Table, sid: str, k: str, model: Any = None) -> Any:

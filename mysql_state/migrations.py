@@ -52,7 +52,7 @@ class Ctx:
         sealer = t.sealer
         self.run: Callable[..., Any] = functools.partial(db.run, session=None)
         self.db, self.t, self.q = db, t, t.q
-        self.database, self.table, self.collation, self.packet = t.database, t.name, t.collation, t.max_allowed_packet
+        self.database, self.table, self.collation, self.statement_bytes = t.database, t.name, t.collation, t.statement_bytes
         self.plain: Callable[[str, str, int, Any], bytes] = sealer.open
         self.seal: Callable[[str, str, int, bytes], bytes] = sealer.seal
         self.digester: Callable[[Optional[str], str, str], Optional[Digester]] = sealer.digester_of
@@ -602,7 +602,7 @@ def relist(cur: Any, ctx: Ctx, sid: str, k: str, skip: Callable[[Optional[str]],
     new_hash = listsync.hash_of(datas, ctx.current(sid, k))
     rows = [(k, i, ctx.seal(sid, k, i, d)) for i, d in enumerate(datas)] + [(hk, 0, new_hash.to_json())]
     for statement, params in sql.upsert_rows((ctx.q(sql.UPSERT_ROWS_HEAD), ctx.q(sql.RELIST_KEEP_TAIL)), sid, rows,
-                                              ctx.packet - 1024):
+                                              ctx.statement_bytes):
         cur.execute(statement, params)
     cur.execute(ctx.q(sql.RELIST_DELETE_OUTSIDE), (sid, k, len(datas)))
     if head is None:  # a new hash row: the key keeps the version its row 0 had

@@ -362,6 +362,12 @@ SELECT_ITEMS_SINCE = (
     " OR (state_key = %s AND item_index = 0)) ORDER BY state_key, item_index"
 )
 HEAD_MARK = "\x1f"
+#: The bytes of a packet a multi-row statement leaves for the header and the SQL around its
+#: rows (see ``Table.statement_bytes``).
+PACKET_MARGIN = 1024
+#: ``LAST_INSERT_ID`` of an append against one of several stored states packs the new version
+#: and the 1-based pick that held: ``(version + 1) * PICK_CODE + pick`` (:func:`picked`).
+PICK_CODE = 64
 #: A LIMIT no list reaches (item_index is an INT), yet valid SQL: "no limit" in a window.
 NO_LIMIT = 1 << 62
 _HASH_PART = (
@@ -440,6 +446,16 @@ def _pick(count: int) -> str:
     return "FIELD(CAST(SUBSTRING_INDEX(state_data, ',\"p\":', 1) AS BINARY), " + ", ".join(["%s"] * count) + ")"
 
 
+def picked(code: int) -> tuple[int, int]:
+    """The new version and the 0-based index of the pick that held, from the ``LAST_INSERT_ID``
+    an append against one of several stored states handed back (:func:`append_if_one_of_tail`).
+
+    >>> picked(5 * PICK_CODE + 2)
+    (5, 1)
+    """
+    return code // PICK_CODE, code % PICK_CODE - 1
+
+
 def append_if_one_of_tail(count: int) -> str:
     """The tail of a multi-row upsert that writes the hash row only if the stored one says
     one of ``count`` states ``(n, sum)``, given as the leading bytes of their hash row texts up
@@ -455,7 +471,7 @@ def append_if_one_of_tail(count: int) -> str:
     pick = _pick(count)
     return (
         " ON DUPLICATE KEY UPDATE"
-        f" version = IF(state_key = %s AND {pick} > 0, LAST_INSERT_ID(({NEXT_VERSION}) * 64 + {pick}) DIV 64,"
+        f" version = IF(state_key = %s AND {pick} > 0, LAST_INSERT_ID(({NEXT_VERSION}) * {PICK_CODE} + {pick}) DIV {PICK_CODE},"
         f" IF(session_id = '{CATALOG_SESSION}', version + 1, version)),"
         f" state_data = IF(state_key = %s, IF({pick} > 0, VALUES(state_data), state_data), VALUES(state_data))"
     )
@@ -472,7 +488,7 @@ def append_if_one_of_one_trip_tail(count: int) -> str:
     7
     """
     pick = _pick(count)
-    return _one_trip_tail(f"{pick} > 0", f"LAST_INSERT_ID(({NEXT_VERSION}) * 64 + {pick}) DIV 64")
+    return _one_trip_tail(f"{pick} > 0", f"LAST_INSERT_ID(({NEXT_VERSION}) * {PICK_CODE} + {pick}) DIV {PICK_CODE}")
 
 
 def append_lists_one_trip_tail(lists: int, values: int, checked: int = 0) -> str:
@@ -539,7 +555,7 @@ NOTHING_AT = (
 
 #: Single values that ride in a list's one-statement append (:func:`with_riders`) mark that
 #: they held with ``LAST_INSERT_ID`` values from a nonce drawn per statement at or above this;
-#: the list's own codes (a version, ``(version + 1) * 64 + pick``) stay far below it.
+#: the list's own codes (a version, ``(version + 1) * PICK_CODE + pick``) stay far below it.
 RIDER_FLOOR = 1 << 61
 #: At most this many values ride along (more go their own way).
 MAX_RIDERS = 8

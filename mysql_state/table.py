@@ -26,6 +26,10 @@ class Table:
         self.quoted = keys.quote_table(database, name)
         self.collation = collation
         self.max_allowed_packet = max_allowed_packet
+        #: The most bytes one multi-row statement of the store carries: the server's
+        #: ``max_allowed_packet`` less room for the packet's header and the statement's SQL
+        #: around the rows (:func:`sql.upsert_rows` cuts its statements under it).
+        self.statement_bytes = max_allowed_packet - sql.PACKET_MARGIN
         self.sealer = sealer
         self.keep_history = keep_history
         #: The connections are not the store's own: isolation is set per transaction (so again

@@ -1418,3 +1418,19 @@ def test_a_cancelled_aput_ends_before_the_cancellation_reaches_the_caller_and_a_
     s.close()
     with pytest.raises(StoreClosedError, match="MysqlSaver is closed"):
         asyncio.run(s.aget_tuple(conf))
+
+
+def test_each_async_method_takes_the_sync_methods_parameters():
+    """The saver's async twins are written by hand (LangGraph names them): each must take its
+    sync method's parameters exactly (names, kinds, defaults, hints), so the two cannot drift."""
+    import inspect
+
+    from mysql_state.langgraph import MysqlSaver
+
+    names = ["get_tuple", "list", "put", "put_writes", "delete_thread", "delete_for_runs", "copy_thread", "prune",
+             "get_delta_channel_history"]
+    for name in names:
+        sync, twin = inspect.signature(getattr(MysqlSaver, name)), inspect.signature(getattr(MysqlSaver, "a" + name))
+        assert list(sync.parameters.values()) == list(twin.parameters.values()), name
+    overridden = {n[1:] for n, v in vars(MysqlSaver).items() if n.startswith("a") and callable(v) and n[1:] in vars(MysqlSaver)}
+    assert overridden == set(names), overridden ^ set(names)
