@@ -89,7 +89,7 @@ class Calls:
 
     # ---- list writes -------------------------------------------------------------------------
 
-    def list_write(self, sid: str, k: str, items: list, blob: bytes, expected: Optional[int] = None) -> ListWrite:
+    def new_list_write(self, sid: str, k: str, items: list, blob: bytes, expected: Optional[int] = None) -> ListWrite:
         """A list save of checked, encoded ``items`` (``blob`` their JSON array), with this
         process's snapshot, hint and damage mark of the list."""
         m, ck = self.memory, (sid, k)

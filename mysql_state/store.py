@@ -334,7 +334,7 @@ class MysqlAgentStateStore:
                     parameter: str = "values") -> ListWrite:
         """A list save checked and encoded, with this process's snapshot of the list."""
         sid, k, items, blob = args.prepare_list(self.table, user_id, session_id, key, items, parameter)
-        return self._calls.list_write(sid, k, items, blob, expected)
+        return self._calls.new_list_write(sid, k, items, blob, expected)
 
     def save_many(self, user_id: Optional[str], session_id: str, values: Optional[Mapping[str, Any]] = None,
                   lists: Optional[Mapping[str, Sequence[Any]]] = None, *,
