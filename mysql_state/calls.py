@@ -131,10 +131,10 @@ class Calls:
         with contextlib.ExitStack() as stack:
             for w in writes:
                 stack.enter_context(w.lock())
-            seen = {k: v for _, k, _, _ in prepared if (v := m.values.get((sid, k))) is not None}
+            values_seen = {k: v for _, k, _, _ in prepared if (v := m.values.get((sid, k))) is not None}
             try:
                 plans, versions = self.db.run(
-                    lambda cur: list_write.save_many(cur, t, writes, prepared, expected, seen, due),
+                    lambda cur: list_write.save_many(cur, t, writes, prepared, expected, values_seen, due),
                     what, write=True, session=sid)
             except StaleStateError:
                 for w in writes:
@@ -185,11 +185,12 @@ class Calls:
             for k in sorted(snaps):  # in key order: two calls never wait on each other
                 stack.enter_context(list_write.lock_of(snaps[k]))
             try:
-                seen = {k: m.hints.get((sid, k)) for k in want}  # the latest each was read or written
+                hashes_seen = {k: m.hints.get((sid, k)) for k in want}  # the latest each was read or written
 
                 def run(cur: Any) -> tuple[dict[str, int], dict]:
                     lengths = {k: list_read.length(cur, t, sid, k, operation="append_lists") for k in empty}
-                    return lengths, list_write.append_lists(cur, t, sid, todo, want, value_rows, hints, due, seen)
+                    return lengths, list_write.append_lists(cur, t, sid, todo, want, value_rows, hints, due,
+                                                            hashes_seen)
 
                 lengths, done = self.db.run(run, f"append_lists {[k for k, _ in todo] + [k for k, _ in value_rows]}",
                                             write=True, session=sid)
@@ -225,8 +226,8 @@ class Calls:
         the read shaped by what this process last saw of the list, and teaching what follows."""
         t, m = self.table, self.memory
         with m.noting_damage():  # decoded inside: its errors are counted
-            seen = m.hints.get((sid, k))  # the length last seen picks the read's shape
-            n = seen.n if seen is not None else None
+            hint = m.hints.get((sid, k))  # the length last seen picks the read's shape
+            n = hint.n if hint is not None else None
             known, learned = m.reading((sid, k))  # a whole read: only what is new
             items, version, stored = self.db.run(
                 lambda cur: list_read.get(cur, t, sid, k, offset, limit, model, n, known, learned),
@@ -239,20 +240,21 @@ class Calls:
                  consistency: str) -> dict[str, tuple[Any, int]]:
         """Values and whole lists of one session in ONE statement: ``{key: (value, version)}``."""
         t, m = self.table, self.memory
-        seen: dict[str, Any] = {}
+        found_heads: dict[str, Any] = {}  # filled by the read: per key what it saw (list_read.check_many)
         first = (sid, list_keys[0]) if list_keys else None
         known, learned = m.reading(first) if first else (None, None)  # the first list: only what is new
         with m.noting_damage():  # decoded inside: its errors are counted
-            found = self.db.run(lambda cur: list_read.many(cur, t, sid, value_keys, list_keys, seen, known, learned),
+            found = self.db.run(lambda cur: list_read.many(cur, t, sid, value_keys, list_keys, found_heads, known,
+                                                              learned),
                                 "get_many", write=False, consistency=consistency, session=sid)
         if first:
             m.read_kept(first, learned)
         for k in list_keys:  # what the read saw guides the writes that follow
             version = found[k][1] if k in found and consistency != "strong" else None
-            m.after_read((sid, k), seen.get(k), version, consistency, whole=True)
+            m.after_read((sid, k), found_heads.get(k), version, consistency, whole=True)
         if consistency == "strong":
             for k in value_keys:
-                m.value((sid, k), seen.get(k))
+                m.value((sid, k), found_heads.get(k))
         return found
 
     def length(self, sid: str, k: str, operation: Optional[str], consistency: str = "strong") -> int:
