@@ -174,6 +174,8 @@ class _LogShort(CorruptStateError):
 
 #: Reads of a checkpoint and its logs before a log shorter than the checkpoint says is damage.
 READ_ATTEMPTS = 3
+#: How many times prune reads a thread that keeps changing (or looks damaged) before it gives up.
+PRUNE_ATTEMPTS = 5
 
 
 def _refs_of(record: dict) -> dict:
@@ -301,10 +303,29 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         except RowError as exc:
             raise self._corrupt(thread, key, exc) from exc
 
+    def _part(self, thread: str, r: dict, what: str) -> dict:
+        """A checkpoint row's ``checkpoint`` or ``metadata``, decoded: a map, else damage."""
+        key = layout.checkpoint_key(r["ns"], r["id"])
+        decoded = self._decode(thread, key, r[what])
+        if not isinstance(decoded, dict):
+            raise self._corrupt(thread, key, ValueError(f"its {what} is not a map: {str(decoded)[:60]!r}"))
+        return decoded
+
     def _record(self, thread: str, key: str, record: Any) -> dict:
-        if not isinstance(record, dict) or "id" not in record or "checkpoint" not in record:
-            raise self._corrupt(thread, key, ValueError("not a checkpoint row"))
+        fault = layout.record_fault(key, record)
+        if fault is not None:
+            raise self._corrupt(thread, key, ValueError(fault))
         return record
+
+    def _entries(self, thread: str, ns: str, entries: list) -> list:
+        """Items of a namespace's index, each checked (:func:`layout.entry_fault`)."""
+        for i, e in enumerate(entries):
+            fault = layout.entry_fault(e)
+            if fault is not None:
+                sid = keys.pack(self.user_id, thread)
+                raise CorruptStateError(f"LangGraph index {layout.index_key(ns)!r} of session {sid!r} cannot be "
+                                        f"read: an item {fault}", sid, layout.index_key(ns), i)
+        return entries
 
     # ---- the per-process identity cache of list items --------------------------------------------
 
@@ -562,7 +583,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         if row is None:
             return None
         r = self._record(thread, key, row)
-        return self._decode(thread, key, r["checkpoint"]).get("channel_versions", {}), _refs_of(r)
+        return self._part(thread, r, "checkpoint").get("channel_versions", {}), _refs_of(r)
 
     def _remember(self, thread: str, ns: str, cid: str, versions: Mapping, record: dict) -> None:
         """The checkpoint just put or loaded in a namespace, for :meth:`_carry_over` (bounded)."""
@@ -772,15 +793,21 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         for attempt in range(READ_ATTEMPTS):
             cid = get_checkpoint_id(config)
             if not cid:
-                tail = self.store.get_list(u, thread, layout.index_key(ns), offset=-4)
+                tail = self._entries(thread, ns, self.store.get_list(u, thread, layout.index_key(ns), offset=-4))
                 if not tail:
-                    return None
+                    if self._no_index(thread, ns):
+                        return None
+                    if attempt == READ_ATTEMPTS - 1:  # checkpoint rows, and no index lists them: damage
+                        raise self._unindexed(thread, ns)
+                    continue  # the first put of the thread came between the two reads: read again
                 cid = max(e[0] for e in tail)
                 self._known_index((thread, ns), cid, _length_by(tail[-1]))
             key = layout.checkpoint_key(ns, cid)
             record = self.store.get(u, thread, key)
             if record is None:
-                if get_checkpoint_id(config):  # an id the caller names: none such
+                if get_checkpoint_id(config):  # an id the caller names: none such, unless the index lists it
+                    if cid in {e[0] for e in self._index(thread, ns)}:
+                        self._missing(thread, [key])
                     return None
                 if attempt == READ_ATTEMPTS - 1:  # the index lists it, the row is not there: damage
                     self._missing(thread, [key])
@@ -871,10 +898,8 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         return _DeltaSnapshot(items) if ref.get("d") else items
 
     def _tuple(self, thread: str, r: dict, values: dict, writes: list) -> CheckpointTuple:
-        ck = layout.checkpoint_key(r["ns"], r["id"])
-        checkpoint = self._decode(thread, ck, r["checkpoint"])
+        checkpoint, metadata = self._part(thread, r, "checkpoint"), self._part(thread, r, "metadata")
         checkpoint["channel_values"] = values
-        metadata = self._decode(thread, ck, r["metadata"])
         conf = {"thread_id": thread, "checkpoint_ns": r["ns"]}
         parent = r.get("parent")
         return CheckpointTuple(
@@ -906,15 +931,23 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             prefixes = [layout.writes_prefix(ns, c) for c in ids] if len(ids) <= 4 else [layout.writes_prefix(ns)]
             for prefix in prefixes:
                 for key, row in self.store.get_prefix(self.user_id, thread, prefix).items():
-                    if not isinstance(row, dict) or not isinstance(row.get("w"), list):
-                        raise self._corrupt(thread, key, ValueError("not a row of pending writes"))
+                    fault = layout.writes_fault(row)
+                    if fault is not None:
+                        raise self._corrupt(thread, key, ValueError(fault))
                     found = out.get((ns, row.get("cp")))
                     if found is not None:
                         found.extend({"task": row["task"], "path": row.get("path") or "", **w} for w in row["w"])
         return out
 
     def _index(self, thread: str, ns: str) -> list:
-        return self.store.get_list(self.user_id, thread, layout.index_key(ns))
+        return self._entries(thread, ns, self.store.get_list(self.user_id, thread, layout.index_key(ns)))
+
+    def _no_index(self, thread: str, ns: str) -> bool:
+        """Whether a namespace whose index reads empty has no checkpoint row either (a new
+        thread); rows without an index are damage (they would read as no checkpoint yet, and the
+        next put would start the conversation anew over them), reported when they stay so."""
+        rows = self.store.get_prefix(self.user_id, thread, layout.checkpoint_prefix(ns))
+        return not rows
 
     def _records(self, thread: str, ns: str, ids: Sequence[str]) -> list[dict]:
         """Checkpoint rows by id, in the order given, one statement. Ids read from the index
@@ -931,6 +964,13 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 found.update(self.store.get_many(self.user_id, thread, values=gone))
                 self._missing(thread, [k for k in gone if k not in found])
         return [self._record(thread, k, found[k]) for k in wanted if k in found]
+
+    def _unindexed(self, thread: str, ns: str) -> CorruptStateError:
+        sid = keys.pack(self.user_id, thread)
+        ix = layout.index_key(ns)
+        return CorruptStateError(f"LangGraph thread of session {sid!r} has checkpoint rows but no index {ix!r} "
+                                 "listing them: the index was deleted behind the saver's back (restore it from a "
+                                 "backup, or delete_thread and start again)", sid, ix)
 
     def _missing(self, thread: str, lost: Sequence[str]) -> None:
         """Checkpoint rows the thread's index lists and the table does not hold: damage."""
@@ -1006,7 +1046,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 yield from loaded
 
     def _matches(self, thread: str, record: dict, filter: Mapping[str, Any]) -> bool:
-        metadata = self._decode(thread, layout.checkpoint_key(record["ns"], record["id"]), record["metadata"])
+        metadata = self._part(thread, record, "metadata")
         return all(metadata.get(k) == v for k, v in filter.items())
 
     # ---- DeltaChannel ------------------------------------------------------------------------------
@@ -1135,7 +1175,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         for thread in sorted(self.store.list_session_ids(self.user_id) - {layout.MEMORY_SESSION}):
             rows = self.store.get_prefix(self.user_id, thread, layout.RECORDS)
             doomed = [r for k, r in rows.items()
-                      if self._decode(thread, k, self._record(thread, k, r)["metadata"]).get("run_id") in runs]
+                      if self._part(thread, self._record(thread, k, r), "metadata").get("run_id") in runs]
             if doomed:
                 prefixes = tuple(layout.writes_prefix(r["ns"], r["id"]) for r in doomed)
                 writes = [k for k in self.store.get_prefix(self.user_id, thread, "wr/") if k.startswith(prefixes)]
@@ -1201,7 +1241,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
 
     def _keep_latest(self, thread: str) -> None:
         u = self.user_id
-        for _ in range(5):
+        for attempt in range(PRUNE_ATTEMPTS):
             rows = {k: r for k, r in self.store.get_prefix(u, thread, "").items() if k.startswith(layout.OWN_VALUES)}
             records = {k: r for k, r in rows.items() if k.startswith(layout.RECORDS)}
             if not records:
@@ -1211,6 +1251,14 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 r = self._record(thread, k, r)
                 by_ns.setdefault(r["ns"], {})[r["id"]] = r
             indexes = {ns: self._index(thread, ns) for ns in by_ns}
+            unlisted = [ns for ns in by_ns if max((e[0] for e in indexes[ns]), default=None) not in by_ns[ns]]
+            if unlisted:  # the newest entry's row is not there, or no index: read again, then damage
+                if attempt == PRUNE_ATTEMPTS - 1:
+                    newest = max((e[0] for e in indexes[unlisted[0]]), default=None)
+                    if newest is None:
+                        raise self._unindexed(thread, unlisted[0])
+                    self._missing(thread, [layout.checkpoint_key(unlisted[0], newest)])
+                continue
             kept: dict[str, list[dict]] = {ns: self._kept(thread, recs, indexes[ns]) for ns, recs in by_ns.items()}
             plan = self._compaction(thread, kept)
             if self.store.transaction(lambda tx: self._prune_tx(tx, thread, rows, indexes, kept, plan)):
@@ -1219,11 +1267,9 @@ class MysqlSaver(BaseCheckpointSaver[str]):
 
     def _kept(self, thread: str, records: dict[str, dict], entries: list) -> list[dict]:
         """The newest checkpoint of a namespace and the ancestors its delta channels need."""
-        newest = max((e[0] for e in entries), default=None)
-        if newest not in records:
-            return []
-        latest = records[newest]
-        metadata = self._decode(thread, layout.checkpoint_key(latest["ns"], latest["id"]), latest["metadata"])
+        latest = records[max(e[0] for e in entries)]  # there: _keep_latest checked it
+        metadata = self._part(thread, latest, "metadata")
+        self._part(thread, latest, "checkpoint")  # what is kept must read: a damaged one is not pruned to
         stored = lambda r, ch: ch in r.get("values", {}) or ch in r.get("lists", {}) or ch in r.get("blobs", {})  # noqa: E731
         need = {ch for ch in (metadata.get("counters_since_delta_snapshot") or {}) if not stored(latest, ch)}
         out = [latest]
@@ -1256,6 +1302,10 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 continue
             lo, hi = min(indexes), max(indexes) + 1
             window = self.store.get_list(u, thread, old, offset=lo, limit=hi - lo)
+            if len(window) != hi - lo:  # the checkpoints refer to items the log does not hold
+                sid = keys.pack(u, thread)
+                raise CorruptStateError(f"LangGraph list log {old!r} of session {sid!r} holds {lo + len(window)} "
+                                        f"items, but the kept checkpoints refer to item {hi - 1}", sid, old)
             order = sorted(indexes)
             plan[old] = (layout.log_key(ns, ch, new_gen), new_gen, [window[i - lo] for i in order],
                          {i: j for j, i in enumerate(order)})

@@ -193,7 +193,11 @@ def from_row(serde: Any, row: Any) -> Any:
             data = b""
     except (ValueError, TypeError, KeyError, ormsgpack.MsgpackEncodeError) as exc:
         raise RowError(f"a LangGraph value row of type {row['t']!r} does not decode ({exc})") from exc
-    return serde.loads_typed((row["t"], data))
+    try:
+        return serde.loads_typed((row["t"], data))
+    except Exception as exc:  # noqa: BLE001 - the serializer's own errors (a payload cut short): the row's
+        raise RowError(f"a LangGraph value row of type {row['t']!r} does not decode ({type(exc).__name__}: "
+                       f"{str(exc)[:80]})") from exc
 
 
 def from_rows(serde: Any, rows: Sequence[Any]) -> list:

@@ -32,7 +32,6 @@ False
 from __future__ import annotations
 
 import marshal
-from itertools import chain
 from operator import attrgetter
 from typing import Any, NamedTuple, Optional, Sequence
 

@@ -35,7 +35,7 @@ which is where the saver reads them.
 from __future__ import annotations
 
 import hashlib
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from .. import keys
 
@@ -52,6 +52,9 @@ __all__ = [
     "ranges_of",
     "span_of",
     "expand",
+    "record_fault",
+    "entry_fault",
+    "writes_fault",
     "RECORDS",
     "OWN_VALUES",
 ]
@@ -199,3 +202,81 @@ def expand(ranges: Sequence[Sequence[int]]) -> list[int]:
     [0, 1, 5]
     """
     return [i for lo, hi in ranges for i in range(lo, hi)]
+
+
+def _is_int(x: Any) -> bool:
+    return type(x) is int
+
+
+def record_fault(key: str, record: Any) -> Optional[str]:
+    """What is wrong with the checkpoint row stored at ``key`` (None: nothing), checked before
+    any field is used, so that a row changed by hand is a typed error naming it, never a
+    ``KeyError`` deep in the saver nor a wrong answer: a dict whose ``ns`` and ``id`` name
+    ``key`` itself, its parent an id or None, its ``checkpoint`` and ``metadata`` rows there,
+    ``values`` and ``blobs`` maps of channels, and each of its ``lists`` a log generation
+    ``g``, a length ``n`` and ranges ``r`` of ``[lo, hi]`` with ``0 <= lo <= hi``.
+
+    >>> row = {"ns": "", "id": "1", "parent": None, "checkpoint": {}, "metadata": {},
+    ...        "lists": {"messages": {"g": "ab", "r": [[0, 2]], "n": 2}}}
+    >>> record_fault(checkpoint_key("", "1"), row) is None
+    True
+    >>> record_fault(checkpoint_key("", "2"), row)
+    "its ns and id ('', '1') are not those of its key"
+    >>> record_fault(checkpoint_key("", "1"), {**row, "lists": {"messages": {"g": "ab", "r": [[-2, 0]], "n": 2}}})
+    "list 'messages' has a range that is not [lo, hi] with 0 <= lo <= hi: [-2, 0]"
+    """
+    if not isinstance(record, dict):
+        return "not a checkpoint row"
+    ns, cid = record.get("ns"), record.get("id")
+    if not isinstance(ns, str) or not isinstance(cid, str):
+        return "its ns or id is missing or not a string"
+    if checkpoint_key(ns, cid) != key:
+        return f"its ns and id {(ns, cid)!r} are not those of its key"
+    parent = record.get("parent")
+    if parent is not None and not isinstance(parent, str):
+        return f"its parent is not an id: {parent!r}"
+    if "checkpoint" not in record or "metadata" not in record:
+        return "its checkpoint or metadata is missing"
+    for field in ("values", "blobs", "lists"):
+        if not isinstance(record.get(field, {}), dict):
+            return f"its {field} is not a map of channels"
+    for ch, ref in record.get("lists", {}).items():
+        if not isinstance(ref, dict) or not isinstance(ref.get("g"), str) or not _is_int(ref.get("n")) \
+                or ref["n"] < 0 or not isinstance(ref.get("r"), list):
+            return f"list {ch!r} is not a log reference (g, n, r): {ref!r}"
+        for r in ref["r"]:
+            if not isinstance(r, list) or len(r) != 2 or not all(map(_is_int, r)) or not 0 <= r[0] <= r[1]:
+                return f"list {ch!r} has a range that is not [lo, hi] with 0 <= lo <= hi: {r!r}"
+    return None
+
+
+def entry_fault(entry: Any) -> Optional[str]:
+    """What is wrong with an item of a namespace's index (None: nothing): ``[id, parent, ...]``
+    with ``id`` a string and ``parent`` an id or None.
+
+    >>> entry_fault(["2", "1", 12]), entry_fault([12345, None, 12])
+    (None, 'not [id, parent, ...] with a string id: [12345, None, 12]')
+    """
+    if not isinstance(entry, list) or len(entry) < 2 or not isinstance(entry[0], str) \
+            or not (entry[1] is None or isinstance(entry[1], str)):
+        return f"not [id, parent, ...] with a string id: {entry!r}"
+    return None
+
+
+def writes_fault(row: Any) -> Optional[str]:
+    """What is wrong with a row of pending writes (None: nothing): a dict with the checkpoint
+    id ``cp``, the ``task`` and writes ``w``, each ``{"i": int, "ch": str, "v": row}``.
+
+    >>> writes_fault({"cp": "1", "task": "t", "w": [{"i": 0, "ch": "messages", "v": {}}]}) is None
+    True
+    >>> writes_fault({"cp": "1", "w": []})
+    'not a row of pending writes (cp, task, w)'
+    """
+    if not isinstance(row, dict) or not isinstance(row.get("cp"), str) or not isinstance(row.get("task"), str) \
+            or not isinstance(row.get("w"), list):
+        return "not a row of pending writes (cp, task, w)"
+    for w in row["w"]:
+        if not isinstance(w, dict) or not _is_int(w.get("i")) or not isinstance(w.get("ch"), str) or "v" not in w:
+            return f"a write is not {{i, ch, v}}: {str(w)[:80]!r}"
+    return None
+

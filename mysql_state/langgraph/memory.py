@@ -488,8 +488,9 @@ class MysqlStore(BaseStore):
             vrows = reads.prefix(VECTORS, op.namespace_prefix)
             candidates = []
             for ns, key, row in found:
-                vs = vrows.get(item_key(VECTORS, ns, key))
-                candidates.append(((ns, key, row), list(vs.value["vectors"].values()) if vs is not None else []))
+                vk = item_key(VECTORS, ns, key)
+                vs = vrows.get(vk)
+                candidates.append(((ns, key, row), self._vectors(vk, vs.value) if vs is not None else []))
             kept = rank(qv, candidates, op.limit, op.offset, ident=lambda it: (it[0], it[1]))
         else:
             kept = [(None, it) for it in found[op.offset : op.offset + op.limit]]
@@ -514,6 +515,8 @@ class MysqlStore(BaseStore):
         return listing(namespaces, conditions, op.max_depth, op.limit, op.offset)
 
     def _item(self, cls: type, row: dict, k: str, ns: tuple[str, ...], key: str) -> Any:
+        if not isinstance(row, dict) or not isinstance(row.get("value"), dict):  # an item's value is a dict
+            raise self._corrupt(k, "its 'value' is not a dict")
         try:
             return cls(namespace=ns, key=key, value=row["value"], created_at=datetime.fromisoformat(row["created_at"]),
                        updated_at=datetime.fromisoformat(row["updated_at"]))
@@ -531,10 +534,22 @@ class MysqlStore(BaseStore):
             raise self._corrupt(k, f"its expiry is unreadable ({exc})") from exc
 
     def _row(self, row: Any, k: str, field: str = "created_at") -> Optional[dict]:
-        """An item (or marker) row read for a write, checked: a typed error, never a guess."""
-        if row is not None and not (isinstance(row, dict) and isinstance(row.get("seq"), int) and field in row):
+        """An item (or marker) row read for a write, checked: a typed error, never a guess (a
+        marker's ``items`` a count)."""
+        if row is not None and not (isinstance(row, dict) and isinstance(row.get("seq"), int) and field in row
+                                    and (field != "items" or type(row["items"]) is int)):
             raise self._corrupt(k, f"it holds no 'seq' or no {field!r}")
         return row
+
+    def _vectors(self, k: str, row: Any) -> list:
+        """The vectors of an item's vector row, checked: lists of numbers of the index's dims."""
+        vectors = row.get("vectors") if isinstance(row, dict) else None
+        dims = self.index_config["dims"] if self.index_config else None
+        if not isinstance(vectors, dict) or not all(
+                isinstance(v, list) and (dims is None or len(v) == dims)
+                and all(type(x) in (int, float) for x in v) for v in vectors.values()):
+            raise self._corrupt(k, "its 'vectors' are not lists of numbers of the index's dims")
+        return list(vectors.values())
 
     def _corrupt(self, k: str, why: str) -> CorruptStateError:
         sid = keys.pack(self.user_id, SESSION)
