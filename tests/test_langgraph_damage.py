@@ -157,3 +157,17 @@ def test_memory_rows_of_the_wrong_shape_are_a_typed_error(store, raw):
                 " AND state_key = 'idocs..'", (sid,))
     with pytest.raises(CorruptStateError, match="holds no 'seq' or no 'items'"):
         memory.put(("docs",), "b", {"text": "again"})
+
+
+def test_a_message_whose_payload_was_changed_by_hand_is_damage_not_none(store, raw):
+    """LangGraph's serializer reads an object it cannot rebuild as None: a message of the log
+    whose payload was cut by hand came back as None (or the graph failed later, untyped)."""
+    saver, config = thread(store, "m1")
+    sid = keys.pack(USER, "m1")
+    log = next(r[0] for r in rows(raw, "m1") if r[0].startswith("log/") and not r[0].endswith(":_hash"))
+    raw.execute("UPDATE {t} SET state_data = %s WHERE session_id = %s AND state_key = %s AND item_index = 1",
+                ('{"t":"msgpack","v":{"~x":5,"b":"kwE="}}', sid, log))
+    s = fresh(store)
+    for call in (lambda: s.get_tuple(config), lambda: list(s.list(config, limit=1))):
+        with pytest.raises(CorruptStateError, match="holds an object the serializer cannot read"):
+            call()

@@ -180,6 +180,10 @@ def to_row(serde: Any, value: Any) -> dict:
     return {"t": t, "b": _b64(bytes(data))}
 
 
+#: msgpack's nil: a row that holds it holds None.
+_NIL = b"\xc0"
+
+
 def from_row(serde: Any, row: Any) -> Any:
     """The value a row of :func:`to_row` holds; :class:`RowError` for anything else."""
     if not isinstance(row, dict) or not isinstance(row.get("t"), str):
@@ -194,10 +198,16 @@ def from_row(serde: Any, row: Any) -> Any:
     except (ValueError, TypeError, KeyError, ormsgpack.MsgpackEncodeError) as exc:
         raise RowError(f"a LangGraph value row of type {row['t']!r} does not decode ({exc})") from exc
     try:
-        return serde.loads_typed((row["t"], data))
+        value = serde.loads_typed((row["t"], data))
     except Exception as exc:  # noqa: BLE001 - the serializer's own errors (a payload cut short): the row's
         raise RowError(f"a LangGraph value row of type {row['t']!r} does not decode ({type(exc).__name__}: "
                        f"{str(exc)[:80]})") from exc
+    if value is None and row["t"] == "msgpack" and data != _NIL:
+        # LangGraph's serializer reads an object it cannot rebuild (a payload changed by hand) as
+        # None: a row that held something is damage, never a None the saver hands on.
+        raise RowError("a LangGraph value row of type 'msgpack' holds an object the serializer cannot read "
+                       "(it gave None)")
+    return value
 
 
 def from_rows(serde: Any, rows: Sequence[Any]) -> list:
@@ -219,7 +229,8 @@ def from_rows(serde: Any, rows: Sequence[Any]) -> list:
         try:
             data = _pack([_packable(r["v"]) for r in rows])  # one array: its items' bytes, in one call
             values = serde.loads_typed(("msgpack", data))
-            if type(values) is list and len(values) == len(rows):
+            if type(values) is list and len(values) == len(rows) and all(
+                    v is not None or r["v"] is None for v, r in zip(values, rows)):
                 return values
         except Exception:  # a row that does not decode: found and named row by row, below
             pass
