@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 try:
     from agentscope.state import AgentState
+    from pydantic import ValidationError
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "mysql_state.agentscope needs AgentScope 2.x: pip install 'mysql-state[agentscope]'"
@@ -142,13 +143,29 @@ class AgentStateRepository:
                 f"AgentScope state of session {sid!r} is half there: {lost!r} is missing while the other key "
                 "is stored (a save writes both in one transaction: it was lost behind the store's back); "
                 "nothing of it was returned", sid, lost)
-        rest, version = found.get(self.state_key, (None, 0))
+        sid = keys.pack(user_id, session_id)
+        if self.state_key in found:
+            rest, version = found[self.state_key]
+            if not isinstance(rest, dict):  # a save writes a map: anything else was put there by hand
+                raise CorruptStateError(f"AgentScope state of session {sid!r} cannot be read: {self.state_key!r} "
+                                        f"holds {type(rest).__name__} {str(rest)[:40]!r}, not the state's map",
+                                        sid, self.state_key)
+        else:
+            rest, version = {}, 0
         context = found[self.context_key].value if self.context_key in found else []
-        if rest is None and not context:
+        if not version and not context:
             return AgentState(session_id=session_id), version
-        data: dict[str, Any] = {"session_id": session_id, **(rest or {})}
+        data: dict[str, Any] = {"session_id": session_id, **rest}
         data["context"] = context
-        return AgentState.model_validate(data), version
+        try:
+            return AgentState.model_validate(data), version
+        except ValidationError as exc:  # rows of another shape than a save writes: damage, named
+            loc = exc.errors()[0].get("loc", ()) if exc.errors() else ()
+            key = self.context_key if loc[:1] == ("context",) else self.state_key
+            index = loc[1] if key == self.context_key and len(loc) > 1 and isinstance(loc[1], int) else None
+            raise CorruptStateError(f"AgentScope state of session {sid!r} cannot be read as an AgentState "
+                                    f"({exc.error_count()} problem(s), the first at {'.'.join(map(str, loc))}: "
+                                    f"{exc.errors()[0].get('msg', '')})", sid, key, index) from exc
 
     async def save(
         self, user_id: Optional[str], session_id: str, state: AgentState, *, expected_version: Optional[int] = None
@@ -292,8 +309,13 @@ def _app_storage_class() -> type:
             self.repo = store if isinstance(store, AgentStateRepository) else AgentStateRepository(store)
 
         async def _hydrate(self, rec: Optional["SessionRecord"]) -> Optional["SessionRecord"]:
-            if rec is not None and await self.repo.exists(rec.user_id, rec.id):
-                rec.state = await self.repo.load(rec.user_id, rec.id)
+            # One read: the state when one was saved; half a state (its row lost while the
+            # context is there) is CorruptStateError, never the stub state (whose next save
+            # would write the context over with the stub's).
+            if rec is not None:
+                state, version = await self.repo.load_versioned(rec.user_id, rec.id)
+                if version:
+                    rec.state = state
             return rec
 
         def _session(self) -> AsyncSession:

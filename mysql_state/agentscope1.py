@@ -47,10 +47,10 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "mysql_state.agentscope1 needs AgentScope 1.0.x: pip install 'mysql-state[agentscope1]'"
     ) from exc
 
-from . import serde
+from . import keys, serde
 from ._adapt import as_async
 from .aio import AsyncMysqlAgentStateStore
-from .errors import ConflictError, StaleStateError
+from .errors import ConflictError, CorruptStateError, StaleStateError
 from .store import MysqlAgentStateStore
 
 T = TypeVar("T")
@@ -190,26 +190,41 @@ class MysqlSession(SessionBase):
         else:
             raise ConflictError(f"load_session_state: the state of session {session_id!r} (user {user_id!r}) "
                                 f"changed between each of {LOAD_ATTEMPTS} reads; try again")
+        sid = keys.pack(uid, session_id)
         if saved is None:
+            if await self.store.key_kind(uid, session_id, self.key) is not None:  # a row holding null: damage
+                raise CorruptStateError(f"AgentScope session state {self.key!r} of session {sid!r} holds null, "
+                                        "not the saved state's map", sid, self.key)
             if allow_not_exist:
                 return
             raise ValueError(
                 f"Failed to load session state for session {session_id!r} (user {user_id!r}): it does not exist."
             )
+        names = saved.get("lists", []) if isinstance(saved, dict) else None
+        if not isinstance(saved, dict) or not isinstance(saved.get("states"), dict) or not isinstance(names, list) \
+                or not all(isinstance(n, str) for n in names):
+            raise CorruptStateError(f"AgentScope session state {self.key!r} of session {sid!r} is not what a save "
+                                    "writes (a map of 'states' and the names of its 'lists'); nothing was loaded",
+                                    sid, self.key)
         states = saved["states"]
 
         def lower(obj: Any) -> Any:
             if isinstance(obj, dict):
                 if set(obj) == {_LIST_REF}:
-                    return lists.get(obj[_LIST_REF], [])
+                    if obj[_LIST_REF] not in lists or obj[_LIST_REF] not in names:  # a list the state names, gone
+                        raise CorruptStateError(f"AgentScope session state {self.key!r} of session {sid!r} refers to "
+                                                f"the list {obj[_LIST_REF]!r}, which is not stored; nothing was "
+                                                "loaded", sid, str(obj[_LIST_REF]))
+                    return lists[obj[_LIST_REF]]
                 if set(obj) == {_ESCAPED} and isinstance(obj[_ESCAPED], dict):  # a module's own dict
                     return {k: lower(v) for k, v in obj[_ESCAPED].items()}
                 return {k: lower(v) for k, v in obj.items()}
             return obj
 
+        lowered = {name: lower(states[name]) for name in state_modules_mapping if name in states}  # all, first
         for name, module in state_modules_mapping.items():
-            if name in states:
-                module.load_state_dict(lower(states[name]))
+            if name in lowered:
+                module.load_state_dict(lowered[name])
 
 
 def _message_row(msg: Msg) -> dict:

@@ -370,16 +370,17 @@ def append(cur: Any, t: Table, sid: str, k: str, datas: Sequence[bytes], hint: O
         if append_if_hash(cur, t, sid, k, list(enumerate(datas, hint.n)), hint, new_hash, touch, commit=commit):
             return hint, new_hash
     row, stored, dig = _lock_hash(cur, t, sid, k)
+    if row is not None and stored is None:
+        list_read.parse_head(sid, k, row[0])  # a hash row of this store that cannot be read: damage
     if stored is None:  # no hash row of ours: the items (and the hash row a creator made meanwhile)
         have, row, stored, dig = _items_then_hash(cur, t, sid, k, row, stored, dig)
     if stored is not None:
         base = stored
-    else:  # still none of ours: derive it from the items
+    else:  # still none of ours: derive it from the items, which must be 0..n-1 (a gap is a row lost)
         refuse_a_value(row, have, sid, k, "append_list")
+        if [r[0] for r in have] != list(range(len(have))):  # renumbered, the loss would leave no trace
+            raise list_read.damaged(sid, k, None, 0, len(have), len(have), have[0][0], have[-1][0])
         existing = _opened(t, sid, k, have)
-        if [r[0] for r in have] != list(range(len(have))):  # gaps: renumber 0..n-1
-            cur.execute(t.statements["DELETE_ITEMS_FROM"], (sid, k, 0))
-            write_rows(cur, t, sid, [(k, i, d) for i, d in enumerate(existing)])
         base = dig.of(dig.digests(existing))
     new_hash = base.extended(dig.digests(datas, base.n), dig.empty)
     if row is None:

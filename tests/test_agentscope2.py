@@ -683,3 +683,69 @@ def test_half_a_state_lost_behind_the_stores_back_is_damage_not_a_state(astore, 
         assert caught.value.key == (STATE_KEY if lost == "state row" else CONTEXT_KEY)
 
     asyncio.run(go())
+
+
+@pytest.mark.parametrize("damage", ["state null", "state a list", "context item not a message", "message role gone"])
+def test_a_state_of_another_shape_is_damage_named_never_a_default_or_a_validation_error(astore, raw, damage):
+    """A state row holding null, [] or 0 read as a default state (whose next save wrote the
+    defaults over the rest), and a context item of another shape raised pydantic's
+    ValidationError naming neither the session nor the key (found by an adapter audit)."""
+    from mysql_state import CorruptStateError
+
+    repo = AgentStateRepository(astore)
+
+    async def go():
+        state = await repo.load("alice", "shape")
+        state.context += [UserMsg("alice", "hi"), UserMsg("alice", "again")]
+        state.summary = "greeted"
+        await repo.save("alice", "shape", state)
+        if damage == "state null":
+            raw.execute("UPDATE {t} SET state_data = 'null' WHERE session_id = 'alice:shape' AND state_key = %s",
+                        (STATE_KEY,))
+        elif damage == "state a list":
+            raw.execute("UPDATE {t} SET state_data = '[1, 2]' WHERE session_id = 'alice:shape' AND state_key = %s",
+                        (STATE_KEY,))
+        elif damage == "context item not a message":
+            raw.execute("UPDATE {t} SET state_data = '42' WHERE session_id = 'alice:shape' AND state_key = %s"
+                        " AND item_index = 1", (CONTEXT_KEY,))
+        else:
+            raw.execute("UPDATE {t} SET state_data = JSON_REMOVE(state_data, '$.role') WHERE session_id = 'alice:shape'"
+                        " AND state_key = %s AND item_index = 1", (CONTEXT_KEY,))
+        with pytest.raises(CorruptStateError, match="session 'alice:shape'") as caught:
+            await repo.load_versioned("alice", "shape")
+        assert caught.value.key == (STATE_KEY if damage.startswith("state") else CONTEXT_KEY)
+
+    asyncio.run(go())
+
+
+def test_app_storage_never_hands_out_the_stub_state_of_a_session_whose_state_row_is_gone(astore, raw, app_db):
+    """get_session asked exists() (the state row only) and gave the stub state when that row was
+    lost while the context was there: the next update_session_state wrote the context over with
+    the stub's (found by an adapter audit). Now CorruptStateError, and the context stays."""
+    from agentscope.app.storage import SessionConfig
+
+    from mysql_state import CorruptStateError
+    from mysql_state.agentscope import MysqlStateAppStorage
+
+    app_url, _ = app_db
+
+    async def go():
+        async with MysqlStateAppStorage(app_url, astore) as storage:
+            rec = await storage.upsert_session("alice", "agent-half", SessionConfig(workspace_id="w1"))
+            state = (await storage.get_session("alice", "agent-half", rec.id)).state
+            state.context += [UserMsg("alice", "one"), UserMsg("alice", "two")]
+            await storage.update_session_state("alice", "agent-half", rec.id, state)
+            sid = f"alice:{rec.id}"
+            raw.execute("DELETE FROM {t} WHERE session_id = %s AND state_key = %s", (sid, STATE_KEY))
+            before = raw.query("SELECT item_index, state_data FROM {t} WHERE session_id = %s AND state_key = %s"
+                               " ORDER BY item_index", (sid, CONTEXT_KEY))
+            assert len(before) == 2
+        async with MysqlStateAppStorage(app_url, astore) as fresh:  # another process
+            for call in (lambda: fresh.get_session("alice", "agent-half", rec.id),
+                         lambda: fresh.list_sessions("alice", "agent-half")):
+                with pytest.raises(CorruptStateError, match="half there"):
+                    await call()
+        assert raw.query("SELECT item_index, state_data FROM {t} WHERE session_id = %s AND state_key = %s"
+                         " ORDER BY item_index", (sid, CONTEXT_KEY)) == before
+
+    asyncio.run(go())

@@ -775,3 +775,34 @@ def test_get_prefix_leaves_out_a_list_without_its_hash_row_and_names_a_key_witho
     raw.execute("UPDATE {t} SET item_index = -1 WHERE session_id = 'u:s' AND state_key = 'p:w'")
     with pytest.raises(CorruptStateError, match="key 'p:w' of session 'u:s' is damaged"):
         store.get_prefix("u", "s", "p:")
+
+
+@pytest.mark.parametrize("damage", ["a gap in a list without our hash row", "a hash row of ours that cannot be read"])
+@pytest.mark.parametrize("how", ["append_list", "append_lists", "transaction"])
+def test_an_append_to_a_damaged_list_raises_and_writes_nothing(url, database, store, raw, damage, how):
+    """The append renumbered the rows of a list without our hash row gap and all, and took a hash
+    row of ours it could not read for another writer's: the lost item left no trace (found by
+    an adapter audit, through the OpenAI Agents session's add_items)."""
+    store.save_list("u", "s", "m", ["a", "b", "c"])
+    if damage.startswith("a gap"):
+        raw.execute("DELETE FROM {t} WHERE session_id = 'u:s' AND (state_key = 'm:_hash'"
+                    " OR (state_key = 'm' AND item_index = 1))")
+    else:
+        raw.execute("UPDATE {t} SET state_data = LEFT(state_data, 20) WHERE session_id = 'u:s'"
+                    " AND state_key = 'm:_hash'")
+        raw.execute("DELETE FROM {t} WHERE session_id = 'u:s' AND state_key = 'm' AND item_index = 1")
+    before = raw.query("SELECT state_key, item_index, state_data FROM {t} WHERE session_id = 'u:s'"
+                       " ORDER BY state_key, item_index")
+    fresh = MysqlAgentStateStore.from_url(url, database_name=database)  # nothing remembered of the list
+    try:
+        with pytest.raises(CorruptStateError, match="list 'm' of session 'u:s' is damaged"):
+            if how == "append_list":
+                fresh.append_list("u", "s", "m", ["d"])
+            elif how == "append_lists":
+                fresh.append_lists("u", "s", {"m": ["d"]})
+            else:
+                fresh.transaction(lambda tx: tx.append_list("u", "s", "m", ["d"]))
+    finally:
+        fresh.close()
+    assert raw.query("SELECT state_key, item_index, state_data FROM {t} WHERE session_id = 'u:s'"
+                     " ORDER BY state_key, item_index") == before

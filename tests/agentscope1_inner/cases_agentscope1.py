@@ -553,3 +553,35 @@ def test_values_json_has_no_type_for_are_refused_as_jsonsession_refuses_them(ast
         assert raw.rows("u:typed-load") == []
 
     run(go())
+
+
+@pytest.mark.parametrize("damage", ["lists emptied", "states not a map", "state null", "the memory list gone"])
+def test_a_session_state_of_another_shape_is_damage_and_loads_nothing(astore, raw, damage):
+    """A session row whose lists or states were changed by hand, one holding null, or one whose
+    memory list was deleted loaded an empty memory without a word, and the next save wrote the
+    intact list over with it (found by an adapter audit). Now CorruptStateError, nothing loaded."""
+    from mysql_state import CorruptStateError
+
+    async def go():
+        session = MysqlSession(astore)
+        mem = InMemoryMemory()
+        await mem.add([Msg("u", "x", "user"), Msg("u", "y", "user")])
+        await session.save_session_state("shape", user_id="u", memory=mem)
+        sid = "u:shape"
+        if damage == "lists emptied":
+            raw.execute("UPDATE {t} SET state_data = JSON_SET(state_data, '$.lists', JSON_ARRAY())"
+                        " WHERE session_id = %s AND state_key = %s", (sid, SESSION_KEY))
+        elif damage == "states not a map":
+            raw.execute("UPDATE {t} SET state_data = JSON_SET(state_data, '$.states', JSON_ARRAY(1))"
+                        " WHERE session_id = %s AND state_key = %s", (sid, SESSION_KEY))
+        elif damage == "state null":
+            raw.execute("UPDATE {t} SET state_data = 'null' WHERE session_id = %s AND state_key = %s",
+                        (sid, SESSION_KEY))
+        else:
+            raw.execute("DELETE FROM {t} WHERE session_id = %s AND state_key <> %s", (sid, SESSION_KEY))
+        fresh = InMemoryMemory()
+        with pytest.raises(CorruptStateError, match="session 'u:shape'"):
+            await MysqlSession(astore).load_session_state("shape", user_id="u", memory=fresh)
+        assert await fresh.size() == 0  # nothing loaded into the module
+
+    run(go())
