@@ -39,6 +39,7 @@ import json
 import os
 import re
 import sys
+import warnings
 from typing import Any, NoReturn, Optional, Sequence
 
 import orjson
@@ -388,7 +389,20 @@ DURATION_OPTIONS = ("--older-than", "--newer-than")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    """Run one command; returns the exit status (1: not found, 2: a usage or store error, or refused)."""
+    """Run one command; returns the exit status (1: not found, 2: a usage or store error, or refused).
+    A warning the store gives (``MysqlStateWarning``) is one line on stderr, as every message."""
+    with warnings.catch_warnings():
+        warnings.showwarning = _warning_line
+        return _main(argv)
+
+
+def _warning_line(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+    """A warning as one ``mysql-state: warning: ...`` line (Python's shows the file, the line
+    number and the source line under it)."""
+    _err("warning: " + " ".join(str(message).split()))
+
+
+def _main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(hoist(list(sys.argv[1:] if argv is None else argv)))
     if args.spec is not None:
         _bind(args)

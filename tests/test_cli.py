@@ -632,3 +632,26 @@ def test_export_of_a_user_or_session_with_no_row_is_not_a_success_and_import_rea
     assert unreadable.returncode == 2 and "cannot read FILE" in unreadable.stderr
     gone = cli(url, database, "forget-user", "--user", "dan", "--yes")
     assert gone.returncode == 0 and store.get("dan", "s", "k") is None
+
+
+def test_a_store_warning_is_one_line_naming_what_to_do(url):
+    """A MysqlStateWarning (here: a table made with the Java store's DDL, whose key columns fold
+    case) came out as Python shows warnings: the script's path and line, then the source line
+    `sys.exit(main())` under it (found by an operator audit)."""
+    import uuid
+
+    from tests.conftest import connect, make_java_table
+
+    name = "java_" + uuid.uuid4().hex[:8]
+    make_java_table(url, name)
+    try:
+        done = cli(url, name, "sessions")
+        assert done.returncode == 0, done.stderr
+        lines = done.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("mysql-state: warning: "), done.stderr
+        assert "ALTER TABLE" in lines[0] and "sys.exit" not in done.stderr and ".py:" not in done.stderr
+    finally:
+        con = connect(url)
+        with con.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        con.close()
