@@ -339,6 +339,11 @@ def doctor(ctx: Ctx, fix: bool) -> list[DoctorFinding]:
             rows = _session_rows(ctx, sid)
             found = _row_problems(ctx, sid, rows, fix)
         problems += found
+        if not keys.is_packed(sid) and not sid.startswith(keys.HISTORY_PREFIX):  # not the store's: said, left
+            problems.append(DoctorFinding(
+                "foreign", f"{len(rows)} row(s) of session id {sid!r}, which is neither a '<user>:<session>' id nor "
+                "one of the store's own: no read, export, stats or prune reaches them (truncate_all_sessions "
+                "deletes them); move or delete them by hand", sid))
         if sid.startswith(keys.HISTORY_PREFIX):
             history[sid] = len(rows)
         if keys.is_packed(sid):

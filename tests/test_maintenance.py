@@ -512,3 +512,16 @@ def test_a_sealed_stray_row_copied_from_another_index_is_set_aside_too(open_stor
     assert [(p.kind, p.fixed) for p in fixed] == [("list_rows", True)], fixed
     assert s.get_list("u", "s", "m") == ["a", "b", "c"] and [h.value for h in s.get_history("u", "s", "m")] == ["a"]
     assert s.doctor() == []
+
+
+def test_doctor_names_rows_that_are_not_the_stores_and_leaves_them(store, raw):
+    """Rows whose session_id is neither a packed '<user>:<session>' id nor an internal one were
+    left out of every export (exit 0) and no doctor said so (found by an operator audit)."""
+    store.save("alice", "s0", "plan", 1)
+    raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+                " VALUES ('alices0', 'k', 0, '1', 1), ('alices0', 'k2', 0, '2', 1)")
+    for fix in (False, True):
+        found = [p for p in store.doctor(fix=fix) if p.kind == "foreign"]
+        assert [(p.session_id, p.fixed) for p in found] == [("alices0", False)]
+        assert "2 row(s) of session id 'alices0'" in found[0].message
+    assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = 'alices0'") == [(2,)]  # left as they are
