@@ -348,7 +348,7 @@ def doctor(ctx: Ctx, fix: bool) -> list[DoctorFinding]:
             history[sid] = len(rows)
         if keys.is_packed(sid):
             last_write[sid] = max((r[3] for r in rows if r[3] is not None), default=None)
-    problems += _catalog_problems(ctx, catalog_rows, last_write, fix)
+    problems += _catalog_problems(ctx, catalog_rows, last_write, fix, started)
     problems += _history_problems(ctx, history, last_write, started, fix)
     return problems
 
@@ -668,23 +668,28 @@ def _recheck(ctx: Ctx, sids: list[str]) -> tuple[dict, dict]:
     return have, last
 
 
-def _catalog_wrong(catalog_rows: dict, last_write: dict) -> tuple[list, list, list]:
+def _catalog_wrong(catalog_rows: dict, last_write: dict, now: Any = None) -> tuple[list, list, list, list]:
     """Sessions with rows but no catalog row, sessions whose catalog row is behind their last
-    write by more than ``catalog.ACTIVITY_LAG``, catalog rows that name no session with rows."""
+    write by more than ``catalog.ACTIVITY_LAG``, catalog rows that name no session with rows,
+    and (given the server's ``now``) catalog rows whose activity time is ahead of it by more than
+    that lag (set by hand: such a session is never pruned)."""
     missing = [sid for sid in last_write if catalog_rows.get(sid) is None]
     behind = [sid for sid, last in last_write.items()
               if last is not None and catalog_rows.get(sid) is not None and catalog_rows[sid] < last - catalog.ACTIVITY_LAG]
     orphans = [sid for sid in catalog_rows if sid not in last_write]
-    return missing, behind, orphans
+    ahead = [] if now is None else [sid for sid in last_write if catalog_rows.get(sid) is not None
+                                    and catalog_rows[sid] > now + catalog.ACTIVITY_LAG]
+    return missing, behind, orphans, ahead
 
 
-def _catalog_problems(ctx: Ctx, catalog_rows: dict, last_write: dict, fix: bool) -> list[DoctorFinding]:
-    doubtful = [sid for found in _catalog_wrong(catalog_rows, last_write) for sid in found]
+def _catalog_problems(ctx: Ctx, catalog_rows: dict, last_write: dict, fix: bool,
+                      now: Any = None) -> list[DoctorFinding]:
+    doubtful = [sid for found in _catalog_wrong(catalog_rows, last_write, now) for sid in found]
     if not doubtful:
         return []
     # A second look at those alone, in one snapshot: only what is still wrong is a problem.
     catalog_rows, last_write = _recheck(ctx, doubtful)
-    missing, behind, orphans = _catalog_wrong(catalog_rows, last_write)
+    missing, behind, orphans, ahead = _catalog_wrong(catalog_rows, last_write, now)
     wrong = set(missing) | set(behind)
     stale = [sid for sid in last_write if sid in wrong]  # in the order the table holds them
     out = [DoctorFinding("catalog", f"session {sid!r} has no catalog row (written behind the catalog's back)", sid)
@@ -695,8 +700,14 @@ def _catalog_problems(ctx: Ctx, catalog_rows: dict, last_write: dict, fix: bool)
            DoctorFinding("catalog", f"the catalog row of {sid!r} says {catalog_rows[sid]}, its rows were written at "
                                     f"{last_write[sid]}", sid) for sid in stale]
     out += [DoctorFinding("catalog", f"catalog row {sid!r} names a session with no rows", sid) for sid in orphans]
+    out += [DoctorFinding("catalog", f"the catalog row of {sid!r} says {catalog_rows[sid]}, after the server's clock "
+                                     f"({now}): the session would never look idle to prune; its rows were written at "
+                                     f"{last_write[sid]}", sid) for sid in ahead]
     if fix:
         transfer.rebuild_catalog(ctx.db, ctx.t, stale)
+        for part in catalog.chunks(ahead, 500):  # back to the rows' last write (rebuild only widens)
+            statement = sql.with_ids(ctx.q(sql.CATALOG_BACK_TO_ROWS), len(part))
+            ctx.run(lambda cur: cur.execute(statement, tuple(part)), "doctor --fix", write=True)
 
         def drop(cur: Any, sid: str) -> None:
             cur.execute(ctx.q(sql.DOCTOR_SESSION_ROWS), (sid,))

@@ -1068,6 +1068,13 @@ REBUILD_CATALOG = (
     " updated_at = COALESCE(GREATEST(updated_at, VALUES(updated_at)), VALUES(updated_at), updated_at)"
 )
 
+# A catalog row whose activity time was set ahead of the server's clock (by hand): set back to
+# its session's last write (the aggregate is materialised, so the table may be updated).
+CATALOG_BACK_TO_ROWS = (
+    f"UPDATE {{t}} c JOIN (SELECT session_id, MAX(updated_at) AS last FROM {{t}} WHERE session_id IN ({{ids}})"
+    f" GROUP BY session_id) r ON c.session_id = '{CATALOG_SESSION}' AND c.state_key = r.session_id"
+    " AND c.item_index = 0 SET c.updated_at = r.last"
+)
 
 # ---- migrations and the doctor (migrations.py) -------------------------------
 

@@ -525,3 +525,24 @@ def test_doctor_names_rows_that_are_not_the_stores_and_leaves_them(store, raw):
         assert [(p.session_id, p.fixed) for p in found] == [("alices0", False)]
         assert "2 row(s) of session id 'alices0'" in found[0].message
     assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = 'alices0'") == [(2,)]  # left as they are
+
+
+def test_doctor_sets_back_a_catalog_time_ahead_of_the_servers_clock(store, raw):
+    """A catalog row whose activity time was set into the future (by hand) made its session
+    look active for ever: prune never took it, and no doctor said so (found by an operator
+    audit). Now a finding, and the fix sets it back to the session's last write."""
+    import datetime as dt
+
+    store.save("bob", "s0", "plan", 1)
+    raw.execute("UPDATE {t} SET updated_at = NOW() - INTERVAL 40 DAY WHERE session_id = 'bob:s0'")
+    raw.execute("UPDATE {t} SET updated_at = '2030-01-01 00:00:00' WHERE session_id = '__catalog__'"
+                " AND state_key = 'bob:s0'")
+    found = [p for p in store.doctor() if p.session_id == "bob:s0"]
+    assert [p.kind for p in found] == ["catalog"] and "after the server's clock" in found[0].message
+    assert store.prune(dt.timedelta(days=30), user_id="bob", dry_run=True).sessions == 0  # looks active
+    assert [p.fixed for p in store.doctor(fix=True) if p.session_id == "bob:s0"] == [True]
+    (row_time,), = raw.query("SELECT updated_at FROM {t} WHERE session_id = 'bob:s0'")
+    assert raw.query("SELECT updated_at FROM {t} WHERE session_id = '__catalog__' AND state_key = 'bob:s0'") == [
+        (row_time,)]
+    assert [p for p in store.doctor() if p.session_id == "bob:s0"] == []
+    assert store.prune(dt.timedelta(days=30), user_id="bob").sessions == 1  # idle again, as it is
