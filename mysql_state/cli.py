@@ -787,7 +787,9 @@ def _delete(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
         _out(args, {"deleted": "keys", "keys": args.keys, "rows": n}, f"deleted {n} rows of {_where(args)}")
         return 0
     if args.key is None:
-        if not store.exists(user, args.session):
+        # No data row, but the catalog may still list it (with its history: what the Java store's
+        # delete leaves), as `sessions` shows it: deleted whole then, as the API's delete does.
+        if not store.exists(user, args.session) and "created_at" not in _info(store, user, args.session):
             raise NotFound(f"no {_where(args)}: nothing was deleted")
         confirm(args, f"delete {_where(args)}, every key of it")
         store.delete(user, args.session)

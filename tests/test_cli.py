@@ -655,3 +655,24 @@ def test_a_store_warning_is_one_line_naming_what_to_do(url):
         with con.cursor() as cur:
             cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
         con.close()
+
+
+def test_delete_takes_a_session_the_catalog_lists_without_data_rows(url, database, raw):
+    """After the Java store's delete (the data rows only), `sessions` still listed the session
+    with its history, and `delete USER SESSION --yes` said there was no such session, leaving
+    the catalog and history rows (found by an operator audit). The API's delete took them."""
+    from mysql_state import MysqlAgentStateStore
+
+    keeping = MysqlAgentStateStore.from_url(url, database_name=database, create_if_not_exist=True, keep_history=True)
+    try:
+        keeping.save_list("bob", "hist", "memory", ["a", "b", "c"])
+        keeping.save_list("bob", "hist", "memory", ["a"])  # b, c archived
+    finally:
+        keeping.close()
+    raw.execute("DELETE FROM {t} WHERE session_id = 'bob:hist'")  # what the Java store's delete does
+    assert "hist" in cli(url, database, "sessions").stdout
+    done = cli(url, database, "delete", "bob", "hist", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert raw.query("SELECT COUNT(*) FROM {t} WHERE state_key = 'bob:hist' OR session_id LIKE '%%bob:hist%%'"
+                     " OR session_id LIKE '!_!_history!_!_%%' ESCAPE '!'") == [(0,)]
+    assert cli(url, database, "delete", "bob", "hist", "--yes").returncode == 1  # now there is none
