@@ -11,20 +11,13 @@ import pytest
 pytest.importorskip("langgraph", reason="needs the langgraph extra (make test installs it)")
 
 from langchain_core.messages import HumanMessage  # noqa: E402
-from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
 
 from mysql_state import CorruptStateError, keys  # noqa: E402
 from mysql_state.langgraph import MysqlSaver, MysqlStore  # noqa: E402
 
+from .test_langgraph_maintenance import chat  # noqa: E402 - the same one-node chat graph
+
 USER = "lg-damage"
-
-
-def chat(saver):
-    b = StateGraph(MessagesState)
-    b.add_node("agent", lambda s: {"messages": [("ai", f"reply {len(s['messages'])}")]})
-    b.add_edge(START, "agent")
-    b.add_edge("agent", END)
-    return b.compile(checkpointer=saver)
 
 
 def thread(store, name: str, turns: int = 3) -> tuple[MysqlSaver, dict]:
