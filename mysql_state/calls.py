@@ -57,10 +57,15 @@ class Calls:
         if version == UNVERSIONED:
             self.metrics.stale()
         else:
-            self.memory.replaced(sid, k)
-            self.memory.value((sid, k), (version, value_engine.digest(text)))  # the next save's guess
-            self.metrics.saved("value", 1, size)
+            self._value_saved(sid, k, version, text, size)
         return version
+
+    def _value_saved(self, sid: str, k: str, version: int, text: str, size: int) -> None:
+        """Keep what a value save wrote (its version and digest: the next save's guess; nothing
+        of a list under the key any more), and count it."""
+        self.memory.replaced(sid, k)
+        self.memory.value((sid, k), (version, value_engine.digest(text)))
+        self.metrics.saved("value", 1, size)
 
     def read_value(self, sid: str, k: str, model: Any, consistency: str) -> Optional[value_engine.ValueRead]:
         """Row 0 of ``k`` decoded (None: absent); a strong read teaches the writes that follow
@@ -147,9 +152,7 @@ class Calls:
         for w in writes:
             self._saved(w, plans[w.key])
         for _, k, text, size in prepared:
-            m.replaced(sid, k)
-            m.value((sid, k), (versions[k], value_engine.digest(text)))  # the next save's guess
-            self.metrics.saved("value", 1, size)
+            self._value_saved(sid, k, versions[k], text, size)
         return result
 
     def append_list(self, sid: str, k: str, datas: Sequence[bytes]) -> int:
@@ -175,9 +178,12 @@ class Calls:
         t, m = self.table, self.memory
         empty = [k for k, datas in todo if not datas and k not in want]
         todo = [(k, datas) for k, datas in todo if datas or k in want]
+
+        def lengths_of(cur: Any) -> dict[str, int]:  # the keys given no items, and no ``at``
+            return {k: list_read.length(cur, t, sid, k, operation="append_lists") for k in empty}
+
         if not todo and not value_rows:  # lengths only: one read
-            return self.db.run(lambda cur: {k: list_read.length(cur, t, sid, k, operation="append_lists")
-                                            for k in empty}, "append_lists", write=False, session=sid)
+            return self.db.run(lengths_of, "append_lists", write=False, session=sid)
         snaps = {k: m.snapshots.get((sid, k)) for k, _ in todo}
         hints = {k: snap.hash if snap is not None else m.hints.get((sid, k)) for k, snap in snaps.items()}
         began, due = time.monotonic(), m.catalog_due(sid)
@@ -188,8 +194,7 @@ class Calls:
                 hashes_seen = {k: m.hints.get((sid, k)) for k in want}  # the latest each was read or written
 
                 def run(cur: Any) -> tuple[dict[str, int], dict]:
-                    lengths = {k: list_read.length(cur, t, sid, k, operation="append_lists") for k in empty}
-                    return lengths, list_write.append_lists(cur, t, sid, todo, want, value_rows, hints, due,
+                    return lengths_of(cur), list_write.append_lists(cur, t, sid, todo, want, value_rows, hints, due,
                                                             hashes_seen)
 
                 lengths, done = self.db.run(run, f"append_lists {[k for k, _ in todo] + [k for k, _ in value_rows]}",

@@ -173,6 +173,26 @@ def _items_then_hash(cur: Any, t: Table, sid: str, k: str, row: Optional[tuple],
     return have, row, stored, dig
 
 
+def _locked_to_change(cur: Any, t: Table, sid: str, k: str, operation: str
+                      ) -> tuple[Optional[tuple], Optional[ListHash], Digester, list]:
+    """The hash row of a list an append or a pop changes, locked: (the row, what it says if
+    it is this store's, its digester, and, when it is not, the item rows, locked). Refused,
+    nothing written: a hash row of this store that cannot be read, a key holding a value
+    (:func:`refuse_a_value`), and item rows with a gap (:class:`CorruptStateError`, as a read
+    raises: numbered anew, the lost row would leave no trace)."""
+    row, stored, dig = _lock_hash(cur, t, sid, k)
+    if row is not None and stored is None:
+        list_read.parse_head(sid, k, row[0])  # a hash row of this store that cannot be read: damage
+    have: list = []
+    if stored is None:  # no hash row of ours: the items (and the hash row a creator made meanwhile)
+        have, row, stored, dig = _items_then_hash(cur, t, sid, k, row, stored, dig)
+    if stored is None:
+        refuse_a_value(row, have, sid, k, operation)
+        if [r[0] for r in have] != list(range(len(have))):
+            raise list_read.damaged(sid, k, None, 0, len(have), len(have), have[0][0], have[-1][0])
+    return row, stored, dig, have
+
+
 def _opened(t: Table, sid: str, k: str, rows: Sequence[tuple]) -> list[bytes]:
     """The plaintext JSON of stored rows ``(item_index, state_data)``."""
     return [t.sealer.open(sid, k, r[0], r[1]) for r in rows]
@@ -369,19 +389,8 @@ def append(cur: Any, t: Table, sid: str, k: str, datas: Sequence[bytes], hint: O
         new_hash = hint.extended(hint_dig.digests(datas, hint.n), hint_dig.empty)
         if append_if_hash(cur, t, sid, k, list(enumerate(datas, hint.n)), hint, new_hash, touch, commit=commit):
             return hint, new_hash
-    row, stored, dig = _lock_hash(cur, t, sid, k)
-    if row is not None and stored is None:
-        list_read.parse_head(sid, k, row[0])  # a hash row of this store that cannot be read: damage
-    if stored is None:  # no hash row of ours: the items (and the hash row a creator made meanwhile)
-        have, row, stored, dig = _items_then_hash(cur, t, sid, k, row, stored, dig)
-    if stored is not None:
-        base = stored
-    else:  # still none of ours: derive it from the items, which must be 0..n-1 (a gap is a row lost)
-        refuse_a_value(row, have, sid, k, "append_list")
-        if [r[0] for r in have] != list(range(len(have))):  # renumbered, the loss would leave no trace
-            raise list_read.damaged(sid, k, None, 0, len(have), len(have), have[0][0], have[-1][0])
-        existing = _opened(t, sid, k, have)
-        base = dig.of(dig.digests(existing))
+    row, stored, dig, have = _locked_to_change(cur, t, sid, k, "append_list")
+    base = stored if stored is not None else dig.of(dig.digests(_opened(t, sid, k, have)))
     new_hash = base.extended(dig.digests(datas, base.n), dig.empty)
     if row is None:
         create_hash_row(cur, t, sid, k, new_hash)
@@ -642,17 +651,10 @@ def pop(cur: Any, t: Table, sid: str, k: str, model: Any = None) -> Any:
     :class:`CorruptStateError` as a read does, nothing removed: a pop never deletes a row that
     is not the list's last item, nor renumbers a damaged list. (A row lost from the middle is
     not looked for: the pop removes the right item, and the next read names the damage.)"""
-    row, stored, dig = _lock_hash(cur, t, sid, k)
-    if row is not None and stored is None:
-        list_read.parse_head(sid, k, row[0])  # a hash row of this store that cannot be read: damage
-    if stored is None:
-        have, row, stored, dig = _items_then_hash(cur, t, sid, k, row, stored, dig)
-    if stored is None:  # no hash row of ours: take the rows as they are, then index them
+    row, stored, dig, have = _locked_to_change(cur, t, sid, k, "pop_list")
+    if stored is None:  # no hash row of ours: the rows as they are, indexed anew without the last
         if not have:
             return None
-        refuse_a_value(row, have, sid, k, "pop_list")
-        if [r[0] for r in have] != list(range(len(have))):  # a gap, or rows off 0..n-1
-            raise list_read.damaged(sid, k, None, 0, len(have), len(have), have[0][0], have[-1][0])
         rest = _opened(t, sid, k, have[:-1])
         plan = listsync.plan_rewrite(rest)
         plan.new_hash = dig.of(dig.digests(rest))
