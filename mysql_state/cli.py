@@ -50,6 +50,7 @@ from .crypto import Keyring
 from .errors import DecryptionError, MysqlStateError, SchemaNotFoundError, SessionNotFoundError, StaleStateError
 from .results import UNVERSIONED
 from .store import MysqlAgentStateStore
+from .transfer import TornKeys
 from .url import scrub
 
 GLOBAL_VALUED = ("--url", "--database", "--table")
@@ -860,11 +861,14 @@ def _export(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     n = 0
     write = sys.stdout.write
     named = {keys.pack(user, s): s for s in args.session or ()}
+    check = TornKeys()  # a key the backup holds damaged is named now, not when it is restored
     for line in store.export(user, sessions=args.session):
         write(line + "\n")
         n += 1
+        row = orjson.loads(line)
+        check.add(row["session_id"], row["state_key"], row["item_index"], row["state_data"])
         if named:
-            named.pop(orjson.loads(line).get("session_id"), None)
+            named.pop(row["session_id"], None)
         if n % 1000 == 0:
             bar(n)
     sys.stdout.flush()
@@ -876,6 +880,14 @@ def _export(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
         return NOT_FOUND
     if n == 0 and args.user is not None:
         _err(f"{_who(args.user)} has no session: nothing exported")
+        return NOT_FOUND
+    torn = check.finish()
+    for sid, key, why in torn:
+        _err(f"key {key!r} of session {sid!r} is damaged in the table, and so in this export: {why}")
+    if torn:
+        # Every row is written, as it is; but import refuses such a file whole: not a success.
+        _err(f"{len(torn)} key(s) damaged: `import` refuses this export until their lines are removed from it; "
+             "`doctor --fix` repairs them in the table, then export again")
         return NOT_FOUND
     return 0
 

@@ -33,7 +33,7 @@ from .errors import (
     translating,
 )
 
-__all__ = ["COLUMNS", "fork", "export", "import_rows", "rebuild_catalog"]
+__all__ = ["COLUMNS", "TornKeys", "fork", "export", "import_rows", "rebuild_catalog"]
 
 COLUMNS = sql.EXPORT_COLUMNS
 CHUNK = 1000  # rows per SELECT of an export (constant memory)
@@ -309,11 +309,12 @@ class _KeyRows:
             self.extra = (self.extra or set()) | {index}
         return True
 
-    def torn(self) -> Optional[str]:
+    def torn(self, holder: str = "the import") -> Optional[str]:
         """Why the key's rows are not a whole value or list (None: they are): a list must hold
         items ``0..n-1`` where its hash row (this store's) says ``n``, items ``0..`` with no gap
         under another writer's hash row, and a key without a hash row is one value (row 0),
-        as ``doctor`` has it. An export cut at a line, or a list damaged where it was exported."""
+        as ``doctor`` has it. An export cut at a line, or a list damaged where it was exported.
+        ``holder`` names what holds the rows in the reason."""
         count = self.next + len(self.extra or ())
         top = max(self.extra) if self.extra else self.next - 1
         held = f"items {sorted({*range(self.next), *(self.extra or ())})[:5]}..." if self.extra else (
@@ -322,10 +323,54 @@ class _KeyRows:
             return None if top <= 0 else f"it holds {held} and no hash row"
         stored = ListHash.parse(self.head)
         if stored is not None and (count != stored.n or top != count - 1):
-            return f"its hash row says {stored.n} items, the import holds {held}"
+            return f"its hash row says {stored.n} items, {holder} holds {held}"
         if stored is None and top != count - 1:
             return f"it holds {held}: a gap"
         return None
+
+
+class TornKeys:
+    """The caller's keys, in rows met in an export's order (a session's rows together), that
+    are not whole: what :func:`import_rows` would refuse (:meth:`_KeyRows.torn`: a list whose
+    rows are not the ones its hash row counts, a gap, rows without row 0). Found as an export
+    streams, so that a backup of a damaged table says so when it is made, not when it is
+    restored; one session's keys are held at a time. Rows of the store's own sessions (the
+    catalog, archived history) are not keys of a caller and pass.
+
+    >>> check = TornKeys()
+    >>> check.add("u:s", "memory:_hash", 0, '{"n":3}')
+    >>> check.add("u:s", "memory", 0, '"a"')
+    >>> check.add("u:s", "memory", 2, '"c"')
+    >>> check.add("u:s", "plan", 0, '{}')
+    >>> [(sid, key) for sid, key, _ in check.finish()]
+    [('u:s', 'memory')]
+    """
+
+    def __init__(self) -> None:
+        self.sid: Optional[str] = None
+        self.held: dict[str, _KeyRows] = {}
+        self.torn: list[tuple[str, str, str]] = []
+
+    def add(self, sid: str, state_key: str, index: int, data: str) -> None:
+        """Take one exported row (its session id, key, index and text)."""
+        if not keys.is_packed(sid):
+            return
+        if sid != self.sid:
+            self._close()
+            self.sid = sid
+        self.held.setdefault(_base_key(state_key), _KeyRows()).add(state_key, index, data)
+
+    def finish(self) -> list[tuple[str, str, str]]:
+        """``(session id, key, why)`` of every key met that is not whole, in the order met."""
+        self._close()
+        return self.torn
+
+    def _close(self) -> None:
+        for k, got in self.held.items():
+            why = got.torn("the export")
+            if why is not None:
+                self.torn.append((self.sid or "", k, why))
+        self.held = {}
 
 
 def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict: str, max_bytes: int,
@@ -417,7 +462,7 @@ def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict
         if why is not None:
             raise ValueError(f"import: key {k!r} of session {sid!r} is not whole in this import: {why}; the file "
                              "was cut, or the list was damaged where it was exported (doctor reports it there); "
-                             "nothing was imported")
+                             "nothing was imported (remove the key's lines from the file to import the rest)")
     if on_conflict == "replace":
         written += _drop_the_rest(cur, q, held)
     catalog.rebuild(cur, q, sorted(sessions))

@@ -676,3 +676,36 @@ def test_delete_takes_a_session_the_catalog_lists_without_data_rows(url, databas
     assert raw.query("SELECT COUNT(*) FROM {t} WHERE state_key = 'bob:hist' OR session_id LIKE '%%bob:hist%%'"
                      " OR session_id LIKE '!_!_history!_!_%%' ESCAPE '!'") == [(0,)]
     assert cli(url, database, "delete", "bob", "hist", "--yes").returncode == 1  # now there is none
+
+
+def test_export_of_a_damaged_list_names_it_and_is_not_a_success(store, raw, url, database, tmp_path):
+    """An export of a table holding a damaged list (a row lost from its middle) exited 0 with an
+    empty stderr, and the operator learned of it only when the restore refused the whole file
+    (found by an operator audit). Every row is still written, as it is; the damaged key is
+    named; import refuses the file, naming the key and how to import the rest."""
+    store.save_list("erin", "s1", "memory", [{"i": i} for i in range(4)])
+    store.save("erin", "s1", "plan", {"step": 1})
+    store.save_list("erin", "s2", "memory", ["a", "b"])
+    raw.execute(f"DELETE FROM {raw.t} WHERE session_id = 'erin:s1' AND state_key = 'memory' AND item_index = 2")
+    done = cli(url, database, "export", "--user", "erin")
+    assert done.returncode == 1, done.stderr
+    assert "key 'memory' of session 'erin:s1'" in done.stderr and "its hash row says 4 items" in done.stderr
+    assert "erin:s2" not in done.stderr and "Traceback" not in done.stderr
+    lines = done.stdout.splitlines()
+    exported = sorted((r["session_id"], r["state_key"], r["item_index"]) for r in map(orjson.loads, lines))
+    in_table = sorted((r[0], r[1], r[2]) for r in raw.query(
+        f"SELECT session_id, state_key, item_index FROM {raw.t} WHERE session_id LIKE 'erin:%%'"
+        " OR (session_id = '__catalog__' AND state_key LIKE 'erin:%%')"))
+    assert exported == in_table  # every row, as it is
+    backup = tmp_path / "erin.jsonl"
+    backup.write_text(done.stdout)
+    store.forget_user("erin")
+    refused = cli(url, database, "import", str(backup))
+    assert refused.returncode != 0 and "'memory'" in refused.stderr and "remove the key's lines" in refused.stderr
+    assert raw.query(f"SELECT COUNT(*) FROM {raw.t} WHERE session_id LIKE 'erin:%%'") == [(0,)]
+    rest = [x for x in lines if not (orjson.loads(x)["session_id"] == "erin:s1"
+                                     and orjson.loads(x)["state_key"] in ("memory", "memory:_hash"))]
+    backup.write_text("\n".join(rest) + "\n")
+    assert cli(url, database, "import", str(backup)).returncode == 0
+    assert store.get("erin", "s1", "plan") == {"step": 1} and store.get_list("erin", "s2", "memory") == ["a", "b"]
+    assert store.get_list("erin", "s1", "memory") == []
