@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Optional
 
@@ -27,7 +28,8 @@ import orjson
 
 from . import catalog, keys, listsync, sql, transfer
 from .crypto import digest_kid, is_sealed, well_formed
-from .errors import ALREADY_DONE_ERRNOS, DecryptionError, MigrationError, MysqlStateError
+from .errors import (ALREADY_DONE_ERRNOS, DecryptionError, MigrationError, MysqlStateError, MysqlStateWarning,
+                     caller_stacklevel)
 from .table import Table
 from .listsync import Digester, ListHash
 
@@ -328,6 +330,7 @@ def doctor(ctx: Ctx, fix: bool) -> list[DoctorFinding]:
     catalog_rows: dict[str, dt.datetime] = {}
     last_write: dict[str, dt.datetime] = {}
     history: dict[str, int] = {}
+    unchecked = 0  # sealed rows a doctor without the keyring checks by their envelope's form only
     for sid, rows in scan(ctx):
         if sid == keys.CATALOG_SESSION:
             problems += _catalog_rows_malformed(ctx, rows, fix)
@@ -339,6 +342,8 @@ def doctor(ctx: Ctx, fix: bool) -> list[DoctorFinding]:
             rows = _session_rows(ctx, sid)
             found = _row_problems(ctx, sid, rows, fix)
         problems += found
+        if not ctx.keyring:
+            unchecked += sum(1 for key, _, data, _ in rows if not key.endswith(keys.HASH_SUFFIX) and is_sealed(data))
         if not keys.is_packed(sid) and not sid.startswith(keys.HISTORY_PREFIX):  # not the store's: said, left
             problems.append(DoctorFinding(
                 "foreign", f"{len(rows)} row(s) of session id {sid!r}, which is neither a '<user>:<session>' id nor "
@@ -350,6 +355,11 @@ def doctor(ctx: Ctx, fix: bool) -> list[DoctorFinding]:
             last_write[sid] = max((r[3] for r in rows if r[3] is not None), default=None)
     problems += _catalog_problems(ctx, catalog_rows, last_write, fix, started)
     problems += _history_problems(ctx, history, last_write, started, fix)
+    if unchecked:  # found nothing wrong is not "healthy" for rows it could not open: said
+        warnings.warn(f"doctor checked {unchecked} encrypted row(s) by their envelope's form only: this store has no "
+                      "keyring (encryption=...), so their content, and the lists they are items of against their "
+                      "hash rows, were not checked; run the doctor with the keyring to check them",
+                      MysqlStateWarning, stacklevel=caller_stacklevel())
     return problems
 
 

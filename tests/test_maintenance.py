@@ -153,6 +153,40 @@ def test_doctor_fix_then_doctor_is_clean_on_an_idle_session(store, raw):
 # ---- 13: the doctor of an encrypted table -------------------------------------------------------
 
 
+def test_a_doctor_without_the_keyring_says_what_it_could_not_check(open_store, raw, url, database):
+    """A doctor without the keyring checks sealed rows by their envelope's form only (their
+    content, and their lists against their hash rows, it cannot open), and answered "healthy"
+    as if it had checked them: it now says how many it could not check, in a warning (the
+    CLI's one stderr line); the findings and the exit code stay what they were."""
+    pytest.importorskip("cryptography", reason="encryption needs the encryption extra (make test installs it)")
+    import subprocess
+    import sys
+    import warnings
+
+    s = open_store(ring("k1"), keep_history=True)
+    s.save_list("u", "s", "m", MSGS)
+    s.save_list("u", "s", "m", MSGS[:2])  # three items archived, sealed
+    s.save("u", "s", "v", {"secret": 1})
+    sealed = raw.query("SELECT COUNT(*) FROM {t} WHERE state_data LIKE %s AND state_key NOT LIKE %s",
+                       (PREFIX + "%", "%:\\_hash"))[0][0]
+    assert sealed == 6  # 2 items, 3 archived items, 1 value
+    with pytest.warns(MysqlStateWarning, match=f"doctor checked {sealed} encrypted row\\(s\\) by their envelope's "
+                                               "form only: this store has no keyring") as got:
+        assert open_store(None).doctor() == []
+    assert len(got) == 1 and got[0].filename == __file__  # it points at the caller's line
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # with the keyring: every row opened, nothing to say
+        assert s.doctor() == []
+    env = {k: v for k, v in os.environ.items() if k != "MYSQL_STATE_KEYS"}
+    done = subprocess.run([sys.executable, "-m", "mysql_state", "--url", url, "--database", database, "doctor"],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0 and done.stdout.strip() == "healthy", done.stdout + done.stderr
+    assert done.stderr.splitlines() == [f"mysql-state: warning: doctor checked {sealed} encrypted row(s) by their "
+                                        "envelope's form only: this store has no keyring (encryption=...), so their "
+                                        "content, and the lists they are items of against their hash rows, were not "
+                                        "checked; run the doctor with the keyring to check them"]
+
+
 def test_doctor_on_a_healthy_encrypted_table_is_clean(open_store, raw, url, database):
     pytest.importorskip("cryptography", reason="encryption needs the encryption extra (make test installs it)")
     from .test_ops import cli
