@@ -8,7 +8,7 @@ them, catalog rows included); writes benchmarks/results/catalog.json.
 
 from __future__ import annotations
 
-import harness  # noqa: F401  (the shared header: sys.path)
+import harness  # the shared header (sys.path), settle()
 
 import argparse
 import json
@@ -73,6 +73,7 @@ def main() -> None:
     t0 = time.perf_counter()
     seed(url, db, args.sessions, args.rows_per_session)
     seeded = time.perf_counter() - t0
+    harness.settle("catalog: the pages (after seeding)")
     with con.cursor() as cur:
         cur.execute(f"SELECT COUNT(*) FROM `{db}`.`agentscope_sessions` WHERE session_id LIKE '%:%'")
         rows = cur.fetchone()[0]

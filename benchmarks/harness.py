@@ -68,6 +68,27 @@ def loadavg() -> tuple[float, float, float]:
         return (0.0, 0.0, 0.0)
 
 
+def settle(what: str, limit: float = 0.5, timeout: float = 240.0) -> float:
+    """Wait until the 1-minute load average is below ``limit`` (at most ``timeout`` seconds)
+    before the part ``what`` of a benchmark starts, and say so: a part started in the load the
+    part before it left (the throughput cells leave 2-3 on 2 cores, which takes the 1-minute
+    average about two minutes to lose) is not measured on a quiet machine. Returns the
+    seconds waited; the load average the part starts in is printed either way."""
+    started = time.monotonic()
+    first = loadavg()[0]
+    while loadavg()[0] >= limit and time.monotonic() - started < timeout:
+        time.sleep(2.0)
+    waited = time.monotonic() - started
+    now = loadavg()[0]
+    quiet = "" if now < limit else f" (still at or above {limit} after {timeout:.0f} s: not quiet)"
+    if waited >= 1.0 or quiet:
+        print(f"{what}: waited {waited:.0f} s for the load average to fall from {first:.2f} to {now:.2f}{quiet}",
+              flush=True)
+    else:
+        print(f"{what}: load average {now:.2f}", flush=True)
+    return waited
+
+
 def loadavg_text() -> str:
     a, b, c = loadavg()
     return f"load average {a:.2f} {b:.2f} {c:.2f} on {os.cpu_count()} cores"

@@ -706,6 +706,8 @@ def main(argv: Optional[list] = None) -> int:
             bench.agentscope(bar)
             bench.reads(bar)
             if not args.no_throughput:
+                if not args.quick:
+                    harness.settle("paths: throughput")  # after the cells before it, as every part
                 bench.run_throughput(bar)
     finally:
         res = {"kind": "paths", "date": dt.datetime.now().isoformat(timespec="seconds"),
