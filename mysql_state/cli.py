@@ -47,10 +47,10 @@ import orjson
 from . import keys
 from .catalog import ALL_USERS
 from .crypto import Keyring
-from .errors import DecryptionError, MysqlStateError, SchemaNotFoundError, SessionNotFoundError, StaleStateError
+from .errors import (DamagedExportWarning, DecryptionError, MysqlStateError, SchemaNotFoundError,
+                     SessionNotFoundError, StaleStateError)
 from .results import UNVERSIONED
 from .store import MysqlAgentStateStore
-from .transfer import TornKeys
 from .url import scrub
 
 GLOBAL_VALUED = ("--url", "--database", "--table")
@@ -861,16 +861,19 @@ def _export(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     n = 0
     write = sys.stdout.write
     named = {keys.pack(user, s): s for s in args.session or ()}
-    check = TornKeys()  # a key the backup holds damaged is named now, not when it is restored
-    for line in store.export(user, sessions=args.session):
-        write(line + "\n")
-        n += 1
-        row = orjson.loads(line)
-        check.add(row["session_id"], row["state_key"], row["item_index"], row["state_data"])
-        if named:
-            named.pop(row["session_id"], None)
-        if n % 1000 == 0:
-            bar(n)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", DamagedExportWarning)  # a key the backup holds damaged: said now
+        for line in store.export(user, sessions=args.session):
+            write(line + "\n")
+            n += 1
+            if named:
+                named.pop(orjson.loads(line).get("session_id"), None)
+            if n % 1000 == 0:
+                bar(n)
+    torn = [key for w in caught if isinstance(w.message, DamagedExportWarning) for key in w.message.keys]
+    for w in caught:  # any other warning, shown as every warning is
+        if not isinstance(w.message, DamagedExportWarning):
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     sys.stdout.flush()
     bar(n)
     bar.end()
@@ -881,7 +884,6 @@ def _export(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     if n == 0 and args.user is not None:
         _err(f"{_who(args.user)} has no session: nothing exported")
         return NOT_FOUND
-    torn = check.finish()
     for sid, key, why in torn:
         _err(f"key {key!r} of session {sid!r} is damaged in the table, and so in this export: {why}")
     if torn:

@@ -36,6 +36,7 @@ __all__ = [
     "WrongTypeError",
     "MigrationError",
     "MysqlStateWarning",
+    "DamagedExportWarning",
     "errno_of",
     "tls_failure",
     "translate",
@@ -205,6 +206,16 @@ class WrongTypeError(MysqlStateError, TypeError):
 
 class MysqlStateWarning(UserWarning):
     """A configuration that works but weakens a guarantee (e.g. a case-insensitive table)."""
+
+
+class DamagedExportWarning(MysqlStateWarning):
+    """An export streamed keys that are damaged in the table (a list whose rows are not the
+    ones its hash row counts, a gap, rows without row 0): every row went out as it is, and
+    ``import_rows`` refuses such a file whole. ``keys``: ``(session id, key, why)`` of each."""
+
+    def __init__(self, message: str, keys: list) -> None:
+        super().__init__(message)
+        self.keys = keys
 
 
 def caller_stacklevel() -> int:

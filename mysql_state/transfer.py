@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import warnings
 from typing import Any, Callable, ContextManager, Iterable, Iterator, Optional, Sequence
 
 import orjson
@@ -24,11 +25,13 @@ from .errors import (
     PACKET_TOO_LARGE,
     ConflictError,
     CorruptStateError,
+    DamagedExportWarning,
     DecryptionError,
     ServerUnavailableError,
     SessionExistsError,
     SessionNotFoundError,
     ValueTooLargeError,
+    caller_stacklevel,
     errno_of,
     translating,
 )
@@ -100,7 +103,12 @@ def export_lines(hold: Callable[[str], ContextManager[Any]], q: Callable[[str], 
     ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` under REPEATABLE READ (as ``mysqldump
     --single-transaction``), so a list written while the export streams comes out as it was
     when the export began, never as old items under a new hash row. The snapshot starts at the
-    first line read and ends (ROLLBACK) with the last, or when the iterator is closed."""
+    first line read and ends (ROLLBACK) with the last, or when the iterator is closed.
+
+    A key damaged in the table (:class:`TornKeys`: what :func:`import_rows` would refuse) goes
+    out as it is, and once the last line is read a :class:`DamagedExportWarning` names every
+    such key: the backup is known to be one that does not restore whole when it is made."""
+    check = TornKeys()
     with hold("export") as raw:
         cur = raw.cursor()
         try:
@@ -120,7 +128,9 @@ def export_lines(hold: Callable[[str], ContextManager[Any]], q: Callable[[str], 
                         head = heads.get((r[0], keys.hash_key(r[1]))) if r[2] == 0 else None
                         if head is not None:
                             sent.add((head[0], head[1]))
+                            check.add(*head[:4])
                             yield line(head)
+                        check.add(*r[:4])
                         yield line(r)
             hist = sorted({keys.history_session(s) for s in seen})
             del seen
@@ -132,6 +142,14 @@ def export_lines(hold: Callable[[str], ContextManager[Any]], q: Callable[[str], 
                 raw.rollback()
             except Exception:  # noqa: BLE001 - a dead connection: hold() drops it
                 pass
+    torn = check.finish()
+    if torn:
+        named = "; ".join(f"key {k!r} of session {sid!r}: {why}" for sid, k, why in torn[:5])
+        more = f" (and {len(torn) - 5} more)" if len(torn) > 5 else ""
+        warnings.warn(DamagedExportWarning(
+            f"export: {len(torn)} key(s) are damaged in the table, and so in this export, which holds their rows as "
+            f"they are: {named}{more}. import_rows refuses the file until their lines are removed from it; "
+            "doctor(fix=True) repairs them in the table, then export again", torn), stacklevel=caller_stacklevel())
 
 
 def _scan(cur: Any, q: Callable[[str], str], clause: str, params: tuple) -> Iterator[tuple]:

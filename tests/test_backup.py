@@ -371,3 +371,38 @@ def test_fractions_of_a_second_are_cut_not_rounded_so_a_file_imports_the_same_ev
     assert imported.import_rows([line]) == 1
     assert raw.query("SELECT created_at, updated_at FROM {t} WHERE state_key = 'v'") == [
         (dt.datetime(2026, 1, 1, 23, 59, 59), dt.datetime(2026, 12, 31, 23, 59, 59))]
+
+
+def test_an_export_of_damaged_keys_warns_naming_them_and_still_holds_every_row(store, raw, target) -> None:
+    """An export of a table holding damaged lists streamed them with no word, and the backup
+    was found unusable only when import_rows refused it whole (an operator audit). The rows
+    still go out as they are; once the last line is read, a DamagedExportWarning names each
+    damaged key (`.keys`: session, key, why), the ones import_rows refuses; a healthy export
+    says nothing."""
+    import warnings
+
+    from mysql_state import DamagedExportWarning, MysqlStateWarning
+
+    store.save_list(USER, "s1", "memory", ["m0", "m1", "m2", "m3"])  # loses a middle row
+    store.save_list(USER, "s1", "notes", ["n0", "n1"])  # loses item 0
+    store.save_list(USER, "s2", "memory", ["a", "b"])  # healthy
+    store.save(USER, "s2", "plan", {"step": 1})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        healthy = list(store.export(USER))  # nothing to say
+    raw.execute("DELETE FROM {t} WHERE session_id = 'alice:s1' AND state_key = 'memory' AND item_index = 2")
+    raw.execute("DELETE FROM {t} WHERE session_id = 'alice:s1' AND state_key = 'notes' AND item_index = 0")
+    with pytest.warns(DamagedExportWarning) as got:
+        lines = list(store.export(USER))
+    assert len(got) == 1 and issubclass(got[0].category, MysqlStateWarning) and got[0].filename == __file__
+    found = got[0].message.keys
+    assert [(sid, k) for sid, k, _ in found] == [("alice:s1", "memory"), ("alice:s1", "notes")]
+    assert "its hash row says 4 items, the export holds" in found[0][2]
+    assert "2 key(s) are damaged" in str(got[0].message) and "'notes'" in str(got[0].message)
+    exported = sorted((r["session_id"], r["state_key"], r["item_index"]) for r in map(orjson.loads, lines))
+    in_table = sorted(raw.query("SELECT session_id, state_key, item_index FROM {t} WHERE session_id LIKE 'alice:%%'"
+                                " OR (session_id = '__catalog__' AND state_key LIKE 'alice:%%')"))
+    assert exported == in_table and len(lines) == len(healthy) - 2  # every row, as it is
+    imported, _ = target
+    with pytest.raises(ValueError, match="key 'memory' of session 'alice:s1' is not whole"):
+        imported.import_rows(lines)
