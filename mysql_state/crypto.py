@@ -47,7 +47,8 @@ from .errors import DecryptionError
 try:  # SIMD base64 (the encryption extra installs it): 2-3x binascii a row (issue 21)
     from pybase64 import b64decode as _b64decode
 except ImportError:  # pragma: no cover - exercised only without pybase64
-    _b64decode = binascii.a2b_base64
+    # An optional import's stand-in: the same use here (one text in, bytes out), another signature.
+    _b64decode = binascii.a2b_base64  # type: ignore[assignment]
 
 __all__ = ["Keyring", "RowCipher", "PREFIX", "is_sealed", "LIST_BOUND", "digest_kid"]
 

@@ -461,12 +461,12 @@ class ColdStart:
             plan.upserts = list(enumerate(self.tail[first - p :], first))
             k = first
         else:
-            k = None
+            changed: Optional[int] = None  # the first index that differs
             for i, d in enumerate(self.tail, p):
                 if i >= n or stored_tail[i - p] != d:
                     plan.upserts.append((i, d))
-                    k = i if k is None else k
-            k = min(m, n) if k is None else k
+                    changed = i if changed is None else changed
+            k = min(m, n) if changed is None else changed
         if m < n:
             plan.delete_from = m
         if not plan.upserts and m == n and s.v == HASH_VERSION:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from .errors import StaleStateError
 
@@ -184,7 +184,7 @@ class _Collector:
         with self._lock:
             live = [(label, ref()) for label, ref in sorted(self._stores.items())]
         live = [(label, s) for label, s in live if s is not None]
-        families = {
+        families: dict[str, Union[CounterMetricFamily, GaugeMetricFamily]] = {
             "saves": CounterMetricFamily("mysql_state_saves", "Saves by kind", labels=["store", "kind"]),
             **{n: CounterMetricFamily(f"mysql_state_{n}", doc, labels=["store"]) for n, doc in _COUNTERS},
             "retries": CounterMetricFamily("mysql_state_retries", "Transactions retried by error number",

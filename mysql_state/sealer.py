@@ -124,6 +124,7 @@ class KeyringSealer(Sealer):
     """Seals values and items with AES-256-GCM bound to their place (:mod:`mysql_state.crypto`)."""
 
     encrypted = True
+    keyring: Keyring  # always one (the base class's is None)
 
     def __init__(self, keyring: Keyring, table_name: str) -> None:
         self.keyring = keyring

@@ -10,7 +10,7 @@ has run it here (docs/java.md).
 from __future__ import annotations
 
 import secrets
-from typing import Callable, Iterable, Optional, Sequence
+from typing import Callable, Iterable, Optional, Sequence, Union, cast
 
 from .keys import CATALOG_SESSION, HASH_SUFFIX  # the catalog rows' session_id, defined once (keys.py)
 
@@ -1238,7 +1238,7 @@ def literal(value: object, backslashes: bool = True) -> "str | None":
     prefix = ""
     if kind is bytes:
         try:
-            text = value.decode("utf-8")  # type: ignore[union-attr]
+            text = cast(bytes, value).decode("utf-8")  # ``kind is bytes``
         except UnicodeDecodeError:
             return None
         prefix = "_binary"
@@ -1345,7 +1345,8 @@ def select_many(
     >>> params
     ('m', 'm:_hash', 40, 'u:s', 'm', 'u:s', 'm:_hash', 'm', 40)
     """
-    parts, params = [], [session]
+    parts: list[str] = []
+    params: list[Union[str, int]] = [session]
     if value_keys or hash_keys:
         keys0 = [*value_keys, *hash_keys]
         # item 1 too: a value key whose rows are a list left without a hash row is told from a value

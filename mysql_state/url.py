@@ -573,6 +573,10 @@ class Connection(pymysql.connections.Connection):
     #: The server thread id this connection's session was set READ COMMITTED on by the pool
     #: (``pool.Connector``): a reconnect gets another thread, whose session is set again.
     isolated_thread: Optional[int] = None
+    #: pymysql's own timeouts (set in its ``__init__``), declared for the type checker only:
+    #: :meth:`connect` reads and sets them.
+    _read_timeout: Optional[float]
+    _write_timeout: Optional[float]
 
     def __init__(self, *args: Any, ssl_mode: str = PREFERRED, **kwargs: Any) -> None:
         self._ssl_mode = ssl_mode  # set first: pymysql connects inside __init__

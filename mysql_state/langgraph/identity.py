@@ -142,7 +142,7 @@ def extends(new: Optional[ListPrint], old: Optional[ListPrint]) -> bool:
         return False
     n = len(old.types)
     return (len(new.types) >= n and new.types[:n] == old.types
-            and (old.sets is None or new.sets[:n] == old.sets) and new.body.startswith(old.body))
+            and (new.sets is None or new.sets[:n] == old.sets) and new.body.startswith(old.body))
 
 
 _MODELS_EXACT, _BUILTINS_EXACT = b"m", b"b"
