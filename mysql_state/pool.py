@@ -605,11 +605,12 @@ def _drop_idle_cache_context(exc: BaseException) -> None:
     connect error's chain ends in an ``IndexError('pop from empty list')`` that is no part of
     it: hidden from the chain a traceback shows (the error itself is unchanged)."""
     seen = 0
-    while exc is not None and seen < 16:
-        if isinstance(exc.__context__, IndexError) and exc.__cause__ is None:
-            exc.__suppress_context__ = True
+    link: Optional[BaseException] = exc  # the error, then its cause or context, and so on
+    while link is not None and seen < 16:
+        if isinstance(link.__context__, IndexError) and link.__cause__ is None:
+            link.__suppress_context__ = True
             return
-        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+        link, seen = link.__cause__ or link.__context__, seen + 1
 
 
 def _drop(raw: Any, restore_autocommit: bool) -> None:

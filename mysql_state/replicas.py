@@ -47,7 +47,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from typing import Any, Callable, Optional, Protocol, Sequence, TypeVar
+from typing import Any, Callable, Optional, Protocol, Sequence, TypeVar, cast
 
 from . import sql
 from .errors import REPLICA_BEHIND_ERRNOS, MysqlStateError, ServerUnavailableError
@@ -103,7 +103,7 @@ def merge_gtids(a: Optional[str], b: Optional[str]) -> Optional[str]:
         united = _united_mysql_sets(parts)
         return united if united is not None else ",".join(dict.fromkeys(parts))
     best: dict = {}
-    for m in found:
+    for m in filter(None, found):  # all of them: each matched
         domain, seqno = int(m.group(1)), int(m.group(3))
         if domain not in best or seqno > best[domain][0]:
             best[domain] = (seqno, m.group(0))
@@ -341,6 +341,7 @@ class Router:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         return _BEHIND  # timed out (-1 / 1): answering, but not caught up
+        result: object  # fn's result (a T), or _BEHIND
         try:
             result = self.replicas.run(run, what, write=False)
         except ServerUnavailableError:
@@ -353,7 +354,7 @@ class Router:
             stats.replica_fallbacks += 1
             return primary(fn)
         stats.replica_reads += 1
-        return result
+        return cast(T, result)  # not _BEHIND: what fn returned
 
     def close(self) -> None:
         self.replicas.close()

@@ -307,7 +307,9 @@ class _KeyRows:
     __slots__ = ("next", "extra", "head")
 
     def __init__(self) -> None:
-        self.next, self.extra, self.head = 0, None, None
+        self.next = 0
+        self.extra: Optional[set[int]] = None
+        self.head: Optional[str] = None
 
     @property
     def hash(self) -> bool:

@@ -59,17 +59,17 @@ class Parts:
     def connect(self, name: str, guard: Optional[Callable[[Any, str, bool], None]] = None) -> Wiring:
         """The connectors of a store named ``name`` (for messages), its router and metrics;
         ``guard`` (the primary's ``Connector.guard``) is called before every call."""
-        common = dict(owned=self.owned, pool_size=self.pool_size, pool_timeout=self.pool_timeout,
-                      retries=self.retries)
         router = None
         if self.replicas is not None:
             replica_db = Connector(None, hosts=self.replicas, reconnects=0,
-                                   name=f"the replicas of {name.removeprefix('the ')}", **common)
+                                   name=f"the replicas of {name.removeprefix('the ')}", owned=self.owned,
+                                   pool_size=self.pool_size, pool_timeout=self.pool_timeout, retries=self.retries)
             router = Router(replica_db, self.session_wait)
         metrics = Metrics()
         try:
             db = Connector(self.pool, read_pool=self.read_pool, name=name, hosts=self.hosts, router=router,
-                           observer=metrics, guard=guard, **common)
+                           observer=metrics, guard=guard, owned=self.owned, pool_size=self.pool_size,
+                           pool_timeout=self.pool_timeout, retries=self.retries)
         except BaseException:
             if router is not None:
                 router.close()
@@ -100,10 +100,13 @@ def given(
         host_list = HostPools.of(entries)
     elif hosts is not None:
         host_list = hosts
+    replica_pools = None
     if replicas is not None and not isinstance(replicas, HostPools):
-        replicas = HostPools.of(replicas, [f"replicas[{i}]" for i in range(len(replicas))],
-                                skip_down=True, spread=True)
-    return Parts(pool=pool, hosts=host_list, replicas=replicas, pool_timeout=pool_timeout, retries=retries,
+        replica_pools = HostPools.of(replicas, [f"replicas[{i}]" for i in range(len(replicas))],
+                                     skip_down=True, spread=True)
+    elif replicas is not None:
+        replica_pools = replicas
+    return Parts(pool=pool, hosts=host_list, replicas=replica_pools, pool_timeout=pool_timeout, retries=retries,
                  session_wait=session_wait)
 
 
