@@ -354,7 +354,7 @@ def check(t: Table, rows: Any, sid: str, k: str, offset: int, limit: Optional[in
     got = len(rows)
     first, last = (rows[0][0], rows[-1][0]) if rows else (None, None)
     if offset < 0:
-        n = stored.n if stored is not None else (last + 1 if rows else 0)
+        n = stored.n if stored is not None else (rows[-1][0] + 1 if rows else 0)  # (rows[-1][0]: last)
         start = max(0, n + offset)
     else:
         n = stored.n if stored is not None else offset + got
@@ -418,7 +418,7 @@ def parse_head(sid: str, k: str, text: Optional[str]) -> Optional[ListHash]:
     row of this store that cannot be read raises :class:`CorruptStateError` (taken for none,
     the items would go unchecked)."""
     stored = ListHash.parse(text)
-    if stored is None and ListHash.damaged(text):
+    if stored is None and text is not None and ListHash.damaged(text):  # (damaged(None) is False)
         raise CorruptStateError(f"list {k!r} of session {sid!r} is damaged: its hash row cannot be read "
                                 f"({text[:60]!r}...); save the whole list again to repair it", sid, k)
     return stored
@@ -503,7 +503,7 @@ def check_many(t: Table, rows: Sequence[tuple], sid: str, value_keys: Sequence[s
     run, first_hash = rows[start:end], None
     by_key: dict[str, list] = {}
     for (text,) in (*rows[:start], *rows[end:]):
-        parts = text[2:].split(mark, 3) if text.startswith(row_mark) else ()
+        parts: Sequence[str] = text[2:].split(mark, 3) if text.startswith(row_mark) else ()
         # an index may be < 0 (damage): read, so that the check names it
         if len(parts) == 4 and parts[1].removeprefix("-").isdigit() and parts[2].isdigit():
             key, index, version, data = parts

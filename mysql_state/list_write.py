@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from . import args, catalog, history, keys, list_read, listsync, serde, sql, values
 from .errors import CorruptStateError, StaleStateError, WrongTypeError, errno_of
@@ -258,7 +258,8 @@ def save(cur: Any, t: Table, w: ListWrite, speculate: bool = True) -> Plan:
         # Nothing to write by the hash row: check the rows still are what it describes
         # (a row deleted by hand would otherwise never be repaired).
         cur.execute(t.statements["ITEMS_SHAPE"], (w.sid, w.key))
-        if not rows_are_whole(*cur.fetchone(), stored):
+        count, lo, hi = cur.fetchone()
+        if not rows_are_whole(count, lo, hi, stored):
             plan, w.new_snapshot = _plan_per_item(cur, t, w.sid, w.key, w.values, w.blob, None,
                                                   t.sealer.digester_for(w.sid, w.key))
     created = apply(cur, t, w.sid, w.key, plan, w.values, hash_row_exists=row is not None)
@@ -283,6 +284,7 @@ def _speculate(cur: Any, t: Table, w: ListWrite, planned: Optional[tuple[Plan, S
     if planned is None:
         return None
     plan = planned[0]
+    assert plan.new_hash is not None  # plan_on_hint plans only appends, each with its new hash row
     args.check_upserts(t, w.key, plan, w.values)
     version = append_if_hash(cur, t, w.sid, w.key, plan.upserts, expected, plan.new_hash, w.touch, w.riders, w.commit)
     if not version:
@@ -298,6 +300,7 @@ def _speculate_on_prefix(cur: Any, t: Table, w: ListWrite, planned: tuple[Plan, 
     between: two workers taking turns), as the stored hash row's ``(n, sum)`` says
     (:func:`append_if_one_of`). The plan (its rows trimmed to those written) or None."""
     plan = planned[0]
+    assert plan.new_hash is not None  # an append Snapshot.diff planned: it has its new hash row
     args.check_upserts(t, w.key, plan, w.values)
     base = snap.hash
     if t.sealer.usable(base, w.sid, w.key)[0] is None or base.v != listsync.HASH_VERSION:
@@ -427,7 +430,7 @@ def append_lists(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list
 
 def _append_lists_one_trip(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[bytes]]],
                            at: dict[str, int], value_rows: Sequence[tuple[str, bytes]],
-                           hints: dict[str, ListHash], touch: bool) -> Optional[dict[str, Appended]]:
+                           hints: Mapping[str, Optional[ListHash]], touch: bool) -> Optional[dict[str, Appended]]:
     """The one-trip append of :func:`append_lists`; None (nothing sent, or nothing written and a
     new transaction begun) when it cannot be used or its conditions did not hold."""
     if not appends or len(appends) > sql.MAX_PICKS:
@@ -474,7 +477,7 @@ def _append_lists_one_trip(cur: Any, t: Table, sid: str, appends: Sequence[tuple
 
 def append_many(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[bytes]]],
                 at: Optional[dict[str, int]] = None, value_rows: Sequence[tuple[str, bytes]] = (),
-                seen: Optional[dict[str, ListHash]] = None) -> dict[str, Appended]:
+                seen: Optional[Mapping[str, Optional[ListHash]]] = None) -> dict[str, Appended]:
     """Append to several lists of one session, and write values (``value_rows``: ``(key, JSON)``) beside,
     in the caller's transaction: the hash rows locked in ONE statement, then every new item,
     hash row and value written in ONE multi-row upsert (the catalog row riding last), so 2

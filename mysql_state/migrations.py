@@ -22,7 +22,7 @@ import functools
 import re
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional, cast
 
 import orjson
 
@@ -327,8 +327,8 @@ def doctor(ctx: Ctx, fix: bool) -> list[DoctorFinding]:
     if any(p.kind in ("columns", "primary_key") for p in problems):
         return problems  # the rows cannot be read as this store's
     started = _one(ctx, sql.DOCTOR_NOW)[0]
-    catalog_rows: dict[str, dt.datetime] = {}
-    last_write: dict[str, dt.datetime] = {}
+    catalog_rows: dict[str, Optional[dt.datetime]] = {}  # None: a catalog row without activity time
+    last_write: dict[str, Optional[dt.datetime]] = {}  # None: no row of the session has a time
     history: dict[str, int] = {}
     unchecked = 0  # sealed rows a doctor without the keyring checks by their envelope's form only
     for sid, rows in scan(ctx):
@@ -472,6 +472,7 @@ def _list_problems(ctx: Ctx, sid: str, rows: list, opened: dict, fix: bool) -> l
                   if stored is not None and stored.n != len(items) else [])
         if indexes != list(range(len(items))) or strays:
             if strays:
+                assert stored is not None  # strays are looked for only under a hash row of ours
                 p = DoctorFinding("list_rows", f"list {key!r} of {sid!r}: rows at item_index {_few(strays)} lie "
                                                f"outside the {stored.n} items its hash row proves (0..{stored.n - 1})",
                                   sid, key)
@@ -500,7 +501,8 @@ def _list_problems(ctx: Ctx, sid: str, rows: list, opened: dict, fix: bool) -> l
             out.append(_fixed(ctx, fix, DoctorFinding("hash_row", f"list {key!r} of {sid!r}: its hash row says "
                                                 f"{stored.n} items, {len(items)} are stored", sid, key),
                               "an item row was lost or added by hand: restore the list from a backup, or save it again"))
-        elif dig is not None and _SEALED not in datas and not listsync.verify(stored, datas, dig):
+        elif (dig is not None and _SEALED not in datas  # (and no data is None: skipped above)
+              and not listsync.verify(stored, cast(list[bytes], datas), dig)):
             # The rows are the list's, in place: a read returns them as they are; the fix makes the
             # hash row theirs (it changes no read).
             out.append(_fixed(ctx, fix, DoctorFinding("hash_row", f"list {key!r} of {sid!r}: its hash row disagrees "
@@ -652,8 +654,10 @@ def _fixed(ctx: Ctx, fix: bool, p: DoctorFinding, unsafe: Optional[str] = None) 
     if unsafe is not None:
         p.message += f" (not fixed: {unsafe})"
         return p
+    sid, key = p.session_id, p.key
+    assert sid is not None  # a list's finding names its session (every caller's does)
     try:
-        ctx.run(lambda cur: relist(cur, ctx, p.session_id, p.key, require_json=True), "doctor --fix", write=True)
+        ctx.run(lambda cur: relist(cur, ctx, sid, key, require_json=True), "doctor --fix", write=True)
     except DecryptionError:
         p.message += " (not fixed: an item cannot be decrypted" + ("" if ctx.keyring else " without the keyring") + ")"
         return p
