@@ -418,8 +418,12 @@ def _close_unwanted(making: "asyncio.Future[AsyncMysqlAgentStateStore]") -> None
     if making.cancelled() or making.exception() is not None:
         return
     made = making.result()
-    threading.Thread(target=lambda: (made._executor.shutdown(wait=False), made.sync.close()),
-                     name="mysql-state-close", daemon=True).start()
+
+    def close() -> None:
+        made._executor.shutdown(wait=False)
+        made.sync.close()
+
+    threading.Thread(target=close, name="mysql-state-close", daemon=True).start()
 
 
 def _in_own_thread(fn: Callable[..., T], *args: Any) -> "asyncio.Future[T]":

@@ -538,9 +538,9 @@ def _server(args: argparse.Namespace) -> int:
         elif args.action == "stop":
             print("stopped" if server.DefaultServer().stop() else "not running")
         else:
-            url = server.default_server_url()
-            print(f"running: {url}" if url else "not running")
-            return 0 if url else 1
+            running = server.default_server_url()
+            print(f"running: {running}" if running else "not running")
+            return 0 if running else 1
     except (RuntimeError, OSError) as exc:
         _err(_one_line(str(exc), ""))
         return 2
@@ -621,9 +621,9 @@ def _get(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
         raise NotFound(f"{_where(args)} has no key {args.key!r}")
     listed = kind == "list"
     if args.versioned:  # a list whole with its hash row's version, else the value with its own
-        found = (store.get_list_versioned(user, args.session, args.key) if listed
+        whole = (store.get_list_versioned(user, args.session, args.key) if listed
                  else store.get_versioned(user, args.session, args.key))
-        _out(args, _versioned(found), _dumps(_versioned(found)))
+        _out(args, _versioned(whole), _dumps(_versioned(whole)))
         return 0
     given = [] if listed else _window_options(args)
     if given:

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Optional
+from typing import Optional, Union
 
 from .server import LocalServer, find_binary, init_datadir, read_error_log, server_command
 
@@ -153,7 +153,9 @@ class GaleraCluster:
         why = galera_missing()
         if why:
             raise ClusterError(why)
-        self.binary = find_binary("mariadbd")
+        binary = find_binary("mariadbd")
+        assert binary is not None  # galera_missing() found it
+        self.binary = binary
         self.library = galera_library()
         self.user = "mysql" if os.geteuid() == 0 else None
         self.base_port = base_port or pick_base_port(nodes * PORTS_PER_NODE)
@@ -275,6 +277,7 @@ class GaleraCluster:
         """SIGKILL node ``i`` (a crash: no clean shutdown, no goodbye to its peers)."""
         node = self.nodes[i]
         if node.running:
+            assert node.proc is not None  # running: it has its process
             if node.stopped:
                 node.proc.send_signal(signal.SIGCONT)
             node.proc.send_signal(signal.SIGKILL)
@@ -359,6 +362,7 @@ class GaleraCluster:
         """Stop every node (terminate, then kill after 30 s) and remove all the data."""
         for node in self.nodes:
             if node.running:
+                assert node.proc is not None  # running: it has its process
                 if node.stopped:
                     node.proc.send_signal(signal.SIGCONT)
                 node.proc.terminate()
@@ -511,6 +515,7 @@ def main(argv: Optional[list] = None) -> int:
     wait for Ctrl-C (or SIGTERM), then stop it and remove its data."""
     args = list(sys.argv[1:] if argv is None else argv)
     kind = args[0] if args else "galera"
+    thing: Union[GaleraCluster, ReplicatedPair]
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started in background
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
