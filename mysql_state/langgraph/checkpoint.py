@@ -27,6 +27,7 @@ Only the store's public API is used. Values go through the saver's ``serde`` (La
 from __future__ import annotations
 
 import asyncio
+import builtins
 import operator
 import random
 import secrets
@@ -36,7 +37,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Optional, TypeVar, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -476,16 +477,19 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         # objects is proven unchanged over them by one fingerprint of the whole list (one
         # marshal call, one byte comparison), else item by item.
         fingerprint = print_of(items) if self.check_edits else None
-        head, base, marks, lazy, exact = 0, [], None, 0, None
+        head, lazy = 0, 0
+        base: list = []
+        marks: Optional[list] = None
+        exact: Optional[bytes] = None
         same = last is not None and len(items) >= len(last.items) and all(map(operator.is_, items, last.items))
-        if same and (not self.check_edits or extends(fingerprint, last.print)):
+        if last is not None and same and (not self.check_edits or extends(fingerprint, last.print)):
             head, base = len(last.items), last.ranges
             lazy, exact = last.lazy, last.exact  # marks a load left untaken stay so
             marks = last.marks + self._marks(items[head:])
         if marks is None:
             marks = self._marks(items)
             old = self._marks_of(where, last) if last is not None and not fresh else None
-            if same and old is not None and all(map(operator.eq, marks, old)):
+            if last is not None and same and old is not None and all(map(operator.eq, marks, old)):
                 head, base = len(last.items), last.ranges
         with self._lock:
             view = None if fresh else self._view(where)
@@ -538,7 +542,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                     blobs[layout.blob_key(ns, ch, new_versions[ch])] = to_row(self.serde, v)
         omitted = [ch for ch, v in versions.items()
                    if v is not None and ch not in values and ch not in new_versions] if parent else []
-        if omitted:
+        if omitted and parent:  # (omitted only under a parent)
             self._carry_over(thread, ns, parent, omitted, versions, record, plans, fresh)
         return thread, ns, record, blobs, plans
 
@@ -629,6 +633,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 newest, length = self._indexes.get((thread, ns), (None, None))
             try:
                 if exact and newest is not None and checkpoint["id"] > newest:  # the usual step
+                    assert length is not None  # known with newest
                     appends, at, values = self._exact(ns, record, blobs, plans, length)
                     self.store.append_lists(self.user_id, thread, appends, at=at, values=values)
                     known: dict = {"newest": checkpoint["id"], "ix": length + 1}
@@ -754,7 +759,8 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         """
         thread, ns = self._where(config)
         cid = config["configurable"]["checkpoint_id"]
-        rows = [{"i": WRITES_IDX_MAP.get(ch, i), "ch": ch, "v": to_row(self.serde, v)} for i, (ch, v) in enumerate(writes)]
+        rows: list[dict[str, Any]] = [{"i": WRITES_IDX_MAP.get(ch, i), "ch": ch, "v": to_row(self.serde, v)}
+                                      for i, (ch, v) in enumerate(writes)]
         regular = [r for r in rows if r["i"] >= 0]
         special = {layout.special_write_key(ns, cid, str(task_id), r["i"]):
                    {"cp": cid, "task": task_id, "path": task_path, "w": [r]} for r in rows if r["i"] < 0}
@@ -904,8 +910,8 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         parent = r.get("parent")
         return CheckpointTuple(
             config={"configurable": {**conf, "checkpoint_id": r["id"]}},
-            checkpoint=checkpoint,
-            metadata=metadata,
+            checkpoint=cast(Checkpoint, checkpoint),  # the body put stored, decoded: a map (_part)
+            metadata=cast(CheckpointMetadata, metadata),
             parent_config={"configurable": {**conf, "checkpoint_id": parent}} if parent else None,
             pending_writes=self._pending(thread, layout.writes_prefix(r["ns"], r["id"]), writes),
         )
@@ -1232,7 +1238,11 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         if not threads:
             return
         if strategy == "delete":
-            self.store.transaction(lambda tx: [tx.delete(self.user_id, t) for t in threads])
+            def delete(tx: Any) -> None:
+                for t in threads:
+                    tx.delete(self.user_id, t)
+
+            self.store.transaction(delete)
         else:
             for t in threads:
                 self._keep_latest(t)
@@ -1259,13 +1269,13 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                         raise self._unindexed(thread, unlisted[0])
                     self._missing(thread, [layout.checkpoint_key(unlisted[0], newest)])
                 continue
-            kept: dict[str, list[dict]] = {ns: self._kept(thread, recs, indexes[ns]) for ns, recs in by_ns.items()}
+            kept: dict[str, builtins.list[dict]] = {ns: self._kept(thread, recs, indexes[ns]) for ns, recs in by_ns.items()}
             plan = self._compaction(thread, kept)
             if self.store.transaction(lambda tx: self._prune_tx(tx, thread, rows, indexes, kept, plan)):
                 return
         raise RuntimeError(f"prune: thread {thread!r} kept changing while being pruned; try again")
 
-    def _kept(self, thread: str, records: dict[str, dict], entries: list) -> list[dict]:
+    def _kept(self, thread: str, records: dict[str, dict], entries: builtins.list) -> builtins.list[dict]:
         """The newest checkpoint of a namespace and the ancestors its delta channels need."""
         latest = records[max(e[0] for e in entries)]  # there: _keep_latest checked it
         metadata = self._part(thread, latest, "metadata")
@@ -1281,7 +1291,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             current = r.get("parent")
         return out
 
-    def _compaction(self, thread: str, kept: dict[str, list[dict]]) -> dict:
+    def _compaction(self, thread: str, kept: dict[str, builtins.list[dict]]) -> dict:
         """New logs holding only the items the kept checkpoints use: ``{old key: (new key,
         rows, {old index: new index})}``, only for logs with unused items."""
         u = self.user_id
@@ -1290,7 +1300,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             for r in recs:
                 for ch, ref in r.get("lists", {}).items():
                     used.setdefault((ns, ch, ref["g"]), set()).update(layout.expand(ref["r"]))
-        plan = {}
+        plan: dict[str, tuple] = {}
         for (ns, ch, gen), indexes in used.items():
             old = layout.log_key(ns, ch, gen)
             length = self.store.list_length(u, thread, old)

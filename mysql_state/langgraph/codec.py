@@ -89,8 +89,8 @@ def _tree(obj: Any, depth: int = 0) -> tuple[Any, bool]:
         return {_EXT: obj.tag, "b": _b64(obj.data)}, False
     if isinstance(obj, dict):
         if all(isinstance(k, str) and not k.startswith("~") for k in obj):
-            parts = {k: _tree(v, depth + 1) for k, v in obj.items()}
-            return {k: t for k, (t, _) in parts.items()}, all(p for _, p in parts.values())
+            fields = {k: _tree(v, depth + 1) for k, v in obj.items()}
+            return {k: t for k, (t, _) in fields.items()}, all(p for _, p in fields.values())
         return {_MAP: [[_tree(k, depth + 1)[0], _tree(v, depth + 1)[0]] for k, v in obj.items()]}, False
     raise _NotJson
 

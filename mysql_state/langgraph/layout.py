@@ -35,7 +35,7 @@ which is where the saver reads them.
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 from .. import keys
 
@@ -157,7 +157,7 @@ def special_write_key(ns: str, checkpoint_id: str, task_id: str, index: int) -> 
     return writes_prefix(ns, checkpoint_id) + f"{_fit(task_id, _ID_CHARS)}/x{-index:03d}"
 
 
-def blob_key(ns: str, channel: str, version: str) -> str:
+def blob_key(ns: str, channel: str, version: Union[str, int, float]) -> str:
     """The row of one channel's value at one version."""
     return f"bl/{_ns(ns)}/{_fit(channel, _NAME_CHARS)}/{_fit(str(version), _NAME_CHARS)}"
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import math
 import threading
@@ -296,8 +297,13 @@ class MysqlStore(BaseStore):
         {'text': 'hi'}
         """
         plan = self._plan(ops)
-        texts = self._embedded(plan.texts, self.embeddings.embed_documents(plan.texts)) if plan.texts else {}
-        queries = {q: self.embeddings.embed_query(q) for q in plan.queries}
+        texts: dict = {}
+        queries: dict = {}
+        if plan.texts or plan.queries:
+            embeddings = self.embeddings
+            assert embeddings is not None  # _plan gathers texts and queries only with embeddings
+            texts = self._embedded(plan.texts, embeddings.embed_documents(plan.texts)) if plan.texts else {}
+            queries = {q: embeddings.embed_query(q) for q in plan.queries}
         return self._execute(plan, texts, queries)
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
@@ -313,10 +319,15 @@ class MysqlStore(BaseStore):
         """
         plan = self._plan(ops)
         texts: dict = {}
-        if plan.texts:
-            texts = self._embedded(plan.texts, await self.embeddings.aembed_documents(plan.texts))
-        vectors = await asyncio.gather(*(self.embeddings.aembed_query(q) for q in plan.queries))
-        return await asyncio.to_thread(self._execute, plan, texts, dict(zip(plan.queries, vectors)))
+        queries: dict = {}
+        if plan.texts or plan.queries:
+            embeddings = self.embeddings
+            assert embeddings is not None  # _plan gathers texts and queries only with embeddings
+            if plan.texts:
+                texts = self._embedded(plan.texts, await embeddings.aembed_documents(plan.texts))
+            vectors = await asyncio.gather(*(embeddings.aembed_query(q) for q in plan.queries))
+            queries = dict(zip(plan.queries, vectors))
+        return await asyncio.to_thread(self._execute, plan, texts, queries)
 
     @staticmethod
     def _embedded(texts: list, vectors: Any) -> dict:
@@ -394,11 +405,12 @@ class MysqlStore(BaseStore):
 
     def _texts(self, op: PutOp) -> list[tuple[str, str]]:
         """(path, text) pairs to embed for a put, as InMemoryStore extracts them."""
+        assert self.index_config is not None and op.index is not False  # _plan asks only then
         if op.index is None:
             paths = self.index_config["__tokenized_fields"]
         else:
             paths = [(p, tokenize_path(p)) for p in op.index]
-        out = []
+        out: list[tuple[str, str]] = []
         for path, tokens in paths:
             texts = get_text_at_path(op.value, tokens)
             if len(texts) > 1:
@@ -596,13 +608,13 @@ class MysqlStore(BaseStore):
                         tx.delete(user, session, vk)
                     delta[ns] = delta.get(ns, 0) - 1
                     continue
-                keep = old is not None and not self._expired(old_ttl, tk, now)
+                kept = old if old is not None and not self._expired(old_ttl, tk, now) else None
                 vec = vectors.get((ns, key))
                 tx.save(user, session, ik, {
                     "value": dict(op.value),
-                    "created_at": old["created_at"] if keep else iso,
+                    "created_at": kept["created_at"] if kept is not None else iso,
                     "updated_at": iso,
-                    "seq": old["seq"] if keep else stamps[(ns, key)],
+                    "seq": kept["seq"] if kept is not None else stamps[(ns, key)],
                     "indexed": bool(vec),
                 })
                 if op.ttl is not None:
@@ -664,7 +676,7 @@ class MysqlStore(BaseStore):
         for start in range(0, len(due), batch):
             if self._stop.is_set() and self._sweeping_in_thread():
                 break
-            removed += self.store.transaction(lambda tx, chunk=due[start : start + batch]: self._sweep_tx(tx, chunk))
+            removed += self.store.transaction(functools.partial(self._sweep_tx, chunk=due[start : start + batch]))
         return removed
 
     def _sweeping_in_thread(self) -> bool:
