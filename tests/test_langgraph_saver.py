@@ -1008,6 +1008,34 @@ def test_check_edits_off_takes_the_same_object_for_unchanged(store, raw):
     fresh.close()
 
 
+def test_check_edits_turned_on_after_a_load_it_was_off_for(store):
+    """A saver that loaded a thread with ``check_edits = False`` kept no states of its items
+    (nothing to compare with); ``check_edits`` turned on (an instance attribute, langgraph.md)
+    before a put of that list: the put read those states and raised TypeError (found by typing
+    the package). The items are now taken as not known to be unchanged: written again."""
+    conf = {"configurable": {"thread_id": "edits-toggled"}}
+    writer = MysqlSaver(store)
+    graph = chat_graph(writer, pad=5)
+    for i in range(2):
+        turn(graph, "edits-toggled", i)
+    writer.close()
+    saver = MysqlSaver(store)
+    saver.check_edits = False
+    seen = saver.get_tuple(conf)  # the load: the items remembered, their states not taken
+    saver.check_edits = True
+    msgs = seen.checkpoint["channel_values"]["messages"]
+    msgs[0].content = "edited in place"
+    new = [*msgs, HumanMessage(content="after the toggle", id="toggled")]
+    version = saver.get_next_version(seen.checkpoint["channel_versions"]["messages"], None)
+    checkpoint = {**seen.checkpoint, "id": str(uuid.uuid4()), "channel_values": {"messages": new},
+                  "channel_versions": {**seen.checkpoint["channel_versions"], "messages": version}}
+    stored = saver.put(seen.config, checkpoint, {"source": "update", "step": 99}, {"messages": version})
+    fresh = MysqlSaver(store)
+    got = fresh.get_tuple(stored).checkpoint["channel_values"]["messages"]
+    assert [(m.id, m.content) for m in got] == [(m.id, m.content) for m in new]  # the edit stored too
+    saver.close(), fresh.close()
+
+
 def test_a_corrupt_message_row_is_a_typed_error_naming_its_log(saver, raw):
     """The items of a version are decoded together (one serializer call); a row that does not
     decode is still found and named: CorruptStateError, never a wrong list or "no state"."""

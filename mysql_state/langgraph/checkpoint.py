@@ -443,10 +443,10 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         n = last.lazy
         if not n:
             return last.marks
-        if self.check_edits:  # the marks the items had when read (taken now, they may differ)
+        if self.check_edits and last.exact is not None:  # the marks the items had when read (they may differ now)
             marks = list(map(hash, states_in(last.exact))) + last.marks[n:]
-        else:
-            marks = [0] * len(last.items)
+        else:  # no marks; or check_edits turned on after a load it was off for, which took no states:
+            marks = [0] * len(last.items)  # the items are not known unchanged and are written again
         with self._lock:
             view = self._views.get(where)
             same_log = view is not None and view.gen == last.gen
