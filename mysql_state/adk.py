@@ -47,11 +47,12 @@ import asyncio
 import contextlib
 import copy
 import datetime
+import functools
 import importlib.util
 import re
 import threading
 import uuid
-from typing import Any, AsyncIterator, Optional
+from typing import Any, AsyncIterator, Optional, overload
 
 try:
     from google.adk.errors import StaleSessionError
@@ -227,7 +228,16 @@ def _delete_whole(t: Any, ids: "_Ids", maintenance: bool = False) -> None:
     t.delete(ids.owner, INDEX, ids.session_key, maintenance=maintenance)
 
 
+@overload
+def _strip(session_id: str) -> str: ...
+
+
+@overload
+def _strip(session_id: Optional[str]) -> Optional[str]: ...
+
+
 def _strip(session_id: Optional[str]) -> Optional[str]:
+    """A session id without surrounding blanks (a str in, a str out: the overloads say so)."""
     return session_id.strip() if session_id else session_id
 
 
@@ -446,7 +456,7 @@ class MysqlSessionService(BaseSessionService):
                      if sid.startswith(events_prefix)}
         for session_id in sorted(sessions):  # one transaction per session, as delete_session
             one = _Ids(app_name, user_id, session_id)
-            await self.store.transaction(lambda t, one=one: _delete_whole(t, one, maintenance=True))
+            await self.store.transaction(functools.partial(_delete_whole, ids=one, maintenance=True))
         await self.store.transaction(lambda t: t.delete(ids.owner, INDEX, ids.user_key, maintenance=True))
         return len(sessions)
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 try:
     from agentscope.state import AgentState
@@ -160,7 +160,7 @@ class AgentStateRepository:
         try:
             return AgentState.model_validate(data), version
         except ValidationError as exc:  # rows of another shape than a save writes: damage, named
-            loc = exc.errors()[0].get("loc", ()) if exc.errors() else ()
+            loc: tuple[Union[int, str], ...] = exc.errors()[0].get("loc", ()) if exc.errors() else ()
             key = self.context_key if loc[:1] == ("context",) else self.state_key
             index = loc[1] if key == self.context_key and len(loc) > 1 and isinstance(loc[1], int) else None
             raise CorruptStateError(f"AgentScope state of session {sid!r} cannot be read as an AgentState "
@@ -309,13 +309,15 @@ def _app_storage_class() -> type:
             self.repo = store if isinstance(store, AgentStateRepository) else AgentStateRepository(store)
 
         async def _hydrate(self, rec: Optional["SessionRecord"]) -> Optional["SessionRecord"]:
+            return None if rec is None else await self._hydrated(rec)
+
+        async def _hydrated(self, rec: "SessionRecord") -> "SessionRecord":
             # One read: the state when one was saved; half a state (its row lost while the
             # context is there) is CorruptStateError, never the stub state (whose next save
             # would write the context over with the stub's).
-            if rec is not None:
-                state, version = await self.repo.load_versioned(rec.user_id, rec.id)
-                if version:
-                    rec.state = state
+            state, version = await self.repo.load_versioned(rec.user_id, rec.id)
+            if version:
+                rec.state = state
             return rec
 
         def _session(self) -> AsyncSession:
@@ -333,8 +335,11 @@ def _app_storage_class() -> type:
                 row = await sess.get(SessionRow, session_id)
             return None if row is None else row.user_id
 
-        async def upsert_session(self, user_id: str, agent_id: str, config: Any, state: Any = None,
-                                 session_id: Optional[str] = None, **kwargs: Any) -> "SessionRecord":
+        # (ignore: AgentScope's further parameters, origin, source..., are passed on by keyword
+        # through **kwargs, not named here, so that this fits each 2.0.x release's list of them.)
+        async def upsert_session(  # type: ignore[override]
+                self, user_id: str, agent_id: str, config: Any, state: Any = None,
+                session_id: Optional[str] = None, **kwargs: Any) -> "SessionRecord":
             """Upsert the row with a stub state; the real state goes to the store, FIRST: an id
             the store refuses (a user id with ':'), a state it cannot hold or a store that is
             down write nothing, neither a new row nor a changed config. A new session (no id,
@@ -356,7 +361,9 @@ def _app_storage_class() -> type:
             keys.pack(user_id, session_id or "-")
             owner = await self._owner(session_id) if session_id else None
             if owner is None:
-                sid = session_id or SessionRecord.model_fields["id"].default_factory()
+                # (ignore: pydantic types a field's default_factory as Optional and as maybe taking
+                # the data validated so far; SessionRecord.id's is there and takes none.)
+                sid = session_id or SessionRecord.model_fields["id"].default_factory()  # type: ignore[call-arg,misc]
                 first = state if state is not None else RowState()
                 await self.repo.save(user_id, sid, first)  # written over anything left there
                 try:
@@ -366,6 +373,7 @@ def _app_storage_class() -> type:
                     raise
                 rec.state = first
                 return rec
+            assert session_id is not None  # its owner was looked up
             if state is not None:  # the row's owner's state, as update_session_state writes it
                 await self.repo.save(owner, session_id, state)
             rec = await super().upsert_session(user_id, agent_id, config, None, session_id, **kwargs)
@@ -432,9 +440,9 @@ def _app_storage_class() -> type:
             """
             return await self._hydrate(await super().get_session(user_id, agent_id, session_id))
 
-        async def _hydrate_all(self, recs: list) -> list["SessionRecord"]:
+        async def _hydrate_all(self, recs: list["SessionRecord"]) -> list["SessionRecord"]:
             """Every record's state, loaded side by side (the store's threads bound how many)."""
-            return list(await asyncio.gather(*(self._hydrate(r) for r in recs)))
+            return list(await asyncio.gather(*(self._hydrated(r) for r in recs)))
 
         async def list_sessions(self, user_id: str, agent_id: str) -> list["SessionRecord"]:
             """The user's sessions with one agent, newest first (AgentScope's order), each with its

@@ -51,6 +51,7 @@ from . import keys, serde
 from ._adapt import as_async
 from .aio import AsyncMysqlAgentStateStore
 from .errors import ConflictError, CorruptStateError, StaleStateError
+from .results import SaveReport
 from .store import MysqlAgentStateStore
 
 T = TypeVar("T")
@@ -200,9 +201,9 @@ class MysqlSession(SessionBase):
             raise ValueError(
                 f"Failed to load session state for session {session_id!r} (user {user_id!r}): it does not exist."
             )
-        names = saved.get("lists", []) if isinstance(saved, dict) else None
-        if not isinstance(saved, dict) or not isinstance(saved.get("states"), dict) or not isinstance(names, list) \
-                or not all(isinstance(n, str) for n in names):
+        listed = saved.get("lists", []) if isinstance(saved, dict) else None
+        if not isinstance(saved, dict) or not isinstance(saved.get("states"), dict) or not isinstance(listed, list) \
+                or not all(isinstance(n, str) for n in listed):
             raise CorruptStateError(f"AgentScope session state {self.key!r} of session {sid!r} is not what a save "
                                     "writes (a map of 'states' and the names of its 'lists'); nothing was loaded",
                                     sid, self.key)
@@ -211,7 +212,7 @@ class MysqlSession(SessionBase):
         def lower(obj: Any) -> Any:
             if isinstance(obj, dict):
                 if set(obj) == {_LIST_REF}:
-                    if obj[_LIST_REF] not in lists or obj[_LIST_REF] not in names:  # a list the state names, gone
+                    if obj[_LIST_REF] not in lists or obj[_LIST_REF] not in listed:  # a list the state names, gone
                         raise CorruptStateError(f"AgentScope session state {self.key!r} of session {sid!r} refers to "
                                                 f"the list {obj[_LIST_REF]!r}, which is not stored; nothing was "
                                                 "loaded", sid, str(obj[_LIST_REF]))
@@ -231,9 +232,11 @@ def _message_row(msg: Msg) -> dict:
     """``msg.to_dict()`` with the message's ``invocation_id`` (the model response's id a
     ReActAgent sets), which ``to_dict`` leaves out and ``Msg.from_dict`` reads back: the memory
     is read again at every call, so without it the id was gone right after the write."""
-    row = msg.to_dict()
+    # (ignores: mypy sees the agentscope installed, 2.x for the agentscope extra, whose Msg has
+    # neither; this module is for 1.x's, which has both.)
+    row = msg.to_dict()  # type: ignore[attr-defined]
     if getattr(msg, "invocation_id", None) is not None:
-        row["invocation_id"] = msg.invocation_id
+        row["invocation_id"] = msg.invocation_id  # type: ignore[attr-defined]
     return row
 
 
@@ -275,7 +278,7 @@ class MysqlMemory(InMemoryMemory):
         self._version = 0  # the stored list's version when last read or written (0: none)
         self._pending_content = False  # content set by load_state_dict, not written yet
         self._pending_summary = False
-        self.last_plan = None  # what the last write did (kind, rows written), for callers and tests
+        self.last_plan: Optional[SaveReport] = None  # what the last write did (kind, rows written), for callers and tests
 
     @property
     def summary_key(self) -> str:
