@@ -80,7 +80,7 @@ bench:
 	$(MAKE) EXTRAS=test,agentscope,encryption,langgraph,bench venv server-bin
 	$(PY) benchmarks/run.py $(BENCH_ARGS)
 	$(PY) benchmarks/catalog_bench.py
-	$(PY) benchmarks/langgraph_bench.py
+	$(PY) benchmarks/langgraph_bench.py $(LANGGRAPH_ARGS)
 
 # AgentScope Java's real store beside this one on one table (docs/java.md): needs a checkout
 # of agentscope-java, e.g. make java-interop AGENTSCOPE_JAVA=../agentscope-java. Not in make test.

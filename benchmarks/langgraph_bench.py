@@ -694,6 +694,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,100,1000")
     parser.add_argument("--out", default=os.path.join(HERE, "results"))
+    parser.add_argument("--name", help="output file stem (default: <date>-langgraph)")
     parser.add_argument("--savers", default=",".join(SAVERS),
                         help="the savers of the graph run (MysqlSaver always runs), e.g. MysqlSaver,PostgresSaver")
     parser.add_argument("--quick", type=int, default=0, metavar="ROUNDS",
@@ -711,7 +712,7 @@ def main() -> int:
         parser.error(f"unknown savers {sorted(unknown)}: use some of {', '.join(SAVERS)}")
     r = run(sizes, savers=savers)
     os.makedirs(args.out, exist_ok=True)
-    base = os.path.join(args.out, f"{r['date']}-langgraph")
+    base = os.path.join(args.out, args.name or f"{r['date']}-langgraph")
     with open(base + ".json", "w") as f:
         json.dump(r, f, indent=1, default=str)
     text = markdown(r)
