@@ -248,8 +248,24 @@ class RowCipher:
         self.keyring = keyring
         self.table = table
 
+    def _place(self, session_id: str, key: str) -> bytes:
+        """The associated data's prefix for the rows of ``(session_id, key)``: the table, the
+        session id and the key, each followed by NUL (the item index comes last). An id or key
+        holding a NUL itself could give two places the same prefix, so that a row sealed for
+        one would open in the other: refused, before anything is sealed or sent.
+
+        >>> RowCipher(Keyring({"k1": bytes(32)}, current="k1"), "t")._place("u:s", "memory")
+        b't\\x00u:s\\x00memory\\x00'
+        """
+        if "\0" in session_id or "\0" in key:
+            what = f"session id {session_id!r}" if "\0" in session_id else f"key {key!r}"
+            raise ValueError(f"{what} contains NUL ('\\x00'): an encrypted store binds each row to its place (table, "
+                             "session id, key, index, separated by NUL), so an id with NUL in it could share another "
+                             "place's binding; nothing was written")
+        return f"{self.table}\0{session_id}\0{key}\0".encode("utf-8")
+
     def _aad(self, session_id: str, key: str, index: int) -> bytes:
-        return f"{self.table}\0{session_id}\0{key}\0{index}".encode("utf-8")
+        return self._place(session_id, key) + b"%d" % index
 
     def seal(self, session_id: str, key: str, index: int, data: bytes) -> bytes:
         """The stored text (ASCII bytes) of a row whose plaintext JSON is ``data``."""
@@ -263,7 +279,7 @@ class RowCipher:
         the rows sealed under the current key opened without splitting their text (one prefix
         test, base64, decrypt); a row under an older key of the ring opens too; every other row
         (plaintext, an unknown key id, a failure) goes through :meth:`open`, which names it."""
-        prefix = f"{self.table}\0{session_id}\0{key}\0".encode("utf-8")
+        prefix = self._place(session_id, key)
         ring, plen, nlen, b64 = self.keyring, len(PREFIX), NONCE_BYTES, _b64decode
         current = PREFIX + ring.current + ":"
         clen, decrypt = len(current), ring.aead(ring.current).decrypt
@@ -303,11 +319,11 @@ class RowCipher:
         """The plaintext JSON of the rows of one list, as :meth:`open_rows` opens them."""
         texts = list(map(itemgetter(col), rows))
         current = PREFIX + self.keyring.current + ":"
+        prefix = self._place(session_id, key)
         plains: Optional[list] = None
         try:
             if all(map(str.startswith, texts, repeat(current))):  # TypeError for a text that is not str
                 raws = list(map(_b64decode, map(itemgetter(slice(len(current), None)), texts)))
-                prefix = f"{self.table}\0{session_id}\0{key}\0".encode("utf-8")
                 aads = [prefix + b"%d" % i for i in range(first, first + len(raws))]
                 plains = list(map(self.keyring.aead(self.keyring.current).decrypt,
                                   map(_NONCE, raws), map(_SEALED, raws), aads))

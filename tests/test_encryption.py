@@ -603,3 +603,30 @@ def test_a_list_written_before_encryption_gets_keyed_digests_at_its_next_write(o
     assert sealed.get_list("alice", "pre", "m") == [{"pin": "0000"}, {"pin": "4821"}]
     assert "4821" not in str(raw.rows("alice:pre"))
 
+
+
+def test_an_id_or_key_with_nul_is_refused_by_an_encrypted_store(open_store, raw):
+    """A row is bound to its place by associated data "<table>\\0<session id>\\0<key>\\0<index>":
+    with a NUL inside an id, two places shared it (("u:c", "a\\0b") and ("u:c\\0a", "b")), so a
+    row sealed for one opened in the other. An encrypted store now refuses such ids and keys,
+    naming the value and the rule, before anything is sealed or sent; a plaintext store, which
+    binds nothing, keeps taking them."""
+    from mysql_state.crypto import RowCipher
+
+    cipher = RowCipher(ring("k1"), "agentscope_sessions")
+    for sid, key in (("alice:c", "a\0b"), ("alice:c\0a", "b")):  # the two places of one binding
+        with pytest.raises(ValueError, match="contains NUL"):
+            cipher.seal(sid, key, 0, b"{}")
+    s = open_store(ring("k1"))
+    calls = [lambda: s.save("alice", "c\0a", "b", {"t": SECRET}),
+             lambda: s.save("alice", "c", "a\0b", {"t": SECRET}),
+             lambda: s.save_list("alice", "c", "m\0x", msgs(2)),
+             lambda: s.append_list("alice", "c\0x", "memory", msgs(1)),
+             lambda: s.save_many("alice", "c\0x", values={"k": 1}, lists={"memory": msgs(1)})]
+    for call in calls:
+        with pytest.raises(ValueError, match="contains NUL.*nothing was written"):
+            call()
+    assert raw.all_rows() == []
+    plain = open_store(None)
+    plain.save("alice", "c\0a", "b", {"t": 1})
+    assert plain.get("alice", "c\0a", "b") == {"t": 1}
