@@ -50,7 +50,7 @@ except ImportError:  # pragma: no cover - exercised only without pybase64
     # An optional import's stand-in: the same use here (one text in, bytes out), another signature.
     _b64decode = binascii.a2b_base64  # type: ignore[assignment]
 
-__all__ = ["Keyring", "RowCipher", "PREFIX", "is_sealed", "LIST_BOUND", "digest_kid"]
+__all__ = ["Keyring", "RowCipher", "PREFIX", "is_sealed", "check_place", "LIST_BOUND", "digest_kid"]
 
 PREFIX = "\x1eenc1:"
 KEY_BYTES = 32
@@ -237,6 +237,26 @@ class Keyring:
         return kid in self._keys
 
 
+def check_place(session_id: str, key: str) -> None:
+    """ValueError when ``session_id`` or ``key`` holds a NUL: the associated data that binds a
+    sealed row to its place separates table, session id, key and index by NUL, so such ids
+    could give two places one binding (``("u:c", "a\\0b")`` and ``("u:c\\0a", "b")``), and a
+    row sealed for one would open in the other. New rows of an encrypted store are refused
+    there, before anything is sealed or sent.
+
+    >>> check_place("u:c", "memory")
+    >>> check_place("u:c", "a\\0b")
+    Traceback (most recent call last):
+    ...
+    ValueError: key 'a\\x00b' contains NUL ('\\x00'): an encrypted store binds each row to its place (table, session id, key, index, separated by NUL), so an id with NUL in it could share another place's binding; nothing was written
+    """
+    if "\0" in session_id or "\0" in key:
+        what = f"session id {session_id!r}" if "\0" in session_id else f"key {key!r}"
+        raise ValueError(f"{what} contains NUL ('\\x00'): an encrypted store binds each row to its place (table, "
+                         "session id, key, index, separated by NUL), so an id with NUL in it could share another "
+                         "place's binding; nothing was written")
+
+
 class RowCipher:
     """Seals and opens rows of one table with a :class:`Keyring`."""
 
@@ -250,25 +270,26 @@ class RowCipher:
 
     def _place(self, session_id: str, key: str) -> bytes:
         """The associated data's prefix for the rows of ``(session_id, key)``: the table, the
-        session id and the key, each followed by NUL (the item index comes last). An id or key
-        holding a NUL itself could give two places the same prefix, so that a row sealed for
-        one would open in the other: refused, before anything is sealed or sent.
+        session id and the key, each followed by NUL (the item index comes last).
 
         >>> RowCipher(Keyring({"k1": bytes(32)}, current="k1"), "t")._place("u:s", "memory")
         b't\\x00u:s\\x00memory\\x00'
         """
-        if "\0" in session_id or "\0" in key:
-            what = f"session id {session_id!r}" if "\0" in session_id else f"key {key!r}"
-            raise ValueError(f"{what} contains NUL ('\\x00'): an encrypted store binds each row to its place (table, "
-                             "session id, key, index, separated by NUL), so an id with NUL in it could share another "
-                             "place's binding; nothing was written")
         return f"{self.table}\0{session_id}\0{key}\0".encode("utf-8")
 
     def _aad(self, session_id: str, key: str, index: int) -> bytes:
         return self._place(session_id, key) + b"%d" % index
 
     def seal(self, session_id: str, key: str, index: int, data: bytes) -> bytes:
-        """The stored text (ASCII bytes) of a row whose plaintext JSON is ``data``."""
+        """The stored text (ASCII bytes) of a NEW row whose plaintext JSON is ``data``; a place
+        whose session id or key holds a NUL is refused (:func:`check_place`)."""
+        check_place(session_id, key)
+        return self.reseal(session_id, key, index, data)
+
+    def reseal(self, session_id: str, key: str, index: int, data: bytes) -> bytes:
+        """:meth:`seal` for a row sealed again in its own place (re-encryption, a repair): no
+        place check, so rows an earlier version stored under an id with NUL stay readable and
+        rotate to the current key like every other row."""
         kid = self.keyring.current
         nonce = os.urandom(NONCE_BYTES)
         sealed = self.keyring.aead(kid).encrypt(nonce, data, self._aad(session_id, key, index))

@@ -45,7 +45,7 @@ class Ctx:
     """What the steps need, from the connector ``db`` and the table context ``t``: ``run``
     (writes of the whole table: they name no session), ``q`` the renderer, the names, the
     collation chosen; for the doctor's repairs and re-encryption: the packet size and the
-    table's sealer (``plain`` opens a row, ``seal`` seals one, ``digester(dk, sid, key)`` and
+    table's sealer (``plain`` opens a row, ``seal`` seals one again in its place, ``digester(dk, sid, key)`` and
     ``current(sid, key)`` the digesters of a list's hash rows, ``current_dk`` the ``dk`` new
     ones record, ``keyring``: is there one); ``forget((sid, key))`` drops what the process
     remembers of a list rewritten."""
@@ -56,7 +56,9 @@ class Ctx:
         self.db, self.t, self.q = db, t, t.q
         self.database, self.table, self.collation, self.statement_bytes = t.database, t.name, t.collation, t.statement_bytes
         self.plain: Callable[[str, str, int, Any], bytes] = sealer.open
-        self.seal: Callable[[str, str, int, bytes], bytes] = sealer.seal
+        # rows sealed again in their own place (re-encryption, repairs): rows an earlier version
+        # stored under an id with NUL, which new rows may not use, rotate and repair too
+        self.seal: Callable[[str, str, int, bytes], bytes] = sealer.reseal
         self.digester: Callable[[Optional[str], str, str], Optional[Digester]] = sealer.digester_of
         self.current: Callable[[str, str], Digester] = sealer.digester_for
         self.current_dk: Optional[str] = sealer.current_dk

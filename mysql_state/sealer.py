@@ -64,6 +64,10 @@ class Sealer:
         """The stored text of the row at ``(sid, k, index)`` whose JSON is ``data``."""
         return data
 
+    def reseal(self, sid: str, k: str, index: int, data: bytes) -> bytes:
+        """:meth:`seal` for a row sealed again in its own place (re-encryption, a repair)."""
+        return self.seal(sid, k, index, data)
+
     def seal_rows(self, sid: str, rows: Rows) -> Rows:
         """Rows ``(key, index, json)`` as stored: values and items sealed, hash rows as they are."""
         return rows
@@ -156,6 +160,9 @@ class KeyringSealer(Sealer):
 
     def seal(self, sid: str, k: str, index: int, data: bytes) -> bytes:
         return self.cipher.seal(sid, k, index, data)
+
+    def reseal(self, sid: str, k: str, index: int, data: bytes) -> bytes:
+        return self.cipher.reseal(sid, k, index, data)
 
     def seal_rows(self, sid: str, rows: Rows) -> Rows:
         seal, suffix = self.cipher.seal, keys.HASH_SUFFIX

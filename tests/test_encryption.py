@@ -630,3 +630,25 @@ def test_an_id_or_key_with_nul_is_refused_by_an_encrypted_store(open_store, raw)
     plain = open_store(None)
     plain.save("alice", "c\0a", "b", {"t": 1})
     assert plain.get("alice", "c\0a", "b") == {"t": 1}
+
+
+def test_rows_stored_under_an_id_with_nul_before_stay_readable_and_rotate(open_store, raw):
+    """The refusal is for new rows only: rows an earlier version stored under an id or key with
+    NUL (plaintext, or sealed) still read, and reencrypt() seals or rotates them in their place
+    like every other row instead of stopping at them (found by a review: it raised on them at
+    every run, and the rows sorting after them stayed plaintext)."""
+    from mysql_state.crypto import RowCipher
+
+    plain = open_store(None)
+    plain.save_list("alice", "c", "m\0x", msgs(3))
+    plain.save("alice", "c\0x", "v", {"t": SECRET})
+    plain.save("zed", "z", "v", {"z": 1})  # sorts after them
+    cipher = RowCipher(ring("k1"), raw.table)  # a row sealed under a NUL id by an earlier version
+    raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data, version) VALUES (%s, %s, 0, %s, 1)",
+                ("alice:c", "w\0y", cipher.reseal("alice:c", "w\0y", 0, b'{"old": 1}').decode()))
+    s = open_store(Keyring({"k1": K1}, current="k1", allow_plaintext=True))
+    assert s.get_list("alice", "c", "m\0x") == msgs(3) and s.get("alice", "c", "w\0y") == {"old": 1}
+    assert s.reencrypt(batch=500) > 0
+    assert not plaintext_anywhere(raw, SECRET) and "'{\"z\": 1}'" not in str(raw.all_rows())
+    assert s.get_list("alice", "c", "m\0x") == msgs(3) and s.get("alice", "c\0x", "v") == {"t": SECRET}
+    assert s.get("zed", "z", "v") == {"z": 1} and s.reencrypt(batch=500) == 0
