@@ -688,6 +688,8 @@ def main(argv: Optional[list] = None) -> int:
     ap.add_argument("--placement", choices=("cross", "same", "free"), default="cross",
                     help="where the server's threads and the benchmark run (harness.place); the "
                          "throughput cell always runs free")
+    ap.add_argument("--settle", action="store_true",
+                    help="wait for a quiet machine before the throughput cell (harness.settle; make bench does)")
     ap.add_argument("--note", default="", help="a sentence for the results (e.g. the machine was busy)")
     ap.add_argument("--out", default=harness.RESULTS)
     ap.add_argument("--name", help="output stem (default <date>-paths, --quick adds -quick)")
@@ -706,7 +708,7 @@ def main(argv: Optional[list] = None) -> int:
             bench.agentscope(bar)
             bench.reads(bar)
             if not args.no_throughput:
-                if not args.quick:
+                if args.settle:
                     harness.settle("paths: throughput")  # after the cells before it, as every part
                 bench.run_throughput(bar)
     finally:

@@ -496,7 +496,7 @@ def main(argv=None) -> int:
 
         quiet or harness.settle("paths")
         rc = paths.main((["--quick"] if args.quick else []) + (["--name", args.name + "-paths"] if args.name else [])
-                        + ["--out", args.out, "--placement", args.placement])
+                        + ["--out", args.out, "--placement", args.placement] + ([] if quiet else ["--settle"]))
     if args.only is None:
         quiet or harness.settle("lists")
     rc = (run_lists(args) if args.only in (None, "lists") else 0) or rc

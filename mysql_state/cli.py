@@ -877,6 +877,12 @@ def _export(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     sys.stdout.flush()
     bar(n)
     bar.end()
+    for sid, key, why in torn:  # named whatever else went wrong
+        _err(f"key {key!r} of session {sid!r} is damaged in the table, and so in this export: {why}")
+    if torn:
+        _err(f"{len(torn)} key(s) damaged: `import` refuses this export until their lines are removed from it; "
+             "`doctor` reports them in the table and `doctor --fix` repairs what it safely can (restore the others "
+             "from an older backup, or delete them), then export again")
     # A user or a session asked for by name that has no row is not in the backup: not a success.
     if named:
         _err(f"no session {', '.join(map(repr, sorted(named.values())))} of {_who(args.user)}: not exported")
@@ -884,14 +890,8 @@ def _export(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     if n == 0 and args.user is not None:
         _err(f"{_who(args.user)} has no session: nothing exported")
         return NOT_FOUND
-    for sid, key, why in torn:
-        _err(f"key {key!r} of session {sid!r} is damaged in the table, and so in this export: {why}")
-    if torn:
-        # Every row is written, as it is; but import refuses such a file whole: not a success.
-        _err(f"{len(torn)} key(s) damaged: `import` refuses this export until their lines are removed from it; "
-             "`doctor --fix` repairs them in the table, then export again")
-        return NOT_FOUND
-    return 0
+    # Every row is written, as it is; but import refuses a file with a damaged key whole: not a success.
+    return NOT_FOUND if torn else 0
 
 
 def _import(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:

@@ -105,7 +105,7 @@ def export_lines(hold: Callable[[str], ContextManager[Any]], q: Callable[[str], 
     when the export began, never as old items under a new hash row. The snapshot starts at the
     first line read and ends (ROLLBACK) with the last, or when the iterator is closed.
 
-    A key damaged in the table (:class:`TornKeys`: what :func:`import_rows` would refuse) goes
+    A key damaged in the table, or a row (:class:`TornKeys`: what :func:`import_rows` would refuse) goes
     out as it is, and once the last line is read a :class:`DamagedExportWarning` names every
     such key: the backup is known to be one that does not restore whole when it is made."""
     check = TornKeys()
@@ -128,14 +128,15 @@ def export_lines(hold: Callable[[str], ContextManager[Any]], q: Callable[[str], 
                         head = heads.get((r[0], keys.hash_key(r[1]))) if r[2] == 0 else None
                         if head is not None:
                             sent.add((head[0], head[1]))
-                            check.add(*head[:4])
+                            check.add(*head[:5])
                             yield line(head)
-                        check.add(*r[:4])
+                        check.add(*r[:5])
                         yield line(r)
             hist = sorted({keys.history_session(s) for s in seen})
             del seen
             for part in catalog.chunks(hist, IDS_PER_STATEMENT):
                 for r in _scan(cur, q, *sql.export_sessions(part)):
+                    check.add(*r[:5])
                     yield line(r)
         finally:
             try:
@@ -149,7 +150,8 @@ def export_lines(hold: Callable[[str], ContextManager[Any]], q: Callable[[str], 
         warnings.warn(DamagedExportWarning(
             f"export: {len(torn)} key(s) are damaged in the table, and so in this export, which holds their rows as "
             f"they are: {named}{more}. import_rows refuses the file until their lines are removed from it; "
-            "doctor(fix=True) repairs them in the table, then export again", torn), stacklevel=caller_stacklevel())
+            "doctor() reports them in the table and doctor(fix=True) repairs what it safely can (restore the others "
+            "from an older backup, or delete them), then export again", torn), stacklevel=caller_stacklevel())
 
 
 def _scan(cur: Any, q: Callable[[str], str], clause: str, params: tuple) -> Iterator[tuple]:
@@ -350,47 +352,63 @@ class _KeyRows:
 
 
 class TornKeys:
-    """The caller's keys, in rows met in an export's order (a session's rows together), that
-    are not whole: what :func:`import_rows` would refuse (:meth:`_KeyRows.torn`: a list whose
-    rows are not the ones its hash row counts, a gap, rows without row 0). Found as an export
+    """The rows and keys, met in an export's order (a session's rows together, each key's rows
+    together, its hash row sent ahead of its items), that :func:`import_rows` would refuse: a
+    row that fails the import's line rules (:func:`check_row`: an index below 0, text that is
+    not JSON...), and a caller's key that is not whole (:meth:`_KeyRows.torn`: a list whose rows
+    are not the ones its hash row counts, a gap, rows without row 0). Found as an export
     streams, so that a backup of a damaged table says so when it is made, not when it is
-    restored; one session's keys are held at a time. Rows of the store's own sessions (the
-    catalog, archived history) are not keys of a caller and pass.
+    restored. A key is judged when the next key starts if its row 0 was met (all its rows are
+    then past), else at the end of its session (its hash row may still come): memory for the
+    current key and the keys without row 0, whatever the number of keys of a session.
 
     >>> check = TornKeys()
     >>> check.add("u:s", "memory:_hash", 0, '{"n":3}')
     >>> check.add("u:s", "memory", 0, '"a"')
     >>> check.add("u:s", "memory", 2, '"c"')
     >>> check.add("u:s", "plan", 0, '{}')
+    >>> check.add("u:s", "plan", -1, '{}')
     >>> [(sid, key) for sid, key, _ in check.finish()]
-    [('u:s', 'memory')]
+    [('u:s', 'memory'), ('u:s', 'plan')]
     """
 
     def __init__(self) -> None:
         self.sid: Optional[str] = None
+        self.key: Optional[str] = None  # the caller's key of the last row
         self.held: dict[str, _KeyRows] = {}
         self.torn: list[tuple[str, str, str]] = []
 
-    def add(self, sid: str, state_key: str, index: int, data: str) -> None:
-        """Take one exported row (its session id, key, index and text)."""
+    def add(self, sid: str, state_key: str, index: int, data: str, version: int = 0) -> None:
+        """Take one exported row (its session id, key, index, text and version)."""
+        try:
+            check_row(sid, state_key, index, data, version)
+        except ValueError as exc:
+            self.torn.append((sid, _base_key(state_key) if keys.is_packed(sid) else state_key,
+                              f"its row at item_index {index} is not one an import takes: {exc}"))
+            return
         if not keys.is_packed(sid):
             return
         if sid != self.sid:
-            self._close()
-            self.sid = sid
-        self.held.setdefault(_base_key(state_key), _KeyRows()).add(state_key, index, data)
+            self._close(list(self.held))
+            self.sid, self.key = sid, None
+        base = _base_key(state_key)
+        if self.key is not None and base != self.key:
+            last = self.held.get(self.key)
+            if last is not None and last.next > 0:  # its row 0 was met: every row of it is past
+                self._close([self.key])
+        self.key = base
+        self.held.setdefault(base, _KeyRows()).add(state_key, index, data)
 
     def finish(self) -> list[tuple[str, str, str]]:
-        """``(session id, key, why)`` of every key met that is not whole, in the order met."""
-        self._close()
+        """``(session id, key, why)`` of every row or key met that an import refuses, in order."""
+        self._close(list(self.held))
         return self.torn
 
-    def _close(self) -> None:
-        for k, got in self.held.items():
-            why = got.torn("the export")
+    def _close(self, names: list) -> None:
+        for k in names:
+            why = self.held.pop(k).torn("the export")
             if why is not None:
                 self.torn.append((self.sid or "", k, why))
-        self.held = {}
 
 
 def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict: str, max_bytes: int,

@@ -406,3 +406,36 @@ def test_an_export_of_damaged_keys_warns_naming_them_and_still_holds_every_row(s
     imported, _ = target
     with pytest.raises(ValueError, match="key 'memory' of session 'alice:s1' is not whole"):
         imported.import_rows(lines)
+
+
+def test_an_export_names_rows_the_import_refuses_and_holds_only_keys_without_row_0(store, raw) -> None:
+    """The export's check was the import's key rule only: a row the import refuses line by
+    line (an index below 0, a value that is not JSON) went out unnamed, and the import then
+    refused the file (found by a review). It now applies the import's line rules too. And it
+    judges a key as soon as the next key starts when its row 0 was met, so an export holds
+    the current key and the keys without row 0, not every key of a session."""
+    from mysql_state import DamagedExportWarning
+    from mysql_state.transfer import TornKeys
+
+    store.save_list(USER, "s1", "memory", ["m0", "m1"])
+    store.save(USER, "s1", "plan", {"step": 1})
+    store.save(USER, "s1", "summary", {"text": "ok"})
+    raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data, version) VALUES"
+                " ('alice:s1', 'memory', -1, '\"stray\"', 1)")
+    raw.execute("UPDATE {t} SET state_data = '{not json' WHERE session_id = 'alice:s1' AND state_key = 'plan'")
+    with pytest.warns(DamagedExportWarning) as got:
+        lines = list(store.export(USER))
+    found = {(sid, k): why for sid, k, why in got[0].message.keys}
+    assert set(found) == {("alice:s1", "memory"), ("alice:s1", "plan")}, found
+    assert "item_index -1 is outside" in found[("alice:s1", "memory")]
+    assert "is not JSON" in found[("alice:s1", "plan")]
+    assert len(lines) == raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = 'alice:s1'"
+                                   " OR (session_id = '__catalog__' AND state_key = 'alice:s1')")[0][0]
+    check = TornKeys()  # 10 000 whole keys of one session: none held once the next one starts
+    for i in range(10_000):
+        check.add("u:s", f"k{i:05d}", 0, "{}")
+        assert len(check.held) == 1
+    check.add("u:s", "late", 1, "{}")  # no row 0: held to the session's end
+    check.add("u:s", "z", 0, "{}")
+    assert set(check.held) == {"late", "z"}
+    assert [(k, why) for _, k, why in check.finish()] == [("late", "it holds items [1]... and no hash row")]

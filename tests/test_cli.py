@@ -709,3 +709,14 @@ def test_export_of_a_damaged_list_names_it_and_is_not_a_success(store, raw, url,
     assert cli(url, database, "import", str(backup)).returncode == 0
     assert store.get("erin", "s1", "plan") == {"step": 1} and store.get_list("erin", "s2", "memory") == ["a", "b"]
     assert store.get_list("erin", "s1", "memory") == []
+
+
+def test_export_names_damaged_keys_even_when_a_session_asked_for_is_missing(store, raw, url, database):
+    """`export --user U --session S --session MISSING` reported only the missing session and
+    left the damaged keys of S unnamed (found by a review)."""
+    store.save_list("fay", "s", "memory", ["a", "b", "c"])
+    raw.execute(f"DELETE FROM {raw.t} WHERE session_id = 'fay:s' AND state_key = 'memory' AND item_index = 1")
+    done = cli(url, database, "export", "--user", "fay", "--session", "s", "--session", "nosuch")
+    assert done.returncode == 1, done.stderr
+    assert "key 'memory' of session 'fay:s'" in done.stderr and "'nosuch'" in done.stderr
+    assert "doctor --fix` repairs what it safely can" in done.stderr
