@@ -209,9 +209,10 @@ class MysqlStateWarning(UserWarning):
 
 
 class DamagedExportWarning(MysqlStateWarning):
-    """An export streamed keys that are damaged in the table (a list whose rows are not the
-    ones its hash row counts, a gap, rows without row 0): every row went out as it is, and
-    ``import_rows`` refuses such a file whole. ``keys``: ``(session id, key, why)`` of each."""
+    """An export streamed keys or rows that are damaged in the table (a list whose rows are not
+    the ones its hash row counts, a gap, rows without row 0, a row the import's line rules
+    refuse): every row went out as it is, and ``import_rows`` refuses such a file whole.
+    ``keys``: ``(session id, key, why)`` of each."""
 
     def __init__(self, message: str, keys: list) -> None:
         super().__init__(message)

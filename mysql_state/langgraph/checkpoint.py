@@ -1261,23 +1261,27 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                 r = self._record(thread, k, r)
                 by_ns.setdefault(r["ns"], {})[r["id"]] = r
             indexes = {ns: self._index(thread, ns) for ns in by_ns}
-            unlisted = [ns for ns in by_ns if max((e[0] for e in indexes[ns]), default=None) not in by_ns[ns]]
+            newest = {ns: max((e[0] for e in indexes[ns]), default=None) for ns in by_ns}  # None: no index
+            unlisted = [ns for ns in by_ns if newest[ns] not in by_ns[ns]]
             if unlisted:  # the newest entry's row is not there, or no index: read again, then damage
                 if attempt == PRUNE_ATTEMPTS - 1:
-                    newest = max((e[0] for e in indexes[unlisted[0]]), default=None)
-                    if newest is None:
-                        raise self._unindexed(thread, unlisted[0])
-                    self._missing(thread, [layout.checkpoint_key(unlisted[0], newest)])
+                    ns = unlisted[0]
+                    top = newest[ns]
+                    if top is None:
+                        raise self._unindexed(thread, ns)
+                    self._missing(thread, [layout.checkpoint_key(ns, top)])
                 continue
-            kept: dict[str, builtins.list[dict]] = {ns: self._kept(thread, recs, indexes[ns]) for ns, recs in by_ns.items()}
+            # every newest id is a record's now (unlisted is empty): none is None
+            kept: dict[str, builtins.list[dict]] = {ns: self._kept(thread, recs, recs[cast(str, newest[ns])])
+                                                   for ns, recs in by_ns.items()}
             plan = self._compaction(thread, kept)
             if self.store.transaction(lambda tx: self._prune_tx(tx, thread, rows, indexes, kept, plan)):
                 return
         raise RuntimeError(f"prune: thread {thread!r} kept changing while being pruned; try again")
 
-    def _kept(self, thread: str, records: dict[str, dict], entries: builtins.list) -> builtins.list[dict]:
-        """The newest checkpoint of a namespace and the ancestors its delta channels need."""
-        latest = records[max(e[0] for e in entries)]  # there: _keep_latest checked it
+    def _kept(self, thread: str, records: dict[str, dict], latest: dict) -> builtins.list[dict]:
+        """The newest checkpoint of a namespace (``latest``, one of its ``records``) and the
+        ancestors its delta channels need."""
         metadata = self._part(thread, latest, "metadata")
         self._part(thread, latest, "checkpoint")  # what is kept must read: a damaged one is not pruned to
         stored = lambda r, ch: ch in r.get("values", {}) or ch in r.get("lists", {}) or ch in r.get("blobs", {})  # noqa: E731
