@@ -32,11 +32,12 @@ import contextvars
 import functools
 import itertools
 import threading
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, AsyncIterator, Callable, Concatenate, Coroutine, Optional, ParamSpec, Sequence, TypeVar
 
 from .catalog import ALL_USERS
-from .errors import LockTimeoutError, StoreClosedError
+from .errors import LockTimeoutError, StoreClosedError, caller_stacklevel
 from .pool import DEFAULT_POOL_SIZE, Stats
 from .locks import SessionLock
 from .store import MysqlAgentStateStore
@@ -280,7 +281,8 @@ class AsyncMysqlAgentStateStore:
         >>> len(asyncio.run(lines()))  # the row and its catalog row
         2
         """
-        lines = await self._run(lambda: iter(self.sync.export(user_id, sessions)))
+        lines = await self._run(lambda: self.sync.export(user_id, sessions))
+        lines.warn = False  # its warning is issued here, where the caller's loop is, not in a worker thread
         hop: Optional[asyncio.Future] = None
         try:
             while True:
@@ -294,6 +296,9 @@ class AsyncMysqlAgentStateStore:
                 for line in chunk:
                     yield line
                 if len(chunk) < EXPORT_LINES_PER_HOP:
+                    damaged = lines.warning()
+                    if damaged is not None:
+                        warnings.warn(damaged, stacklevel=caller_stacklevel())
                     return
         finally:
             if hop is not None and not hop.done():

@@ -47,7 +47,7 @@ import orjson
 from . import keys
 from .catalog import ALL_USERS
 from .crypto import Keyring
-from .errors import (DamagedExportWarning, DecryptionError, MysqlStateError, SchemaNotFoundError,
+from .errors import (DecryptionError, MysqlStateError, SchemaNotFoundError,
                      SessionNotFoundError, StaleStateError)
 from .results import UNVERSIONED
 from .store import MysqlAgentStateStore
@@ -861,19 +861,16 @@ def _export(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     n = 0
     write = sys.stdout.write
     named = {keys.pack(user, s): s for s in args.session or ()}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", DamagedExportWarning)  # a key the backup holds damaged: said now
-        for line in store.export(user, sessions=args.session):
-            write(line + "\n")
-            n += 1
-            if named:
-                named.pop(orjson.loads(line).get("session_id"), None)
-            if n % 1000 == 0:
-                bar(n)
-    torn = [key for w in caught if isinstance(w.message, DamagedExportWarning) for key in w.message.keys]
-    for w in caught:  # any other warning, shown as every warning is
-        if not isinstance(w.message, DamagedExportWarning):
-            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    lines = store.export(user, sessions=args.session)
+    lines.warn = False  # the damaged keys are named below, one line each
+    for line in lines:
+        write(line + "\n")
+        n += 1
+        if named:
+            named.pop(orjson.loads(line).get("session_id"), None)
+        if n % 1000 == 0:
+            bar(n)
+    torn = lines.damaged
     sys.stdout.flush()
     bar(n)
     bar.end()

@@ -686,17 +686,22 @@ class MysqlAgentStateStore:
             raise SessionExistsError(f"fork: the new session {dst!r} is the source itself")
         return transfer.fork(self._db, t, src, dst)
 
-    def export(self, user_id: Any = ALL_USERS, sessions: Optional[Sequence[str]] = None) -> Iterator[str]:
+    def export(self, user_id: Any = ALL_USERS, sessions: Optional[Sequence[str]] = None) -> transfer.ExportLines:
         """One JSON line per row (the columns, timestamps included), streamed a chunk at a time
         from ONE consistent snapshot (one connection, as ``mysqldump --single-transaction``);
         ``sessions`` are session ids of ``user_id`` (which they need: None for the anonymous
-        user); catalog and history rows come with their sessions.
+        user); catalog and history rows come with their sessions. Keys damaged in the table go
+        out as they are, and once the last line is read the iterator's ``damaged`` names them
+        (``(session id, key, why)``) and a :class:`DamagedExportWarning` is given.
 
         >>> store.save("gina", "export-1", "plan", {"step": 1})
         >>> lines = list(store.export("gina", ["export-1"]))
         >>> import json
         >>> [(row["session_id"], row["state_key"]) for row in map(json.loads, lines)]  # the row, its catalog row
         [('gina:export-1', 'plan'), ('__catalog__', 'gina:export-1')]
+        >>> stream = store.export("gina", ["export-1"])
+        >>> len(list(stream)), stream.damaged  # nothing damaged: it restores whole
+        (2, [])
         """
         return transfer.export(self._db, self.table, user_id, args.export_sessions(self.table, user_id, sessions))
 

@@ -36,7 +36,7 @@ from .errors import (
     translating,
 )
 
-__all__ = ["COLUMNS", "TornKeys", "fork", "export", "import_rows", "rebuild_catalog"]
+__all__ = ["COLUMNS", "ExportLines", "TornKeys", "fork", "export", "import_rows", "rebuild_catalog"]
 
 COLUMNS = sql.EXPORT_COLUMNS
 CHUNK = 1000  # rows per SELECT of an export (constant memory)
@@ -89,14 +89,65 @@ def scopes(user_id: Any, sids: Optional[Sequence[str]], exact: bool) -> list[tup
     return sql.export_scopes_of_user(catalog.prefix_of(user_id), exact)
 
 
-def export(db: Any, t: Table, user_id: Any, sids: Optional[Sequence[str]]) -> Iterator[str]:
+def export(db: Any, t: Table, user_id: Any, sids: Optional[Sequence[str]]) -> "ExportLines":
     """The export of ``user_id``'s sessions ``sids`` (None: all of them; ``ALL_USERS``: every
     user's): :func:`export_lines` of the :func:`scopes` they make, on one connection of ``db``."""
-    return export_lines(db.hold, t.q, scopes(user_id, sids, t.exact_keys))
+    return ExportLines(lambda check: export_lines(db.hold, t.q, scopes(user_id, sids, t.exact_keys), check))
+
+
+class ExportLines(Iterator[str]):
+    """The lines of an export (what :meth:`MysqlAgentStateStore.export` returns), streamed.
+
+    Once the last line is read, ``damaged`` holds ``(session id, key, why)`` of every key or
+    row :class:`TornKeys` found damaged, and the ``next()`` that ends the iteration issues their
+    :class:`DamagedExportWarning` where the caller's loop is (so the once-per-location
+    default of Python's warning filters is the caller's line). ``warn = False`` leaves the
+    warning to whoever drives the iteration from elsewhere: the async store reads an export a
+    chunk at a time in worker threads, and issues :meth:`warning` in the caller's task itself.
+    ``close()`` ends the export's snapshot early, as a generator's does."""
+
+    def __init__(self, lines: Callable[["TornKeys"], Iterator[str]]) -> None:
+        self.check = TornKeys()
+        self.damaged: list[tuple[str, str, str]] = []
+        self.warn = True
+        self.ended = False
+        self.lines = lines(self.check)
+
+    def __iter__(self) -> "ExportLines":
+        return self
+
+    def __next__(self) -> str:
+        try:
+            return next(self.lines)
+        except StopIteration:
+            if not self.ended:
+                self.ended = True
+                self.damaged = self.check.finish()
+                damaged = self.warning()
+                if self.warn and damaged is not None:
+                    warnings.warn(damaged, stacklevel=caller_stacklevel())
+            raise
+
+    def close(self) -> None:
+        """End the export's read (its snapshot and connection) before its last line."""
+        self.lines.close()  # type: ignore[attr-defined]  # export_lines is a generator
+
+    def warning(self) -> Optional[DamagedExportWarning]:
+        """The warning naming :attr:`damaged` (None when the export found nothing damaged)."""
+        torn = self.damaged
+        if not torn:
+            return None
+        named = "; ".join(f"key {k!r} of session {sid!r}: {why}" for sid, k, why in torn[:5])
+        more = f" (and {len(torn) - 5} more)" if len(torn) > 5 else ""
+        return DamagedExportWarning(
+            f"export: {len(torn)} key(s) are damaged in the table, and so in this export, which holds their rows as "
+            f"they are: {named}{more}. import_rows refuses the file until their lines are removed from it; "
+            "doctor() reports them in the table and doctor(fix=True) repairs what it safely can (restore the others "
+            "from an older backup, or delete them), then export again", torn)
 
 
 def export_lines(hold: Callable[[str], ContextManager[Any]], q: Callable[[str], str],
-                 where: list[tuple[str, tuple]]) -> Iterator[str]:
+                 where: list[tuple[str, tuple]], check: "TornKeys") -> Iterator[str]:
     """One JSON line per row of the ``where`` scopes (see :func:`scopes`), then the archived
     history of every session met, in key order, read ``CHUNK`` rows at a time (constant memory:
     a keyset cursor) and all of it from ONE consistent snapshot: one connection of ``hold``,
@@ -105,10 +156,10 @@ def export_lines(hold: Callable[[str], ContextManager[Any]], q: Callable[[str], 
     when the export began, never as old items under a new hash row. The snapshot starts at the
     first line read and ends (ROLLBACK) with the last, or when the iterator is closed.
 
-    A key damaged in the table, or a row (:class:`TornKeys`: what :func:`import_rows` would refuse) goes
-    out as it is, and once the last line is read a :class:`DamagedExportWarning` names every
-    such key: the backup is known to be one that does not restore whole when it is made."""
-    check = TornKeys()
+    A key damaged in the table, or a row (``check``, a :class:`TornKeys`: what
+    :func:`import_rows` would refuse) goes out as it is; :class:`ExportLines` names every such
+    key once the last line is read: the backup is known to be one that does not restore whole
+    when it is made."""
     with hold("export") as raw:
         cur = raw.cursor()
         try:
@@ -143,15 +194,6 @@ def export_lines(hold: Callable[[str], ContextManager[Any]], q: Callable[[str], 
                 raw.rollback()
             except Exception:  # noqa: BLE001 - a dead connection: hold() drops it
                 pass
-    torn = check.finish()
-    if torn:
-        named = "; ".join(f"key {k!r} of session {sid!r}: {why}" for sid, k, why in torn[:5])
-        more = f" (and {len(torn) - 5} more)" if len(torn) > 5 else ""
-        warnings.warn(DamagedExportWarning(
-            f"export: {len(torn)} key(s) are damaged in the table, and so in this export, which holds their rows as "
-            f"they are: {named}{more}. import_rows refuses the file until their lines are removed from it; "
-            "doctor() reports them in the table and doctor(fix=True) repairs what it safely can (restore the others "
-            "from an older backup, or delete them), then export again", torn), stacklevel=caller_stacklevel())
 
 
 def _scan(cur: Any, q: Callable[[str], str], clause: str, params: tuple) -> Iterator[tuple]:

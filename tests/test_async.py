@@ -161,6 +161,39 @@ def test_export_is_an_async_iterator_that_streams(astore, store, monkeypatch):
     assert run(early()) == list(store.export())[:3]
 
 
+def test_an_async_export_of_a_damaged_key_warns_at_the_callers_loop(astore, store, raw, monkeypatch):
+    """The async export read the sync one in worker threads, so its DamagedExportWarning was
+    issued there and pointed at the threading module: a filter on the caller's module missed
+    it, and Python's once-per-location default counted every async export of the process as
+    one place. It is now issued in the caller's task, at the caller's ``async for`` line, as
+    the sync one is at the caller's loop."""
+    import warnings
+
+    import mysql_state.aio as aio
+    from mysql_state import DamagedExportWarning
+
+    monkeypatch.setattr(aio, "EXPORT_LINES_PER_HOP", 3)  # several hops, the last one short
+    store.save_list("u", "s", "l", list(range(8)))
+    raw.execute("DELETE FROM {t} WHERE session_id = 'u:s' AND state_key = 'l' AND item_index = 4")
+
+    async def export_all() -> list:
+        return [line async for line in astore.export("u")]  # the caller's line
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first, second = run(export_all()), run(export_all())
+        sync = list(store.export("u"))
+    damaged = [w for w in caught if issubclass(w.category, DamagedExportWarning)][:2]
+    assert len(damaged) == 2, [(w.filename, str(w.message)) for w in caught]
+    assert {(w.filename, w.lineno) for w in damaged} == {(__file__, export_all.__code__.co_firstlineno + 1)}
+    assert [(sid, k) for sid, k, _ in damaged[0].message.keys] == [("u:s", "l")]
+    assert first == second == sync and len(first) == 9  # 7 items, the hash row, catalog
+    with warnings.catch_warnings():  # a filter on the caller's module acts on it
+        warnings.filterwarnings("error", category=DamagedExportWarning, module=__name__)
+        with pytest.raises(DamagedExportWarning):
+            run(export_all())
+
+
 def test_operations_give_what_the_sync_store_gives(astore, raw):
     async def go():
         s = astore

@@ -395,6 +395,13 @@ def test_an_export_of_damaged_keys_warns_naming_them_and_still_holds_every_row(s
     with pytest.warns(DamagedExportWarning) as got:
         lines = list(store.export(USER))
     assert len(got) == 1 and issubclass(got[0].category, MysqlStateWarning) and got[0].filename == __file__
+    with warnings.catch_warnings(record=True) as again:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            stream = store.export(USER)
+            assert list(stream) == lines and [k for _, k, _ in stream.damaged] == ["memory", "notes"]
+            assert next(stream, None) is None  # read past its end: said once
+    assert [w.filename for w in again] == [__file__, __file__] and again[0].lineno == again[1].lineno
     found = got[0].message.keys
     assert [(sid, k) for sid, k, _ in found] == [("alice:s1", "memory"), ("alice:s1", "notes")]
     assert "its hash row says 4 items, the export holds" in found[0][2]
