@@ -176,8 +176,7 @@ class Calls:
         ``want``, the ``at`` compare-and-set, only has its length read) and values
         ``value_rows`` in ONE transaction; the new length per list key."""
         t, m = self.table, self.memory
-        empty = [k for k, datas in todo if not datas and k not in want]
-        todo = [(k, datas) for k, datas in todo if datas or k in want]
+        empty, todo = list_write.split_appends(todo, want)
 
         def lengths_of(cur: Any) -> dict[str, int]:  # the keys given no items, and no ``at``
             return {k: list_read.length(cur, t, sid, k, operation="append_lists") for k in empty}

@@ -29,7 +29,7 @@ from .listsync import Digester, ListHash, Plan, Snapshot
 from .results import UNVERSIONED, SaveReport
 from .table import Table
 
-__all__ = ["ListWrite", "save", "apply", "write_rows", "write_list", "append", "append_many", "append_lists",
+__all__ = ["ListWrite", "save", "apply", "write_rows", "write_list", "append", "append_many", "append_lists", "split_appends",
            "append_if_hash", "pop", "save_many", "report", "lock_of"]
 
 
@@ -66,6 +66,18 @@ class ListWrite:
 
     def lock(self) -> Any:
         return lock_of(self.snapshot)
+
+
+def split_appends(todo: Sequence[tuple[str, list[bytes]]], at: Mapping[str, int]
+                  ) -> tuple[list[str], list[tuple[str, list[bytes]]]]:
+    """An ``append_lists``' ``todo`` split: the keys given no items and no ``at`` length (only
+    their length is read, as :func:`list_read.length` gives it), and the appends left to write.
+
+    >>> split_appends([("a", []), ("b", [b'1']), ("c", [])], {"c": 0})
+    (['a'], [('b', [b'1']), ('c', [])])
+    """
+    return ([k for k, datas in todo if not datas and k not in at],
+            [(k, datas) for k, datas in todo if datas or k in at])
 
 
 def lock_of(snapshot: Optional[Snapshot]) -> Any:

@@ -263,9 +263,9 @@ class Transaction:
             self._wrote(sid, k, appended=True)
         for k, _ in value_rows:
             self._wrote(sid, k)
+        empty, todo = list_write.split_appends(todo, want)
         lengths = {k: list_read.length(self._cur, self._table, sid, k, lock=True, operation="append_lists")
-                   for k, datas in todo if not datas and k not in want}
-        todo = [(k, datas) for k, datas in todo if datas or k in want]
+                   for k in empty}
         absent = [(k, values[k]) for k, _ in value_rows if (sid, k) in self._absent]  # type: ignore[index]
         value_rows = [r for r in value_rows if (sid, r[0]) not in self._absent]
         if todo or value_rows:
