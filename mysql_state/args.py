@@ -25,7 +25,7 @@ from .table import Table
 
 __all__ = ["SAME_USER", "ids", "key_ids", "version", "window", "check_size", "check_upserts",
            "save_many", "many_keys", "delete_keys", "flag", "session_page", "export_sessions", "prepare_value", "encode_value", "prepare_list", "prepare_append",
-           "append_lists", "callback"]
+           "append_lists", "callback", "erasing_user"]
 
 #: ``fork``'s default ``new_user_id``: the source's user (None would mean the anonymous one).
 SAME_USER: Any = type("SameUser", (), {"__repr__": lambda self: "<same user>"})()
@@ -172,6 +172,24 @@ def callback(fn: Any, name: str) -> Any:
         raise TypeError(f"{name} must be a plain function taking its arguments; "
                         f"{getattr(fn, '__name__', serde.cut_repr(fn))} is an async def, whose coroutine nothing would await")
     return fn
+
+
+def erasing_user(user_id: Any, operation: str, nothing: str) -> str:
+    """The user prefix of a call that deletes a user's sessions (``prune``, ``forget_user``):
+    a blank id (an unset variable) is refused there rather than taken for the anonymous user,
+    whose sessions it would delete; None names the anonymous user. ``nothing``: what was not done.
+
+    >>> erasing_user("alice", "prune", "nothing was pruned")
+    'alice:'
+    >>> erasing_user(" ", "prune", "nothing was pruned")
+    Traceback (most recent call last):
+    ...
+    ValueError: prune: user_id ' ' is blank; pass None for the anonymous user's sessions (a blank id is refused here, not taken for it); nothing was pruned
+    """
+    if isinstance(user_id, str) and not user_id.strip():
+        raise ValueError(f"{operation}: user_id {user_id!r} is blank; pass None for the anonymous user's sessions "
+                         f"(a blank id is refused here, not taken for it); {nothing}")
+    return keys.user_prefix(user_id)
 
 
 def flag(v: Any, name: str) -> bool:

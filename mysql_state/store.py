@@ -735,7 +735,8 @@ class MysqlAgentStateStore:
               progress: Optional[Callable[[int, int], None]] = None) -> PruneReport:
         """Delete whole sessions with no write since ``older_than`` (a timedelta before the
         server's now, or a datetime), with their history, ``batch`` sessions per transaction;
-        ``dry_run`` deletes nothing; ``progress(done, total)`` per batch.
+        ``dry_run`` deletes nothing; ``progress(done, total)`` per batch. A blank ``user_id`` is
+        refused (None names the anonymous user), as :meth:`forget_user` refuses it.
 
         >>> import datetime
         >>> store.save("henry", "prune-1", "plan", 1)
@@ -746,7 +747,7 @@ class MysqlAgentStateStore:
         args.flag(dry_run, "dry_run")
         args.callback(progress, "progress")
         if user_id is not ALL_USERS:
-            keys.user_prefix(user_id)
+            args.erasing_user(user_id, "prune", "nothing was pruned")
         when = retention.cutoff(self._db.run, older_than)
         report = retention.prune(self._db, self.table, user_id, when, dry_run, batch, progress)
         if not dry_run and report.sessions:

@@ -312,6 +312,25 @@ def test_forget_user_refuses_a_blank_id_rather_than_erase_the_anonymous_user(sto
     assert store.forget_user(None) > 0 and store.list_session_ids(None) == set()
 
 
+def test_prune_refuses_a_blank_user_rather_than_prune_the_anonymous_user(store, raw) -> None:
+    """prune(user_id="") took the blank id for the anonymous user and pruned its sessions: a
+    script passing an unset variable (``os.environ.get("TENANT", "")``) deleted anonymous
+    users' data (a standards audit). Refused as forget_user refuses it, nothing deleted; None
+    still names the anonymous user."""
+    import datetime as dt
+
+    store.save(None, "anon-s", "k", 1)
+    raw.execute("UPDATE {t} SET updated_at = '2020-01-01 00:00:00'")
+    before = raw.all_rows()
+    for blank in ("", " ", "\t", "\u3000"):
+        for dry_run in (True, False):
+            with pytest.raises(ValueError, match=r"prune: user_id .* is blank; pass None .* nothing was pruned"):
+                store.prune(dt.timedelta(days=30), user_id=blank, dry_run=dry_run)
+    assert raw.all_rows() == before
+    assert store.prune(dt.timedelta(days=30), user_id=None).sessions == 1
+    assert store.list_session_ids(None) == set()
+
+
 def test_prune_on_the_java_table_takes_one_user_s_session_not_another_spelling_of_it(url, database):
     """prune(user_id="alice") deleted 'Alice:s1' with 'alice:s1' (same session name, another
     user): its deletes compared the ids with the table's folding collation, where delete and
