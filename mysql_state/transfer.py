@@ -453,6 +453,41 @@ class TornKeys:
                 self.torn.append((self.sid or "", k, why))
 
 
+#: Why a line is refused that is not UTF-8 text (a binary or compressed file given as an export).
+NOT_UTF8 = ("is not UTF-8 text: an export is UTF-8 JSON lines, one row a line (a compressed backup must be "
+            "decompressed first, e.g. `gunzip -c rows.jsonl.gz | mysql-state import`); nothing was imported")
+
+
+def _utf8_lines(lines: Iterable[Any]) -> Iterator[str]:
+    """The lines of an import as text: bytes decoded, and a line that is not UTF-8 refused
+    naming its number (the iterator of a file opened as text raises while reading; a str
+    read with ``surrogateescape``, as a binary stdin gives, holds lone surrogates)."""
+    it = iter(lines)
+    number = 0
+    while True:
+        number += 1
+        try:
+            text = next(it)
+        except StopIteration:
+            return
+        except UnicodeDecodeError:
+            raise ValueError(f"import: line {number} {NOT_UTF8}") from None
+        if isinstance(text, bytes):
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ValueError(f"import: line {number} {NOT_UTF8}") from None
+        elif not isinstance(text, str):
+            raise TypeError(f"import: line {number} is a {type(text).__name__} ({serde.cut_repr(text)}), not a line "
+                            "of an export (a str or bytes); nothing was imported")
+        elif not text.isascii():
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:  # lone surrogates: bytes that were not UTF-8, escaped
+                raise ValueError(f"import: line {number} {NOT_UTF8}") from None
+        yield text
+
+
 def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict: str, max_bytes: int,
             packet: int, progress: Optional[Callable[[int], None]],
             opens: Optional[Callable[[str, str, int, str], bytes]] = None) -> int:
@@ -486,12 +521,7 @@ def _import(cur: Any, q: Callable[[str], str], lines: Iterable[Any], on_conflict
         if progress is not None:
             progress(seen)
 
-    for number, text in enumerate(lines, 1):
-        if isinstance(text, bytes):
-            text = text.decode("utf-8")
-        elif not isinstance(text, str):
-            raise TypeError(f"import: line {number} is a {type(text).__name__} ({serde.cut_repr(text)}), not a line "
-                            "of an export (a str or bytes); nothing was imported")
+    for number, text in enumerate(_utf8_lines(lines), 1):
         if not text.strip():
             continue
         row = parse(text, number)

@@ -309,6 +309,33 @@ def test_import_lines_that_are_not_text_are_a_type_error_naming_them(store, targ
     assert raw.all_rows() == []
 
 
+def test_a_compressed_or_binary_backup_is_refused_naming_the_line_and_the_rule(store, target, tmp_path) -> None:
+    """A gzipped export given to import_rows raised a bare UnicodeDecodeError naming neither the
+    line nor the rule (a standards audit; from a file opened in text mode too): a ValueError
+    naming the line, saying an export is UTF-8 JSON lines to decompress first; nothing written,
+    whether the lines are bytes, a text file, or str holding the escaped bytes of a binary
+    stdin; and after gunzip the same file imports."""
+    import gzip
+
+    good = export_of(store, 3)
+    plain = tmp_path / "rows.jsonl"
+    plain.write_text("".join(line + "\n" for line in good), encoding="utf-8")
+    packed = tmp_path / "rows.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    imported, raw = target
+    escaped = packed.read_bytes().decode("utf-8", "surrogateescape").splitlines(keepends=True)
+    middle = good[:2] + [b"\xff\xfe not text\n"] + good[2:]  # a bad line after good ones
+    for given, line in ((open(packed, "rb"), 1), (open(packed, encoding="utf-8"), 1), (escaped, 1), (middle, 3)):
+        with pytest.raises(ValueError, match=f"import: line {line} is not UTF-8 text: an export is UTF-8 JSON lines"
+                                             ".*decompressed first.*nothing was imported"):
+            imported.import_rows(given)
+        if hasattr(given, "close"):
+            given.close()
+    assert raw.all_rows() == []
+    with gzip.open(packed, "rt", encoding="utf-8") as unpacked:
+        assert imported.import_rows(unpacked) == len(good)
+
+
 # ---- 17: session ids need their user ---------------------------------------------------------
 
 def test_export_of_sessions_without_a_user_is_refused(store) -> None:

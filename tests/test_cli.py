@@ -77,6 +77,27 @@ def one_line_error(done: subprocess.CompletedProcess, code: int, *words: str) ->
     assert all(w in done.stderr for w in words), done.stderr
 
 
+def test_import_of_a_gzipped_export_is_one_line_naming_the_rule(store, raw, url, database, tmp_path):
+    """`mysql-state import rows.jsonl.gz` printed Python's codec error, naming neither line nor
+    rule, and from stdin a JSON error about surrogates (a standards audit): one line saying
+    to decompress first, exit 2, nothing written."""
+    import gzip
+
+    store.save("alice", "chat-1", "k", 1)
+    backup = cli(url, database, "export", "--user", "alice").stdout
+    store.delete("alice", "chat-1")
+    before = raw.all_rows()
+    packed = tmp_path / "rows.jsonl.gz"
+    packed.write_bytes(gzip.compress(backup.encode()))
+    by_file = cli(url, database, "import", str(packed))
+    by_stdin = subprocess.run([sys.executable, "-m", "mysql_state", "--url", url, "--database", database, "import"],
+                              input=packed.read_bytes(), capture_output=True, timeout=60)
+    by_stdin.stderr = by_stdin.stderr.decode()
+    for done in (by_file, by_stdin):
+        one_line_error(done, 2, "line 1 is not UTF-8 text", "decompressed first", "nothing was imported")
+    assert raw.all_rows() == before
+
+
 def test_a_duration_too_long_is_one_line_and_exit_2(store, raw, url, database):
     store.save("alice", "chat-1", "k", 1)
     before = raw.all_rows()
