@@ -80,7 +80,7 @@ class Sealer:
 
     def decode(self, sid: str, k: str, index: int, text: Any, model: Any = None) -> Any:
         """A stored row's value (an instance of ``model`` when given); a bad row raises naming it."""
-        return serde.decode_row(self.open(sid, k, index, text), model, sid, k, index)
+        return serde.decode_row(self.open(sid, k, index, text), model, sid, k, index, self.encrypted)
 
     def decode_items(self, sid: str, k: str, rows: Sequence[Any], col: int, first: int, model: Any) -> list:
         """The values of list rows (their text in column ``col``, indexes from ``first``); a bad
@@ -186,7 +186,7 @@ class KeyringSealer(Sealer):
             items = self.cipher.open_rows(sid, k, rows, col, first, orjson.loads)
             if model is None:
                 return items
-            return [serde.convert_row(x, model, sid, k, i) for i, x in enumerate(items, first)]
+            return [serde.convert_row(x, model, sid, k, i, True) for i, x in enumerate(items, first)]
         except ValueError:
             self.name_bad_row(sid, k, rows, col, first)
             raise

@@ -252,8 +252,10 @@ def check_keys(names: Any, parameter: str) -> list[str]:
     return list(names)
 
 
-def decode_row(data: str | bytes, type: Optional[type], session_id: str, key: str, index: int) -> Any:
-    """:func:`decode`, raising :class:`CorruptStateError` naming the row when the JSON is invalid."""
+def decode_row(data: str | bytes, type: Optional[type], session_id: str, key: str, index: int,
+               hide: bool = False) -> Any:
+    """:func:`decode`, raising :class:`CorruptStateError` naming the row when the JSON is invalid
+    (``hide``: as :func:`convert_row`)."""
     try:
         obj = _LOADS(data)
     except orjson.JSONDecodeError as exc:
@@ -262,16 +264,40 @@ def decode_row(data: str | bytes, type: Optional[type], session_id: str, key: st
             f"({exc}); it was changed outside this store or cut short",
             session_id, key, index,
         ) from exc
-    return obj if type is None else convert_row(obj, type, session_id, key, index)
+    return obj if type is None else convert_row(obj, type, session_id, key, index, hide)
 
 
-def convert_row(obj: Any, type: Any, session_id: str, key: str, index: int) -> Any:
+#: What a type error of a sealed row shows in place of the value.
+NOT_SHOWN = "(not shown: the row is encrypted)"
+
+
+def convert_row(obj: Any, type: Any, session_id: str, key: str, index: int, hide: bool = False) -> Any:
     """:func:`convert` of a row's decoded value; a value not of the type asked for is a
-    :class:`TypeError` that names the row."""
+    :class:`TypeError` that names the row. ``hide`` (a row that was sealed: its plaintext must
+    not reach a message or a log) names the stored value's kind only, and a pydantic model's
+    ``ValidationError`` is raised again with every input replaced by :data:`NOT_SHOWN`, neither
+    chained to the error that held the value.
+
+    >>> convert_row({"api_key": "sk-1"}, int, "u:s", "creds", 0, hide=True)
+    Traceback (most recent call last):
+    TypeError: the row of session 'u:s', key 'creds', item_index 0: type=int does not read the stored value, a dict (not shown: the row is encrypted)
+    """
     try:
         return convert(obj, type)
     except TypeError as exc:
-        raise TypeError(f"the row of session {session_id!r}, key {key!r}, item_index {index}: {exc}") from exc
+        where = f"the row of session {session_id!r}, key {key!r}, item_index {index}"
+        if not hide:
+            raise TypeError(f"{where}: {exc}") from exc
+        hidden = TypeError(f"{where}: type={_type_name(type)} does not read the stored value, a "
+                           f"{obj.__class__.__name__} {NOT_SHOWN}")
+    except ValueError as exc:
+        rebuild = getattr(exc.__class__, "from_exception_data", None)  # pydantic's ValidationError
+        if not hide or rebuild is None:
+            raise
+        hidden = rebuild(exc.title, [{"type": e["type"], "loc": e["loc"], "input": NOT_SHOWN,  # type: ignore[attr-defined]
+                                      **({"ctx": e["ctx"]} if "ctx" in e else {})}
+                                     for e in exc.errors(include_url=False)])  # type: ignore[attr-defined]
+    raise hidden from None
 
 
 def decode(data: str | bytes, type: Optional[type] = None) -> Any:

@@ -539,16 +539,40 @@ def test_an_encrypted_backup_restored_under_another_table_name_is_refused_whole(
     assert s.get_list("alice", "c1", "m") == [{"text": SECRET}] * 3 and s.get("alice", "c1", "v") == {"text": SECRET}
 
 
-def test_a_type_the_sealed_items_are_not_of_is_a_type_error_naming_the_row(open_store):
+def test_a_type_the_sealed_items_are_not_of_is_a_type_error_naming_the_row_not_the_value(open_store):
+    """A type error named the stored value (its first 60 characters) as a plain store's does:
+    on an encrypted store that put the plaintext of a sealed row in an exception message and
+    in the logs that record it (a standards audit: "no secret in any message"). It names the
+    row, the type asked for and the stored value's kind, never the value, nor chains an error
+    that holds it; a pydantic model's ValidationError is raised with its inputs replaced."""
+    import traceback
+
+    from pydantic import BaseModel, ValidationError
+
+    class Creds(BaseModel):
+        api_key: int
+
     s = open_store(ring("k1"))
-    s.save_list("alice", "kinds", "memory", ["a", {"role": "user"}])
-    s.save("alice", "kinds", "count", "3")
-    with pytest.raises(TypeError, match=r"key 'memory', item_index 1: type=str reads a JSON string; "
-                                        r"the stored value is \{'role': 'user'\} \(dict\)"):
-        s.get_list("alice", "kinds", "memory", type=str)
-    with pytest.raises(TypeError, match=r"key 'count', item_index 0: type=int reads a JSON integer"):
-        s.get("alice", "kinds", "count", type=int)
+    s.save_list("alice", "kinds", "memory", ["a", {"role": "user", "text": SECRET}])
+    s.save("alice", "kinds", "count", {"api_key": SECRET})
+    calls = [(TypeError, r"key 'memory', item_index 1: type=str does not read the stored value, a dict "
+                         r"\(not shown: the row is encrypted\)", lambda: s.get_list("alice", "kinds", "memory", type=str)),
+             (TypeError, r"key 'count', item_index 0: type=int does not read the stored value, a dict \(not shown",
+              lambda: s.get("alice", "kinds", "count", type=int)),
+             (TypeError, r"item_index 1: type=str does not read", lambda: s.get_list("alice", "kinds", "memory",
+                                                                                    offset=1, type=str)),
+             (ValidationError, r"api_key\n.*input_value='\(not shown: the row is encrypted\)'",
+              lambda: s.get("alice", "kinds", "count", type=Creds))]
+    for kind, said, call in calls:
+        with pytest.raises(kind, match=said) as err:
+            call()
+        shown = "".join(traceback.format_exception(err.value))
+        assert SECRET not in shown and "'role'" not in shown, shown
     assert s.get_list("alice", "kinds", "memory", offset=0, limit=1, type=str) == ["a"]
+    plain = open_store()  # a plain store's rows are in the table as they are: its errors show the value
+    plain.save("bob", "kinds", "count", "3")
+    with pytest.raises(TypeError, match=r"type=int reads a JSON integer; the stored value is '3' \(str\)"):
+        plain.get("bob", "kinds", "count", type=int)
 
 
 def test_a_store_without_the_keyring_refuses_to_fork_an_encrypted_session(url, database, open_store, raw):
