@@ -81,6 +81,8 @@ def _user(value: Optional[str]) -> Optional[str]:
         return None
     if value is not None and not value.strip():
         raise ValueError(f"user {value!r} is blank: give a user id, or '-' for the anonymous user")
+    if value == keys.ANONYMOUS:  # the API's advice (pass None) means nothing here
+        raise ValueError(f"user {value!r} is reserved for anonymous callers: give '-' for the anonymous user")
     return value
 
 
@@ -140,8 +142,11 @@ def version_number(text: str) -> int:
         n = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a version number") from None
-    if not 0 <= n <= 2**63 - 1:
+    if n < 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be a version >= 0 (0: only if absent)")
+    if n > 2**63 - 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a version of at most 2**63 - 1 (the version column "
+                                         "is a BIGINT)")
     return n
 
 
@@ -762,6 +767,9 @@ def _get_prefix(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
 
 
 def _append_list(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
+    if not args.items:  # a forgotten argument must not look like a success
+        raise ValueError("append-list needs at least one JSON item after KEY (a list's length: `mysql-state length "
+                         "USER SESSION KEY`); nothing was written")
     n = store.append_list(_user(args.user), args.session, args.key, [_json(i) for i in args.items])
     _out(args, n, str(n))
     return 0

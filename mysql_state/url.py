@@ -89,16 +89,19 @@ def redact(url: str) -> str:
     last ``@`` is replaced, so a password with an unencoded ``/`` or ``@`` is hidden too; the
     values of query parameters that are not settings are ``***``; and a URL with an ``@`` after
     a ``?`` or ``#`` (a secret in a query value, or an unencoded ``?``/``#`` in a password) is
-    hidden whole after ``scheme://``.
+    hidden whole after ``scheme://``. A text with no ``scheme://`` at all is not shown: it is no
+    URL, and may be a secret given in the wrong place (a password variable where the URL goes).
 
     >>> redact("mysql://app:s3cr%40t@db:3306/agents")
     'mysql://app:***@db:3306/agents'
+    >>> redact("hunter2XYZ")
+    '(not shown: no scheme://, it may be a secret)'
     """
     if not isinstance(url, str):
         return "<not a string>"
     scheme, sep, rest = url.partition("://")
     if not sep:
-        scheme, rest = "", url
+        return "(not shown: no scheme://, it may be a secret)"
     cut = min((i for i in (rest.find("?"), rest.find("#")) if i >= 0), default=-1)
     if cut >= 0 and "@" in rest[cut:]:
         # An '@' after a '?' or '#': a query value holding one (its '@' is not the end of the

@@ -98,6 +98,23 @@ def test_import_of_a_gzipped_export_is_one_line_naming_the_rule(store, raw, url,
     assert raw.all_rows() == before
 
 
+def test_usage_slips_are_one_line_naming_the_cli_s_own_rule(store, raw, url, database):
+    """From a standards audit: `--if-version` too large said "must be a version >= 0"; the
+    reserved `__anon__` got the API's advice ("pass None"); `append-list` with no item printed
+    the length and exited 0, so a forgotten argument looked like a success. Each is one line
+    naming the command line's rule, exit 2, nothing written."""
+    store.save_list("alice", "chat-1", "memory", [1])
+    before = raw.all_rows()
+    one_line_error(cli(url, database, "save", "alice", "chat-1", "k", "1", "--if-version", "9" * 26), 2,
+                   "must be a version of at most 2**63 - 1")
+    one_line_error(cli(url, database, "get", "__anon__", "s", "k"), 2, "'__anon__' is reserved",
+                   "give '-' for the anonymous user")
+    one_line_error(cli(url, database, "append-list", "alice", "chat-1", "memory"), 2,
+                   "needs at least one JSON item", "nothing was written")
+    assert raw.all_rows() == before
+    assert cli(url, database, "append-list", "alice", "chat-1", "memory", "2").stdout.strip() == "2"
+
+
 def test_a_duration_too_long_is_one_line_and_exit_2(store, raw, url, database):
     store.save("alice", "chat-1", "k", 1)
     before = raw.all_rows()

@@ -24,6 +24,17 @@ def test_redaction_hides_passwords():
     assert "s3cr3t" not in u.scrub("connect to mysql://app:s3cr3t@db failed: s3cr3t", "mysql://app:s3cr3t@db")
 
 
+def test_a_text_that_is_no_url_is_never_echoed():
+    """A URL setting holding a bare string (a password variable swapped in: `MYSQL_URL=$DB_PASSWORD`)
+    was echoed whole in its error, `URL hunter2XYZ: must start with mysql://` (a standards audit)."""
+    for given in ("hunter2XYZ", "s3cr3t-pw", "localhost:3306"):
+        with pytest.raises(ValueError, match="must start with mysql://") as err:
+            u.parse_url(given)
+        assert given not in str(err.value) and "not shown" in str(err.value), str(err.value)
+    assert "pw" not in u.redact("app:pw@db/x")
+    assert u.redact("postgres://app:pw@db/x") == "postgres://app:***@db/x"  # a URL of another scheme: shown
+
+
 def test_parse_takes_hosts_database_and_options():
     kwargs, database = u.parse_url("mysql://app:pw@db1:3307/agents?ssl-mode=DISABLED")
     assert database == "agents" and kwargs["host"] == "db1" and kwargs["port"] == 3307
