@@ -11,6 +11,12 @@ that was read, so a concurrent write is never undone (it wins, and a later run r
 used an old key). The scan is keyset-ordered by primary key, so a run can be interrupted and
 started again.
 
+``progress(done, None)`` is called once before the first batch and after each batch (``batch``
+lists, then ``batch`` rows, each batch committed): ``done`` is the rows rewritten so far, the
+unit of the result, so the last call's ``done`` is what the call returns; there is no total
+(counting the rows due would be a scan of its own). A callback that raises stops the run there,
+the batches before it committed: run it again to finish.
+
 Re-encryption is maintenance, not a write of the caller's data: every row keeps its version and
 its ``updated_at``, and the catalog is not touched, so an idle session stays idle (``prune``
 still finds it) and a compare-and-set with a version read before the rotation still succeeds.
@@ -32,10 +38,11 @@ __all__ = ["reencrypt"]
 _START = ("", "", "", "", -1)
 
 
-def reencrypt(ctx: Ctx, batch: int, progress: Optional[Callable[[int], None]] = None) -> int:
+def reencrypt(ctx: Ctx, batch: int, progress: Optional[Callable[[int, Optional[int]], None]] = None) -> int:
     """Rewrite what is not under the current key; returns the rows rewritten (0: nothing to do).
 
-    ``ctx`` carries the store's keyring (``seal``, ``plain``, ``current``: see :class:`Ctx`)."""
+    ``ctx`` carries the store's keyring (``seal``, ``plain``, ``current``: see :class:`Ctx`);
+    ``progress(rows rewritten so far, None)`` per batch (see the module doc)."""
     current = ctx.current_dk or ""  # "<key id>/list": digests keyed for their list (crypto.LIST_BOUND)
     marker = f'"dk":"{current}"'
     done = 0
@@ -50,6 +57,8 @@ def reencrypt(ctx: Ctx, batch: int, progress: Optional[Callable[[int], None]] = 
         return done_already
 
     hash_rows = ctx.q(sql.REENCRYPT_HASH_ROWS)
+    if progress is not None:
+        progress(0, None)
     while True:  # hash rows: one list per transaction
         rows = ctx.run(lambda cur: _scan(cur, hash_rows, position, (marker, batch)),
                        "reencrypt (hash rows)", write=False)
@@ -61,8 +70,8 @@ def reencrypt(ctx: Ctx, batch: int, progress: Optional[Callable[[int], None]] = 
             if not wrote and due[0]:
                 left.append((sid, k))
             done += wrote
-        if progress:
-            progress(done)
+        if progress is not None:
+            progress(done, None)
         if len(rows) < batch:
             break
         position = _position(rows[-1])
@@ -80,8 +89,8 @@ def reencrypt(ctx: Ctx, batch: int, progress: Optional[Callable[[int], None]] = 
 
         changed, rows = ctx.run(one_batch, "reencrypt (rows)", write=True)
         done += changed
-        if progress:
-            progress(done)
+        if progress is not None:
+            progress(done, None)
         if len(rows) < batch:
             break
         position = _position(rows[-1])

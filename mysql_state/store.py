@@ -611,9 +611,10 @@ class MysqlAgentStateStore:
 
     # ---- operating the store: encryption, catalog, history, transfer, retention, schema ------
 
-    def reencrypt(self, *, batch: int = 500) -> int:
+    def reencrypt(self, *, batch: int = 500, progress: Optional[Callable[[int, Optional[int]], None]] = None) -> int:
         """Rewrite every row not under the keyring's current key (hash rows and plain rows too),
         in bounded transactions, safe beside live writers and resumable; the rows rewritten.
+        ``progress(done, None)`` per batch: the rows rewritten so far (no total).
 
         >>> import os
         >>> from mysql_state import Keyring
@@ -629,7 +630,8 @@ class MysqlAgentStateStore:
         if not self.table.sealer.encrypted:
             raise ValueError("reencrypt needs a store with encryption=Keyring(...)")
         check_count("batch", batch)
-        return reencrypt(migrations.Ctx(self._db, self.table, self._forget), batch)
+        args.callback(progress, "progress")
+        return reencrypt(migrations.Ctx(self._db, self.table, self._forget), batch, progress)
 
     def sessions(self, user_id: Any = ALL_USERS, *, updated_before: Optional[Any] = None,
                  updated_after: Optional[Any] = None, limit: int = 100, cursor: Optional[str] = None) -> SessionPage:

@@ -676,3 +676,61 @@ def test_rows_stored_under_an_id_with_nul_before_stay_readable_and_rotate(open_s
     assert not plaintext_anywhere(raw, SECRET) and "'{\"z\": 1}'" not in str(raw.all_rows())
     assert s.get_list("alice", "c", "m\0x") == msgs(3) and s.get("alice", "c\0x", "v") == {"t": SECRET}
     assert s.get("zed", "z", "v") == {"z": 1} and s.reencrypt(batch=500) == 0
+
+
+# ---- progress: rows rewritten, after each batch -------------------------------------------------
+
+
+def under(raw: Raw, kid: str) -> int:
+    """The caller's rows under key ``kid``: items and values sealed with it, hash rows keyed with it."""
+    return sum(1 for r in raw.rows() if (f'"dk":"{kid}/list"' in r[3] if r[1].endswith(":_hash")
+                                         else r[3].startswith(f"{PREFIX}{kid}:")))
+
+
+def test_reencrypt_reports_the_rows_rewritten_after_each_batch_and_sends_nothing_more(open_store, raw):
+    """``progress(done, None)`` once before the first batch, then after each: ``done`` the rows
+    rewritten so far (the result's unit, so the last call's is the result), no total. Rotating
+    k1 -> k2 without a callback and back k2 -> k1 with one rewrite the same rows with the same
+    statements: the callback adds none."""
+    old = open_store(ring("k1"))
+    for i in range(6):
+        old.save_list("alice", f"c{i}", "m", msgs(3))  # the hash row and 3 items
+        old.save("alice", f"c{i}", "v", i)
+    assert under(raw, "k1") == 30
+    rotated, back = open_store(ring("k2", "k1")), open_store(ring("k1", "k2"))
+    forth, sent = raw.statements(lambda: rotated.reencrypt(batch=4))
+    assert forth == 30 and under(raw, "k2") == 30
+    calls: list = []
+    back_n, sent_with_progress = raw.statements(
+        lambda: back.reencrypt(batch=4, progress=lambda done, total: calls.append((done, total))))
+    assert back_n == 30 and under(raw, "k1") == 30
+    # lists 4 then 2 a batch (4 rows each), then the values 4 then 2 a batch
+    assert calls == [(0, None), (16, None), (24, None), (28, None), (30, None)]
+    assert sent_with_progress == sent
+    assert [old.get_list("alice", f"c{i}", "m") for i in range(6)] == [msgs(3)] * 6
+
+
+def test_a_progress_callback_that_raises_stops_reencrypt_where_it_was_and_a_rerun_finishes(open_store, raw):
+    """The callback's error is the call's; the batches before it stay committed (the first
+    batch of lists, here), nothing after it is rewritten, and a run again rewrites only the rest."""
+    old = open_store(ring("k1"))
+    for i in range(6):
+        old.save_list("alice", f"c{i}", "m", msgs(3))
+        old.save("alice", f"c{i}", "v", i)
+    rotated = open_store(ring("k2", "k1"))
+
+    class Stop(Exception):
+        pass
+
+    def stop(done: int, total: None) -> None:
+        if done:
+            raise Stop(done)
+
+    with pytest.raises(Stop, match="16"):
+        rotated.reencrypt(batch=4, progress=stop)
+    assert under(raw, "k2") == 16 and under(raw, "k1") == 14  # 4 whole lists, committed; the rest as it was
+    assert [rotated.get_list("alice", f"c{i}", "m") for i in range(6)] == [msgs(3)] * 6
+    assert rotated.reencrypt(batch=4) == 14 and under(raw, "k2") == 30
+    assert rotated.reencrypt() == 0
+    with pytest.raises(TypeError, match="progress must be a callable, got str"):
+        rotated.reencrypt(progress="bar")
