@@ -269,8 +269,9 @@ CHUNK = 2000
 BATCH = 500
 
 
-def scan(ctx: Ctx) -> Iterator[tuple[str, list]]:
-    """Every row, a session at a time: ``(session_id, [(key, index, data, updated_at)])``."""
+def scan(ctx: Ctx, between: Optional[Callable[[], None]] = None) -> Iterator[tuple[str, list]]:
+    """Every row, a session at a time: ``(session_id, [(key, index, data, updated_at)])``;
+    ``between()`` before each chunk after the first is read (what was yielded before is done)."""
     statement = ctx.q(sql.DOCTOR_SCAN)
     last = ("", "", -1)
     current: Optional[str] = None
@@ -287,6 +288,8 @@ def scan(ctx: Ctx) -> Iterator[tuple[str, list]]:
         if len(got) < CHUNK:
             break
         last = got[-1][:3]
+        if between is not None:
+            between()
     if current is not None:
         yield current, rows
 
@@ -311,8 +314,16 @@ def _schema_problems(ctx: Ctx) -> list[DoctorFinding]:
     return out
 
 
-def doctor(ctx: Ctx, fix: bool) -> list[DoctorFinding]:
-    """Check the table (see the module doc); with ``fix`` repair what is safe and say so."""
+def doctor(ctx: Ctx, fix: bool, progress: Optional[Callable[[int, Optional[int]], None]] = None) -> list[DoctorFinding]:
+    """Check the table (see the module doc); with ``fix`` repair what is safe and say so.
+
+    ``progress(done, None)`` once the schema is checked (and, with ``fix``, migrated), then
+    after each chunk of the scan (``CHUNK`` rows read, the sessions they complete checked and
+    repaired), and once more when the catalog and history are checked too: ``done`` is the
+    sessions (``<user>:<session>`` ids) checked so far; there is no total (counting the sessions
+    would be a scan of its own). A callback that raises stops the doctor there, without its
+    findings; the repairs made before it stay (each committed), and a doctor run again finds
+    what is left."""
     problems = _schema_problems(ctx)
     if fix and problems:
         try:
@@ -333,7 +344,14 @@ def doctor(ctx: Ctx, fix: bool) -> list[DoctorFinding]:
     last_write: dict[str, Optional[dt.datetime]] = {}  # None: no row of the session has a time
     history: dict[str, int] = {}
     unchecked = 0  # sealed rows a doctor without the keyring checks by their envelope's form only
-    for sid, rows in scan(ctx):
+    checked = 0  # sessions checked, for progress
+
+    def report() -> None:
+        if progress is not None:
+            progress(checked, None)
+
+    report()
+    for sid, rows in scan(ctx, report):
         if sid == keys.CATALOG_SESSION:
             problems += _catalog_rows_malformed(ctx, rows, fix)
             catalog_rows.update((key, updated) for key, index, _, updated in rows
@@ -355,8 +373,10 @@ def doctor(ctx: Ctx, fix: bool) -> list[DoctorFinding]:
             history[sid] = len(rows)
         if keys.is_packed(sid):
             last_write[sid] = max((r[3] for r in rows if r[3] is not None), default=None)
+            checked += 1
     problems += _catalog_problems(ctx, catalog_rows, last_write, fix, started)
     problems += _history_problems(ctx, history, last_write, started, fix)
+    report()
     if unchecked:  # found nothing wrong is not "healthy" for rows it could not open: said
         warnings.warn(f"doctor checked {unchecked} encrypted row(s) by their envelope's form only: this store has no "
                       "keyring (encryption=...), so their content, and the lists they are items of against their "

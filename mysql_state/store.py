@@ -770,14 +770,18 @@ class MysqlAgentStateStore:
             self._refresh_schema("migrate")
         return steps
 
-    def doctor(self, fix: bool = False) -> list[DoctorFinding]:
+    def doctor(self, fix: bool = False, *,
+               progress: Optional[Callable[[int, Optional[int]], None]] = None) -> list[DoctorFinding]:
         """Check the table (schema, lists against their hash rows, JSON, the catalog): the
         :class:`DoctorFinding` s (empty: healthy); ``fix=True`` repairs what is safe and marks it ``fixed``.
+        ``progress(done, None)`` per chunk of the scan: the sessions checked so far (no total).
 
         >>> store.doctor()
         []
         """
-        problems = migrations.doctor(migrations.Ctx(self._db, self.table, self._forget), args.flag(fix, "fix"))
+        args.flag(fix, "fix")
+        args.callback(progress, "progress")
+        problems = migrations.doctor(migrations.Ctx(self._db, self.table, self._forget), fix, progress)
         if fix:
             self._forget()
             self._refresh_schema("doctor")

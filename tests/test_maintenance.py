@@ -518,8 +518,8 @@ def test_history_of_a_session_deleted_while_the_doctor_ran_is_not_orphaned(url, 
         s.save_list("m", "aa", "k", [1, 2, 3])  # rows the scan reads between the history rows and u:zz
         real = migrations.scan
 
-        def scan_then_delete(ctx):
-            for sid, rows in real(ctx):
+        def scan_then_delete(ctx, between=None):
+            for sid, rows in real(ctx, between):
                 yield sid, rows
                 if sid.startswith("__history__"):
                     s.delete("u", "zz")  # the session and its history go, mid-scan
@@ -580,3 +580,53 @@ def test_doctor_sets_back_a_catalog_time_ahead_of_the_servers_clock(store, raw):
         (row_time,)]
     assert [p for p in store.doctor() if p.session_id == "bob:s0"] == []
     assert store.prune(dt.timedelta(days=30), user_id="bob").sessions == 1  # idle again, as it is
+
+
+# ---- the doctor's progress: sessions checked, after each chunk of its scan ----------------------
+
+
+def test_doctor_reports_the_sessions_checked_after_each_chunk_and_sends_nothing_more(store, raw, monkeypatch):
+    """``progress(done, None)`` once the schema is checked, after each chunk the scan reads (the
+    sessions it completed checked), and once the catalog and history are: ``done`` the
+    ``<user>:<session>`` sessions checked. The callback adds no statement."""
+    from mysql_state import migrations
+
+    for i in range(5):
+        store.save_list("u", f"s{i}", "m", [1, 2, 3])  # 4 rows each, and 5 catalog rows (sorted first)
+    monkeypatch.setattr(migrations, "CHUNK", 6)
+    assert raw.query("SELECT COUNT(*) FROM {t}") == [(25,)]  # 5 chunks: 6, 6, 6, 6, 1 rows
+    assert store.doctor() == []  # the connections both calls use, opened before they are counted
+    found, sent = raw.statements(lambda: store.doctor())
+    calls: list = []
+    again, sent_with_progress = raw.statements(lambda: store.doctor(progress=lambda *a: calls.append(a)))
+    assert found == again == []
+    # chunk 1 ends in u:s0 (the catalog rows are not sessions), 2 in u:s1, 3 in u:s3, 4 in u:s4
+    assert calls == [(0, None), (0, None), (1, None), (3, None), (4, None), (5, None)]
+    assert sent_with_progress == sent
+    calls.clear()
+    assert store.doctor(True, progress=lambda *a: calls.append(a)) == [] and calls[-1] == (5, None)  # fix positional
+
+
+def test_a_progress_callback_that_raises_stops_the_doctor_and_keeps_the_repairs_made(store, raw, monkeypatch):
+    """The callback's error is the call's (no findings returned); a repair made before it stays
+    (each is committed as it is made), none after it is made, and a doctor run again finds and
+    repairs the rest."""
+    from mysql_state import migrations
+
+    for i in range(5):
+        store.save_list("u", f"s{i}", "m", [1, 2, 3])
+    for sid in ("u:s0", "u:s4"):
+        raw.execute("DELETE FROM {t} WHERE session_id = %s AND state_key = 'm:_hash'", (sid,))
+    monkeypatch.setattr(migrations, "CHUNK", 6)
+
+    def stop(done: int, total: None) -> None:
+        if done:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        store.doctor(fix=True, progress=stop)
+    hash_rows = "SELECT session_id FROM {t} WHERE state_key = 'm:_hash' ORDER BY session_id"
+    assert raw.query(hash_rows) == [("u:s0",), ("u:s1",), ("u:s2",), ("u:s3",)]  # u:s0 repaired, u:s4 not reached
+    assert [(p.kind, p.session_id) for p in store.doctor()] == [("no_hash_row", "u:s4")]
+    assert [p.fixed for p in store.doctor(fix=True)] == [True] and store.doctor() == []
+    assert [store.get_list("u", f"s{i}", "m") for i in range(5)] == [[1, 2, 3]] * 5
