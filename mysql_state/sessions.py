@@ -8,7 +8,7 @@ catalog row follows its rows: touched by a write, gone with the session's last r
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
 from . import history, keys, sql
 from .table import Table
@@ -105,7 +105,8 @@ def session_ids(cur: Any, t: Table, prefix: str) -> set[str]:
 FORGET_ROUNDS = 3
 
 
-def forget_user(db: Any, t: Table, prefix: str, batch: int, what: str) -> int:
+def forget_user(db: Any, t: Table, prefix: str, batch: int, what: str,
+                progress: Optional[Callable[[int, Optional[int]], None]] = None) -> int:
     """Erase every row of a user (``prefix``): each session whole, as :func:`delete_session`
     deletes one (its rows locked first, so a writer of it waits; its data rows, history and
     catalog row in one transaction), ``batch`` sessions at most a transaction; sessions
@@ -115,7 +116,13 @@ def forget_user(db: Any, t: Table, prefix: str, batch: int, what: str) -> int:
     A write of the user during the call makes its session again, whole: the call goes round
     again (at most ``FORGET_ROUNDS`` times), then leaves a session still being written as it
     is (whole: deleted sessions never leave part of a list or a session without its catalog
-    row behind, which rows deleted by ranges across sessions did)."""
+    row behind, which rows deleted by ranges across sessions did).
+
+    ``progress(done, total)``: once the user's sessions are known, then after each batch (each
+    committed): ``done`` the sessions erased so far, ``total`` the sessions found (a later
+    round adds the sessions it finds), the counts the erasure keeps anyway; the last call has
+    ``done == total``. A callback that raises stops the erasure there, the batches before it
+    committed (each session whole): run it again to finish."""
     statement, params = sql.user_sessions_by_catalog(prefix, t.exact_keys)  # ranges, or (folding keys) LIKE
     by_catalog = (t.q(statement), params)
 
@@ -123,15 +130,21 @@ def forget_user(db: Any, t: Table, prefix: str, batch: int, what: str) -> int:
         cur.execute(*by_catalog)
         return {r[0] for r in cur.fetchall() if r[0].startswith(prefix)} | read_session_ids(cur, t, prefix)
 
-    removed = 0
-    for _ in range(FORGET_ROUNDS):
+    removed = done = total = 0
+    for round_ in range(FORGET_ROUNDS):
         sids = sorted(db.run(sessions_of, what, write=False))
+        total += len(sids)
+        if progress is not None and (sids or round_ == 0):
+            progress(done, total)
         if not sids:
             break
         for i in range(0, len(sids), batch):
             part = sids[i:i + batch]
             removed += db.run(lambda cur: sum(delete_session(cur, t, sid) for sid in part), what, write=True,
                               session=None)
+            done += len(part)
+            if progress is not None:
+                progress(done, total)
     return removed
 
 

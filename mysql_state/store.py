@@ -570,15 +570,19 @@ class MysqlAgentStateStore:
         """
         return self._calls.session_ids(keys.user_prefix(user_id), consistency)
 
-    def forget_user(self, user_id: Optional[str], *, batch: int = 500) -> int:
+    def forget_user(self, user_id: Optional[str], *, batch: int = 500,
+                    progress: Optional[Callable[[int, Optional[int]], None]] = None) -> int:
         """Erase a user (None: the anonymous one): every row of every session, history and
         catalog included, each session whole as :meth:`delete` deletes one, ``batch`` sessions
         per transaction, safe to re-run; the rows removed. A blank ``user_id`` is refused
         (elsewhere it names the anonymous user): an empty variable erases nothing here.
+        ``progress(done, total)`` per batch: the sessions erased, of those found.
 
         >>> store.save("erin", "s-1", "plan", 1)
         >>> store.save_list("erin", "s-2", "memory", ["a"])
-        >>> store.forget_user("erin")
+        >>> store.forget_user("erin", progress=lambda done, total: print(f"{done}/{total} sessions"))
+        0/2 sessions
+        2/2 sessions
         5
         >>> store.list_session_ids("erin")
         set()
@@ -588,9 +592,11 @@ class MysqlAgentStateStore:
                              "user's sessions (a blank id is refused here, not taken for it); nothing was erased")
         prefix = keys.user_prefix(user_id)
         check_count("batch", batch)
-        removed = sessions.forget_user(self._db, self.table, prefix, batch, f"forget_user {user_id!r}")
-        self._forget()
-        return removed
+        args.callback(progress, "progress")
+        try:
+            return sessions.forget_user(self._db, self.table, prefix, batch, f"forget_user {user_id!r}", progress)
+        finally:  # a callback that raised too: the sessions erased before it are gone
+            self._forget()
 
     def truncate_all_sessions(self) -> int:
         """Remove every row (``TRUNCATE TABLE``); returns how many callers' rows there were.

@@ -357,3 +357,50 @@ def test_the_user_id_the_command_line_writes_for_the_anonymous_user_is_reserved(
     with pytest.raises(ValueError, match="'-' is reserved"):
         store.forget_user("-")
     assert raw.all_rows() == []
+
+
+# ---- forget_user's progress: sessions erased, of those found, after each batch ------------------
+
+
+def test_forget_user_reports_the_sessions_erased_of_those_found_and_sends_nothing_more(store, raw) -> None:
+    """``progress(done, total)`` once the user's sessions are found, then after each batch:
+    ``done`` the sessions erased, ``total`` those found (the last call: done == total). Two users
+    of the same shape, one erased with a callback: the same statements."""
+    for user in (USER, "bob"):
+        for i in range(7):
+            store.save_list(user, f"s{i}", "m", [1, 2])  # 2 items, the hash row, the catalog row
+    store.save("carol", "s0", "k", 1)
+    assert store.forget_user("dave") == 0  # the connections both calls use, opened before they are counted
+    removed, sent = raw.statements(lambda: store.forget_user("bob", batch=3))
+    calls: list = []
+    with_progress, sent_with_progress = raw.statements(
+        lambda: store.forget_user(USER, batch=3, progress=lambda done, total: calls.append((done, total))))
+    assert removed == with_progress == 7 * 4
+    assert calls == [(0, 7), (3, 7), (6, 7), (7, 7)]
+    assert sent_with_progress == sent
+    assert rows_of_user(raw, USER, [f"s{i}" for i in range(7)]) == [] and {r[0] for r in raw.rows()} == {"carol:s0"}
+    calls.clear()
+    assert store.forget_user(USER, progress=lambda *a: calls.append(a)) == 0 and calls == [(0, 0)]  # none found
+
+
+def test_a_progress_callback_that_raises_stops_forget_user_with_whole_sessions_left(store, raw) -> None:
+    """The callback's error is the call's; the batches before it stay erased, every other
+    session is whole (its rows and its catalog row), and a run again erases the rest."""
+    for i in range(7):
+        store.save_list(USER, f"s{i}", "m", [1, 2])
+
+    def stop(done: int, total: int) -> None:
+        if done:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        store.forget_user(USER, batch=3, progress=stop)
+    left = [f"s{i}" for i in range(3, 7)]
+    assert store.list_session_ids(USER) == set(left)  # s0..s2, the first batch, are gone
+    assert len(rows_of_user(raw, USER, [f"s{i}" for i in range(7)])) == 4 * len(left)
+    for s in left:  # whole: its 3 rows, its catalog row
+        assert len(raw.rows(keys.pack(USER, s))) == 3, s
+        assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = %s AND state_key = %s",
+                         (keys.CATALOG_SESSION, keys.pack(USER, s))) == [(1,)], s
+    assert store.forget_user(USER) == 4 * len(left) and rows_of_user(raw, USER, left) == []
+    assert store.doctor() == []
