@@ -614,10 +614,46 @@ def test_an_async_def_given_as_a_callback_is_refused_before_anything_runs(astore
         store.import_rows([], progress=progress)
     with pytest.raises(TypeError, match=r"progress must be a callable, got int: 5"):
         store.prune(datetime.timedelta(days=1), progress=5)
+    for call in (astore.doctor(progress=progress), astore.forget_user("u", progress=progress)):
+        with pytest.raises(TypeError, match=r"progress must be a plain function"):
+            run(call)
+    with pytest.raises(TypeError, match=r"progress must be a callable, got int: 5"):
+        store.doctor(True, progress=5)
     with pytest.raises(TypeError, match=r"dry_run must be a bool, got str: 'no'"):
         store.prune(datetime.timedelta(days=1), dry_run="no")
     assert raw.com_counts() == before  # refused before any statement
     assert not store.exists("u", "async-fn")
+
+
+def test_the_long_operations_take_progress_and_call_it_in_the_worker_thread(url, database, astore, store, raw):
+    """``reencrypt``, ``doctor`` and ``forget_user`` take ``progress=`` as the sync store does
+    (``prune`` and ``import_rows`` too); the callback runs in the worker thread that runs the
+    call, never on the event loop's thread."""
+    pytest.importorskip("cryptography", reason="encryption needs the encryption extra (make test installs it)")
+    import os
+
+    from mysql_state import Keyring
+
+    for i in range(3):
+        store.save_list("u", f"s{i}", "m", [1, 2])
+    seen: list = []
+
+    def progress(done, total):
+        seen.append((threading.current_thread() is threading.main_thread(), done, total))
+
+    assert run(astore.doctor(progress=progress)) == [] and seen == [(False, 0, None), (False, 3, None)]
+    seen.clear()
+    k1 = os.urandom(32)
+    sealed = MysqlAgentStateStore.from_url(url, database_name=database, encryption=Keyring({"k1": k1}, current="k1"))
+    twin = AsyncMysqlAgentStateStore(sealed, close_store=True)
+    try:
+        assert run(twin.reencrypt(batch=2, progress=progress)) == 9  # 3 lists: a hash row and 2 items each
+        assert seen == [(False, 0, None), (False, 6, None), (False, 9, None), (False, 9, None)]
+    finally:
+        run(twin.aclose())
+    seen.clear()
+    assert run(astore.forget_user("u", batch=2, progress=progress)) == 12 and raw.rows() == []
+    assert seen == [(False, 0, 3), (False, 2, 3), (False, 3, 3)]
 
 
 # ---- the async lease: its waits and releases never wait in the store's worker queue ---------
