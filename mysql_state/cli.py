@@ -34,13 +34,14 @@ line on stderr and a non-zero exit (1: not found, 2: refused or failed), never a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
 import re
 import sys
 import warnings
-from typing import Any, NoReturn, Optional, Sequence
+from typing import Any, Iterator, NoReturn, Optional, Sequence
 
 import orjson
 
@@ -845,16 +846,28 @@ class Bar:
             sys.stderr.write("\n")
 
 
+@contextlib.contextmanager
+def drawing(what: str, json: bool) -> Iterator[Bar]:
+    """A :class:`Bar` for the ``with`` block, ended when the block ends (an error or Ctrl-C
+    too); a warning given meanwhile is shown after it, on a line of its own, not on the bar's."""
+    bar = Bar(what, json)
+    caught: list = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            yield bar
+    finally:
+        bar.end()
+        for w in caught:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+
+
 def _prune(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     user = ALL_USERS if args.user is None else _user(args.user)
     if not args.dry_run:
         whose = "" if args.user is None else f" of {_who(args.user)}"
         confirm(args, f"delete every session{whose} with no write for {_span(args.older_than)}")
-    bar = Bar("would prune" if args.dry_run else "pruning", args.json)
-    try:
+    with drawing("would prune" if args.dry_run else "pruning", args.json) as bar:
         report = store.prune(args.older_than, user_id=user, dry_run=args.dry_run, batch=args.batch, progress=bar)
-    finally:
-        bar.end()
     verb = "would delete" if args.dry_run else "deleted"
     _out(args, {"sessions": report.sessions, "rows": report.rows, "dry_run": args.dry_run},
          f"{verb} {report.sessions} sessions ({report.rows} rows) and their catalog rows")
@@ -902,25 +915,25 @@ def _export(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
 def _import(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     if args.on_conflict == "replace":
         confirm(args, "replace the stored keys of every session in the import with the export's rows")
-    bar = Bar("imported rows", args.json)
-    if args.file == "-":
-        if sys.stdin is None:
-            raise ValueError("import reads the export from standard input, which is closed; give FILE")
-        n = store.import_rows(sys.stdin, on_conflict=args.on_conflict, progress=bar)
-    else:
-        try:
-            source = open(args.file, encoding="utf-8")
-        except OSError as exc:
-            raise ValueError(f"import: cannot read FILE {args.file!r} ({exc.strerror})") from None
-        with source:
-            n = store.import_rows(source, on_conflict=args.on_conflict, progress=bar)
-    bar.end()
+    with drawing("imported rows", args.json) as bar:
+        if args.file == "-":
+            if sys.stdin is None:
+                raise ValueError("import reads the export from standard input, which is closed; give FILE")
+            n = store.import_rows(sys.stdin, on_conflict=args.on_conflict, progress=bar)
+        else:
+            try:
+                source = open(args.file, encoding="utf-8")
+            except OSError as exc:
+                raise ValueError(f"import: cannot read FILE {args.file!r} ({exc.strerror})") from None
+            with source:
+                n = store.import_rows(source, on_conflict=args.on_conflict, progress=bar)
     _out(args, {"written": n}, f"{n} rows written")
     return 0
 
 
 def _doctor(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
-    problems = store.doctor(fix=args.fix)
+    with drawing("checked sessions", args.json) as bar:
+        problems = store.doctor(fix=args.fix, progress=bar)
     left = [p for p in problems if not p.fixed]
     _out(args, [vars(p) for p in problems],
          "\n".join(("fixed: " if p.fixed else "problem: ") + p.message for p in problems) or "healthy")
@@ -999,13 +1012,15 @@ def _truncate(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
 def _forget_user(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     user = _user(args.user)
     confirm(args, f"remove every session of {_who(args.user)}")
-    n = store.forget_user(user, batch=args.batch)
+    with drawing("erased sessions", args.json) as bar:
+        n = store.forget_user(user, batch=args.batch, progress=bar)
     _out(args, {"removed": n}, f"removed {n} rows")
     return 0
 
 
 def _reencrypt(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
-    n = store.reencrypt(batch=args.batch)
+    with drawing("re-encrypted rows", args.json) as bar:
+        n = store.reencrypt(batch=args.batch, progress=bar)
     _out(args, {"rewritten": n, "key": args.ring.current}, f"rewrote {n} rows under key {args.ring.current!r}")
     return 0
 

@@ -4,6 +4,7 @@ test, and plain SQL on the table for looking behind the store's back."""
 from __future__ import annotations
 
 import contextlib
+import subprocess
 import threading
 import uuid
 import warnings
@@ -265,3 +266,29 @@ def in_thread(fn):
         return box.get("result")
 
     return join
+
+
+def with_terminal_stderr(argv: list) -> subprocess.CompletedProcess:
+    """Run ``argv`` with stderr on a pseudo-terminal (where a progress bar is drawn), stdout piped."""
+    import os
+    import pty
+
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, text=True, timeout=120)
+        os.close(slave)
+        slave = -1
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the terminal's other end is closed and drained
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        if slave >= 0:
+            os.close(slave)
+        os.close(master)
+    return subprocess.CompletedProcess(argv, proc.returncode, proc.stdout, b"".join(chunks).decode(errors="replace"))

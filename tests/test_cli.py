@@ -7,7 +7,7 @@ import sys
 
 import orjson
 
-from tests.conftest import Raw, connect
+from tests.conftest import Raw, connect, with_terminal_stderr
 
 
 def cli(url: str, database: str, *args: str, input: str | None = None) -> subprocess.CompletedProcess:
@@ -486,6 +486,54 @@ def test_no_progress_bar_without_a_terminal(store, raw, url, database):
     assert exported.returncode == 0 and exported.stderr == "" and exported.stdout.count("\n") == len(raw.all_rows())
     pruned = cli(url, database, "prune", "--older-than", "30d", "--dry-run", "--json")
     assert pruned.returncode == 0 and pruned.stderr == "" and orjson.loads(pruned.stdout)["dry_run"] is True
+
+
+def test_reencrypt_doctor_and_forget_user_draw_a_bar_on_a_terminal_only(store, raw, url, database, monkeypatch):
+    """The bar of prune and import, on stderr: drawn on a terminal (ended by a newline, a
+    warning given meanwhile on a line of its own after it), never without one or with --json."""
+    import base64
+    import os
+    import re
+
+    from mysql_state.crypto import PREFIX
+
+    for session in ("c1", "c2"):
+        store.save_list("alice", session, "memory", ["a", "b", "c"])
+    store.save_list("bob", "c1", "memory", ["a", "b", "c"])
+    quiet = cli(url, database, "doctor")
+    assert quiet.returncode == 0 and quiet.stdout.strip() == "healthy" and quiet.stderr == ""
+    raw.execute("DELETE FROM {t} WHERE session_id = 'bob:c1' AND state_key = 'memory' AND item_index = 1")
+    monkeypatch.setenv("MYSQL_STATE_KEYS", "k1=" + base64.b64encode(os.urandom(32)).decode())
+    here = [sys.executable, "-m", "mysql_state", "--url", url, "--database", database]
+
+    def lines(stderr: str) -> list[str]:
+        assert stderr.endswith("\n"), repr(stderr)  # the bar's line ended
+        return stderr.replace("\r\n", "\n").split("\n")[:-1]
+
+    rotated = with_terminal_stderr(here + ["reencrypt", "--batch", "2"])
+    assert rotated.returncode == 0 and "rewrote 10 rows under key 'k1'" in rotated.stdout  # 2 lists whole, bob's 2 items
+    bar, warning = lines(rotated.stderr)
+    assert re.fullmatch(r"(\rre-encrypted rows \d+)+", bar) and bar.endswith("re-encrypted rows 10"), bar
+    assert warning.startswith("mysql-state: warning: reencrypt left 1 list(s)")
+    assert all(r[3].startswith(PREFIX) for r in raw.rows() if not r[1].endswith(":_hash"))  # sealed
+
+    checked = with_terminal_stderr(here + ["doctor"])
+    assert checked.returncode == 1 and "'memory'" in checked.stdout
+    assert lines(checked.stderr) == ["\rchecked sessions 0\rchecked sessions 3"]
+    as_json = with_terminal_stderr(here + ["doctor", "--json"])
+    assert as_json.returncode == 1 and as_json.stderr == "" and orjson.loads(as_json.stdout)[0]["session_id"] == "bob:c1"
+    piped = cli(url, database, "doctor")
+    assert piped.returncode == 1 and piped.stderr == ""
+
+    erased = with_terminal_stderr(here + ["forget-user", "alice", "--yes", "--batch", "1"])
+    assert erased.returncode == 0 and "removed 10 rows" in erased.stdout
+    assert lines(erased.stderr) == ["".join(f"\rerased sessions [{'#' * (15 * n)}{'.' * (30 - 15 * n)}] {n}/2"
+                                            for n in (0, 1, 2))]
+    gone = cli(url, database, "forget-user", "bob", "--yes")
+    assert gone.returncode == 0 and "removed 4 rows" in gone.stdout and gone.stderr == ""
+    assert raw.all_rows() == []
+    again = with_terminal_stderr(here + ["reencrypt", "--json"])
+    assert again.returncode == 0 and again.stderr == "" and orjson.loads(again.stdout)["rewritten"] == 0
 
 
 def test_the_throwaway_server_goes_away_on_a_plain_kill():

@@ -15,7 +15,7 @@ import pytest
 
 from mysql_state import ALL_USERS, MysqlAgentStateStore, SessionExistsError, SessionNotFoundError
 from mysql_state import catalog, metrics
-from tests.conftest import Raw, connect
+from tests.conftest import Raw, connect, with_terminal_stderr
 from tests.conftest import JAVA_DDL, make_java_table
 
 
@@ -465,32 +465,6 @@ def test_prometheus_names(store):
 
 
 # ---- the command line ------------------------------------------------------------------------
-
-
-def with_terminal_stderr(argv: list) -> subprocess.CompletedProcess:
-    """Run ``argv`` with stderr on a pseudo-terminal (where a progress bar is drawn), stdout piped."""
-    import os
-    import pty
-
-    master, slave = pty.openpty()
-    try:
-        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL, text=True, timeout=120)
-        os.close(slave)
-        slave = -1
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the terminal's other end is closed and drained
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-    finally:
-        if slave >= 0:
-            os.close(slave)
-        os.close(master)
-    return subprocess.CompletedProcess(argv, proc.returncode, proc.stdout, b"".join(chunks).decode(errors="replace"))
 
 
 def cli(url: str, database: str, *args: str, stdin: str | None = None, env: dict | None = None
