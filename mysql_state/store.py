@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import collections.abc
 import inspect
-from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, TypeVar
+from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
 
 from . import args, catalog, history, keys, list_write, locks, migrations, retention, schema, serde
 from . import sessions, transfer, wiring
@@ -587,10 +587,7 @@ class MysqlAgentStateStore:
         >>> store.list_session_ids("erin")
         set()
         """
-        if isinstance(user_id, str) and not user_id.strip():
-            raise ValueError(f"forget_user: user_id {user_id!r} is blank; pass None to erase the anonymous "
-                             "user's sessions (a blank id is refused here, not taken for it); nothing was erased")
-        prefix = keys.user_prefix(user_id)
+        prefix = args.erasing_user(user_id, "forget_user", "nothing was erased")
         check_count("batch", batch)
         args.callback(progress, "progress")
         try:
