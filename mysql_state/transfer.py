@@ -17,7 +17,7 @@ from typing import Any, Callable, ContextManager, Iterable, Iterator, Optional, 
 import orjson
 
 from . import catalog, keys, serde, sql
-from .crypto import PREFIX, is_sealed, key_id_of
+from .crypto import PREFIX, is_sealed, key_id_of, well_formed
 from .listsync import ListHash
 from .table import Table
 from .errors import (
@@ -295,8 +295,11 @@ def check_row(sid: str, key: str, index: int, data: str, version: int) -> None:
             raise ValueError(f"a hash row is row 0 of '<key>:_hash' for a key that does not end with "
                              f"{keys.HASH_SUFFIX!r}, got state_key {key[:60]!r}, item_index {index}")
         return  # a hash row's format is the writer's (a foreign one reads as missing)
-    if is_sealed(data):
-        return  # sealed rows are opaque
+    if is_sealed(data):  # opaque, but of the envelope's form (what the doctor checks without the key)
+        if not well_formed(data):
+            raise ValueError(f"state_data {data[:30]!r}... starts as an encrypted row but is not a well-formed "
+                             "envelope (key id, then base64 of nonce, ciphertext and tag)")
+        return
     try:
         orjson.loads(data)
     except orjson.JSONDecodeError:

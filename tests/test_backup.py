@@ -13,7 +13,7 @@ import uuid
 import orjson
 import pytest
 
-from mysql_state import MysqlAgentStateStore, ValueTooLargeError, keys
+from mysql_state import MysqlAgentStateStore, ValueTooLargeError, crypto, keys
 from mysql_state.errors import ServerUnavailableError
 from mysql_state.pool import DEFAULT_POOL_SIZE
 from tests.conftest import Raw, connect, private_server
@@ -213,6 +213,9 @@ def _hostile(good: dict) -> dict:
         "hash row past row 0": dict(good, state_key=good["state_key"] + ":_hash", item_index=5),
         "hash row of a hash row": dict(good, state_key=good["state_key"] + ":_hash:_hash"),
         "a row the import holds already": dict(good, state_data='"another"'),
+        # (a standards audit: without a keyring it imported, and the doctor then reported it)
+        "an encrypted row that is no envelope": dict(good, state_key="sealed", state_data=crypto.PREFIX + "k1:AAAA"),
+        "an encrypted row with no key id": dict(good, state_key="sealed", state_data=crypto.PREFIX + ":" + "A" * 64),
     }
 
 
@@ -232,9 +235,13 @@ def test_foreign_hash_rows_and_sealed_rows_are_not_taken_for_hostile(store, targ
     lines = export_of(store, 3)
     good = orjson.loads(next(x for x in lines if orjson.loads(x)["state_key"] == "v"))
     java_hash = dict(good, state_key="jlist:_hash", state_data="3f2a9c")  # the Java store's format
+    envelope = crypto.RowCipher(crypto.Keyring({"k1": b"k" * 32}, current="k1"), "agentscope_sessions").seal(
+        good["session_id"], "sealed", 0, b'{"secret": 1}').decode()
+    sealed = dict(good, state_key="sealed", state_data=envelope)  # a well-formed envelope: no keyring needed
     imported, raw = target
-    assert imported.import_rows(lines + [orjson.dumps(java_hash).decode()]) == len(lines) + 1
+    assert imported.import_rows(lines + [orjson.dumps(java_hash).decode(), orjson.dumps(sealed).decode()]) == len(lines) + 2
     assert raw.query("SELECT state_data FROM {t} WHERE state_key = 'jlist:_hash'") == [("3f2a9c",)]
+    assert raw.query("SELECT state_data FROM {t} WHERE state_key = 'sealed'") == [(envelope,)]
 
 
 def test_an_export_cut_inside_a_list_is_refused_whole_and_writes_nothing(store, target) -> None:
