@@ -478,6 +478,11 @@ def test_sweep_works_in_bounded_batches(memory, raw):
     memory.batch([PutOp(("s", str(i % 3)), f"k{i}", {"i": i}, ttl=0.2 / 60) for i in range(11)])
     memory.put(("s", "0"), "stays", {"i": -1})
     time.sleep(0.5)
+    before = raw.rows(SESSION)
+    for bad, kind in ((True, TypeError), ("3", TypeError), (0, ValueError), (-1, ValueError)):  # the store's rule
+        with pytest.raises(kind, match="batch must be"):
+            memory.sweep_ttl(batch=bad)
+    assert raw.rows(SESSION) == before
     assert memory.sweep_ttl(batch=3) == 11
     assert [r[1] for r in raw.rows(SESSION)] == ["is.0..", "is.0..stays."]
     assert memory.list_namespaces() == [("s", "0")]

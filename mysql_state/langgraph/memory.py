@@ -61,6 +61,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError("mysql_state.langgraph needs LangGraph: pip install 'mysql-state[langgraph]'") from exc
 
 from .. import keys
+from ..checks import check_count
 from ..aio import AsyncMysqlAgentStateStore
 from ..errors import CorruptStateError, StaleStateError
 from ..store import MysqlAgentStateStore
@@ -661,8 +662,7 @@ class MysqlStore(BaseStore):
         >>> [item.key for item in memory.search(("notes",))]
         ['n2']
         """
-        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-            raise ValueError(f"batch must be an int >= 1, got {batch!r}")
+        check_count("batch", batch)  # the store's rule for every batch: TypeError, or ValueError naming it
         now = datetime.now(timezone.utc)
         ttls = self.store.get_prefix(self.user_id, SESSION, TTLS)
         due = []
