@@ -52,7 +52,7 @@ import importlib.util
 import re
 import threading
 import uuid
-from typing import Any, AsyncIterator, Optional, overload
+from typing import Any, AsyncIterator, Iterator, Mapping, Optional, Sequence, overload
 
 try:
     from google.adk.errors import StaleSessionError
@@ -81,7 +81,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from . import keys, serde
 from ._adapt import AnyStore, as_async, open_store
-from .errors import CorruptStateError
+from .errors import CorruptStateError, DecryptionError
 
 __all__ = ["MysqlSessionService", "encode_id", "decode_id"]
 
@@ -161,6 +161,144 @@ class _Ids:
                 f"are too long together: they take {longest} of the {keys.MAX_ID_CHARS} characters "
                 "the store's key columns hold (':', '%' and a leading '_' count three once escaped)"
             )
+
+
+#: What a call that meets damage did not do, as its CorruptStateError says.
+RETURNED_NOTHING = "nothing of it was returned"
+LISTED_NOTHING = "no session was listed"
+WROTE_NOTHING = "nothing was written"
+PRUNED_NOTHING = "nothing was pruned"
+
+#: A read's default: an absent row reads as this, a row holding JSON null as None (damage).
+_ABSENT: Any = object()
+
+#: The fields of a session's record (create_session and append_event write it), each with the
+#: JSON types it holds and what it is; ``last`` (the id of the event appended last) may be
+#: missing (rows written before it was kept) or null (no event yet).
+_RECORD_FIELDS = (
+    ("state", (dict,), "a map: the session's own state"),
+    ("update_time", (int, float), "a number: the session's last_update_time"),
+    ("marker", (str,), "a str: its revision marker"),
+)
+_RECORD = "the session's record (a map of 'state', 'update_time', 'marker' and 'last')"
+
+
+def _shown(value: Any) -> str:
+    """A stored value as a message names it: its JSON type, then its start."""
+    if value is None:
+        return "null"
+    kind = ("a map" if isinstance(value, dict) else "a list" if isinstance(value, list) else "a str"
+            if isinstance(value, str) else "a boolean" if isinstance(value, bool) else "a number")
+    text = repr(value)
+    return f"{kind} {text[:60]}{'...' if len(text) > 60 else ''}"
+
+
+def _problem(key: str, value: Any) -> Optional[str]:
+    """What is wrong with the app's index row ``key`` holding ``value`` (None: nothing), by the
+    rule of its kind: a session's record (``s:<user>:<session>``), a map of ``app:`` or
+    ``user:`` state (``app``, ``u:<user>``). Every index row this module reads is checked here
+    (:func:`_check_rows`) before it is used."""
+    if key.startswith("s:"):
+        if ":" not in key[2:]:
+            return "is not named s:<user>:<session>: it names no ADK session"
+        if not isinstance(value, dict):
+            return f"holds {_shown(value)}, not {_RECORD}"
+        for field, types, rule in _RECORD_FIELDS:
+            if field not in value:
+                return f"holds a record without {field!r} ({rule})"
+            if not isinstance(value[field], types) or isinstance(value[field], bool):
+                return f"holds a record whose {field!r} is {_shown(value[field])}, not {rule}"
+        if value.get("last") is not None and not isinstance(value["last"], str):
+            return (f"holds a record whose 'last' is {_shown(value['last'])}, not the id of the event appended "
+                    "last (a str, or null before the first)")
+        return None
+    if key == APP_KEY or key.startswith("u:"):
+        scope = "app:" if key == APP_KEY else "user:"
+        return None if isinstance(value, dict) else f"holds {_shown(value)}, not a map of {scope} state"
+    return None
+
+
+def _place(app_name: str, sid: str, key: str) -> str:
+    """What the row ``key`` of the store session ``sid`` (packed) is to ADK: a session, its
+    events, or the app's or a user's shared state."""
+    store_session = sid.split(keys.SEPARATOR, 1)[-1]
+    of_app = f"app {app_name!r}"
+    if store_session.startswith("e:") and ":" in store_session[2:]:
+        user, session = (decode_id(part) for part in store_session[2:].split(":", 1))
+        return f"the events of ADK session {session!r} of user {user!r}, {of_app}"
+    if key == APP_KEY:
+        return f"the app: state of {of_app}"
+    if key.startswith("u:"):
+        return f"the user: state of user {decode_id(key[2:])!r}, {of_app}"
+    if key.startswith("s:") and ":" in key[2:]:
+        user, session = (decode_id(part) for part in key[2:].split(":", 1))
+        return f"ADK session {session!r} of user {user!r}, {of_app}"
+    return f"a session row of {of_app}"
+
+
+#: One damaged row: (packed store session, key, item index: of the events' list, negative
+#: counted from the end as read, None for an index row), what is wrong with it.
+_Found = tuple[str, str, Optional[int], str]
+
+
+def _damage(app_name: str, found: Sequence[_Found], then: str) -> CorruptStateError:
+    """The error for damaged rows of an app (``found``, the first named in full, the others
+    listed): the ADK session (or shared state) each belongs to, its row, what is wrong, the
+    way out, and ``then`` (what the call did not do)."""
+    sid, key, index, wrong = found[0]
+    if index is None:
+        row = f"row {key!r} of store session {sid!r}"
+    else:
+        at = f"{index}" if index >= 0 else f"{index} (counted from the end)"
+        row = f"event {at} (row of list {key!r}, store session {sid!r})"
+    if key == APP_KEY or key.startswith("u:"):
+        owner = sid.split(keys.SEPARATOR, 1)[0]
+        remedy = (f"restore the row from a backup, or drop that state with store.delete({owner!r}, {INDEX!r}, "
+                  f"{key!r})")
+    else:
+        remedy = ("delete_session removes the session whole (it reads none of its rows), or restore its rows "
+                  "from a backup")
+    also = ""
+    if len(found) > 1:
+        named = [f"{_place(app_name, s, k)} (row {k!r})" for s, k, _, _ in found[1:6]]
+        more = f" and {len(found) - 6} more" if len(found) > 6 else ""
+        also = f" (also damaged: {'; '.join(named)}{more})"
+    return CorruptStateError(
+        f"{_place(app_name, sid, key)} cannot be read: its {row} {wrong}; it was changed outside this adapter: "
+        f"{remedy}; {then}{also}", sid, key, None if index is None or index < 0 else index)
+
+
+@contextlib.contextmanager
+def _reading(app_name: str, then: str) -> Iterator[None]:
+    """Around a store read of an app's rows: the store's own :class:`CorruptStateError` (a row
+    that is not JSON, a list whose rows disagree with its hash row) is raised again naming the
+    ADK session, chained. A :class:`DecryptionError` (a key the keyring lacks) passes as it is."""
+    try:
+        yield
+    except DecryptionError:
+        raise
+    except CorruptStateError as exc:
+        index = None if exc.key != EVENTS else exc.index
+        raise _damage(app_name, [(exc.session_id, exc.key, index, f"cannot be read by the store ({exc})")],
+                      then) from exc
+
+
+def _check_rows(ids: _Ids, rows: Mapping[str, Any], then: str) -> None:
+    """Raise :func:`_damage` naming every damaged one of the app's index ``rows`` (:func:`_problem`)."""
+    sid = keys.pack(ids.owner, INDEX)
+    found = [(sid, k, None, wrong) for k, v in rows.items() if (wrong := _problem(k, v)) is not None]
+    if found:
+        raise _damage(ids.app_name, found, then)
+
+
+def _row_in(t: Any, ids: _Ids, key: str, then: str) -> Any:
+    """The index row ``key`` read (locked) in the transaction ``t``, checked; :data:`_ABSENT`
+    when there is none."""
+    with _reading(ids.app_name, then):
+        value = t.get(ids.owner, INDEX, key, default=_ABSENT)
+    if value is not _ABSENT:
+        _check_rows(ids, {key: value}, then)
+    return value
 
 
 def _merge(app: dict, user: dict, session_state: dict) -> dict[str, Any]:
@@ -273,23 +411,31 @@ class MysqlSessionService(BaseSessionService):
 
     # ---- reads outside a transaction ---------------------------------------------------------
 
-    async def _index(self, ids: _Ids, *wanted: str) -> dict[str, Any]:
-        """The index rows named in ``wanted`` (absent ones left out): one statement."""
-        return await self.store.get_many(ids.owner, INDEX, values=list(wanted))
+    async def _index(self, ids: _Ids, *wanted: str, then: str) -> dict[str, Any]:
+        """The index rows named in ``wanted`` (absent ones left out), checked: one statement.
+        Damage is a :class:`CorruptStateError` naming the session, saying ``then``."""
+        with _reading(ids.app_name, then):
+            rows = await self.store.get_many(ids.owner, INDEX, values=list(wanted))
+        _check_rows(ids, rows, then)
+        return rows
 
-    async def _scan_index(self, ids: _Ids, prefix: str, *named: str) -> dict[str, Any]:
-        """The index rows named, and those whose key starts with ``prefix`` ("" for all).
+    async def _scan_index(self, ids: _Ids, prefix: str, *named: str, then: str) -> dict[str, Any]:
+        """The index rows named, and those whose key starts with ``prefix`` ("" for all),
+        checked as :meth:`_index` checks them.
 
         Listing must not read events: :meth:`~mysql_state.store.MysqlAgentStateStore.get_prefix`
         reads a primary-key range of the one index session (one statement, cost in proportion
         to the sessions listed), and the named rows (the app's and the user's state) come from
         one ``get_many``, both at once.
         """
-        if not prefix:
-            return await self.store.get_prefix(ids.owner, INDEX)
-        found, rows = await asyncio.gather(self.store.get_many(ids.owner, INDEX, values=list(named)),
-                                           self.store.get_prefix(ids.owner, INDEX, prefix))
-        found.update(rows)
+        with _reading(ids.app_name, then):
+            if not prefix:
+                found = await self.store.get_prefix(ids.owner, INDEX)
+            else:
+                found, rows = await asyncio.gather(self.store.get_many(ids.owner, INDEX, values=list(named)),
+                                                   self.store.get_prefix(ids.owner, INDEX, prefix))
+                found.update(rows)
+        _check_rows(ids, found, then)
         return found
 
     # ---- BaseSessionService --------------------------------------------------------------------
@@ -316,10 +462,10 @@ class MysqlSessionService(BaseSessionService):
         def tx(t: Any) -> tuple[dict, dict]:
             # Read as absent, the session's row is created by a plain INSERT: of two creators
             # of one id the second fails on the duplicate key, is re-run, and finds the first's.
-            if t.get(ids.owner, INDEX, ids.session_key) is not None:
+            if _row_in(t, ids, ids.session_key, WROTE_NOTHING) is not _ABSENT:
                 raise AlreadyExistsError(f"Session with id {session_id} already exists.")
-            app = self._update(t, ids.owner, APP_KEY, deltas["app"])
-            user = self._update(t, ids.owner, ids.user_key, deltas["user"])
+            app = self._update(t, ids, APP_KEY, deltas["app"])
+            user = self._update(t, ids, ids.user_key, deltas["user"])
             t.save(ids.owner, INDEX, ids.session_key, meta)
             return app, user
 
@@ -327,16 +473,17 @@ class MysqlSessionService(BaseSessionService):
         return _session(ids, meta, app, user, [])
 
     @staticmethod
-    def _update(t: Any, owner: str, key: str, delta: dict) -> dict:
-        """Read (locked) one shared state row, apply ``delta``, write it back if non-empty.
+    def _update(t: Any, ids: _Ids, key: str, delta: dict) -> dict:
+        """Read (locked, checked) one shared state row, apply ``delta``, write it back if non-empty.
 
         A row read as absent is created by a plain INSERT (see ``transaction``): of two first
         writers, the second fails on the duplicate key and is re-run, reading the first's row.
         """
-        current = t.get(owner, INDEX, key) or {}
+        current = _row_in(t, ids, key, WROTE_NOTHING)
+        current = {} if current is _ABSENT else current
         if delta:
             current = {**current, **delta}
-            t.save(owner, INDEX, key, current)
+            t.save(ids.owner, INDEX, key, current)
         return current
 
     async def get_session(
@@ -357,8 +504,8 @@ class MysqlSessionService(BaseSessionService):
         # statements): the events read after the row must end with the event the row says was
         # appended last, else an append came in between and both are read again.
         for _ in range(READ_ATTEMPTS):
-            rows = await self._index(ids, APP_KEY, ids.user_key, ids.session_key)
-            meta = rows.get(ids.session_key)
+            rows = await self._index(ids, APP_KEY, ids.user_key, ids.session_key, then=RETURNED_NOTHING)
+            meta = rows.get(ids.session_key)  # checked: None only when absent
             if meta is None:
                 return None
             data = await self._events(ids, config)
@@ -366,9 +513,11 @@ class MysqlSessionService(BaseSessionService):
                 break
         else:  # appends all along: read both under the session row's lock (appends wait for it)
             def locked(t: Any) -> tuple[dict, Optional[dict], list]:
-                row = t.get(ids.owner, INDEX, ids.session_key)
-                shared = {k: t.get(ids.owner, INDEX, k) for k in (APP_KEY, ids.user_key)}
-                return shared, row, ([] if row is None else _events_in(t, ids, config))
+                row = _row_in(t, ids, ids.session_key, RETURNED_NOTHING)
+                shared = {k: _row_in(t, ids, k, RETURNED_NOTHING) for k in (APP_KEY, ids.user_key)}
+                if row is _ABSENT:
+                    return {}, None, []
+                return {k: v for k, v in shared.items() if v is not _ABSENT}, row, _events_in(t, ids, config)
 
             rows, meta, data = await self.store.transaction(locked)
             if meta is None:
@@ -408,7 +557,7 @@ class MysqlSessionService(BaseSessionService):
         """Sessions without events, oldest update first; every user's when ``user_id`` is None."""
         ids = _Ids(app_name, user_id or "")
         prefix = "" if user_id is None else "s:" + encode_id(user_id) + ":"
-        rows = await self._scan_index(ids, prefix, APP_KEY, ids.user_key)
+        rows = await self._scan_index(ids, prefix, APP_KEY, ids.user_key, then=LISTED_NOTHING)
         app = rows.get(APP_KEY) or {}
         sessions = []
         for key, meta in rows.items():
@@ -496,7 +645,8 @@ class MysqlSessionService(BaseSessionService):
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         """The user's ``user:`` state, keys without the prefix ({} when none)."""
         ids = _Ids(app_name, user_id)
-        return dict(await self.store.get(ids.owner, INDEX, ids.user_key) or {})
+        rows = await self._index(ids, ids.user_key, then=RETURNED_NOTHING)
+        return dict(rows.get(ids.user_key) or {})
 
     @contextlib.asynccontextmanager
     async def _turn_of(self, ids: _Ids) -> AsyncIterator[None]:
@@ -541,8 +691,8 @@ class MysqlSessionService(BaseSessionService):
             held = next((e for e in reversed(session.events) if e.id == event.id), None)
 
             def tx(t: Any) -> Optional[dict]:
-                meta = t.get(ids.owner, INDEX, ids.session_key)
-                if meta is None:
+                meta = _row_in(t, ids, ids.session_key, WROTE_NOTHING)
+                if meta is _ABSENT:
                     raise SessionNotFoundError(f"Session {session.id} not found.")
                 if marker is not None:
                     if marker != meta["marker"]:
@@ -560,7 +710,7 @@ class MysqlSessionService(BaseSessionService):
                                              "nothing was written.")
                 for scope, key in (("app", APP_KEY), ("user", ids.user_key)):  # always app first: no deadlock
                     if deltas[scope]:
-                        self._update(t, ids.owner, key, deltas[scope])
+                        self._update(t, ids, key, deltas[scope])
                 new = {
                     "state": {**meta["state"], **deltas["session"]},
                     "update_time": event.timestamp,

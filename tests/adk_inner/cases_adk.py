@@ -765,3 +765,160 @@ def test_an_app_name_too_long_for_the_app_index_is_refused_naming_the_ids(svc) -
     with pytest.raises(ValueError, match="are too long together"):
         run(svc.list_sessions(app_name=app, user_id=""))
 
+
+
+# ---- damaged rows: a typed error naming the ADK session, never a wrong answer ---------------------
+#
+# Audit of 2026-12-08: a session's row replaced by hand ('[1,2]', '{"state":{}}') made get_session
+# and the whole list_sessions raise a bare TypeError or KeyError, and prune skip the session
+# silently. Each shape below is written with plain SQL; the calls must raise CorruptStateError
+# naming the ADK session (app, user, id), its row and what is wrong, and write nothing.
+
+#: A session's row as found: (its text, what the error says is wrong).
+DAMAGED_RECORDS = {
+    "a-list": ("[1,2]", "holds a list \\[1, 2\\], not the session's record"),
+    "missing-fields": ('{"state":{}}', "holds a record without 'update_time'"),
+    "not-json": ('{"state": {', "cannot be read by the store \\(.*is not valid JSON"),
+    "state-not-a-map": ('{"state":[1],"update_time":1.5,"marker":"m","last":null}',
+                        "holds a record whose 'state' is a list \\[1\\], not a map"),
+    "update-time-a-str": ('{"state":{},"update_time":"1.5","marker":"m"}',
+                          "holds a record whose 'update_time' is a str '1.5', not a number"),
+    "marker-a-number": ('{"state":{},"update_time":1.5,"marker":7}', "'marker' is a number 7, not a str"),
+    "null": ("null", "holds null, not the session's record"),
+}
+DAMAGED_USER = "ADK session 'b' of user 'u', app 'my_app' cannot be read: its row 's:u:b' of store session 'adk.my_app:index' "
+
+
+def _index_sid() -> str:
+    return f"adk.{encode_id(APP)}:index"
+
+
+def _three_sessions(svc, raw, text: str) -> dict:
+    """Sessions a, b and c of user 'u' (an event each, state of every scope), then b's row
+    replaced by ``text``: the Session objects as loaded before."""
+    async def go():
+        loaded = {}
+        for sid in "abc":
+            s = await svc.create_session(app_name=APP, user_id="u", session_id=sid,
+                                         state={"k": sid, "user:lang": "en", "app:theme": "dark"})
+            await svc.append_event(s, delta_event({"n": 1}, invocation_id=f"inv-{sid}"))
+            loaded[sid] = s
+        return loaded
+    loaded = run(go())
+    assert raw.execute("UPDATE {t} SET state_data = %s WHERE session_id = %s AND state_key = 's:u:b'",
+                       (text, _index_sid())) == 1
+    return loaded
+
+
+def _assert_names_b(exc, wrong: str) -> None:
+    import re
+
+    from mysql_state import CorruptStateError
+
+    assert type(exc.value) is CorruptStateError, repr(exc.value)
+    assert str(exc.value).startswith(DAMAGED_USER), str(exc.value)
+    assert re.search(wrong, str(exc.value)), (wrong, str(exc.value))
+    assert (exc.value.session_id, exc.value.key) == (_index_sid(), "s:u:b")
+
+
+@pytest.mark.parametrize("shape", sorted(DAMAGED_RECORDS))
+def test_get_session_of_a_damaged_row_names_the_session(svc, raw, shape) -> None:
+    from mysql_state import CorruptStateError
+
+    text, wrong = DAMAGED_RECORDS[shape]
+    _three_sessions(svc, raw, text)
+    before = raw.all_rows()
+    for config in (None, GetSessionConfig(num_recent_events=1)):
+        with pytest.raises(CorruptStateError) as exc:
+            run(svc.get_session(app_name=APP, user_id="u", session_id="b", config=config))
+        _assert_names_b(exc, wrong)
+        assert "nothing of it was returned" in str(exc.value) and "delete_session removes the session" in str(exc.value)
+    assert run(svc.get_session(app_name=APP, user_id="u", session_id="a")).state["k"] == "a"  # the others read
+    assert raw.all_rows() == before
+
+
+@pytest.mark.parametrize("shape", sorted(DAMAGED_RECORDS))
+def test_list_sessions_with_a_damaged_row_raises_naming_it(svc, raw, shape) -> None:
+    """No silent partial listing: the typed error names the damaged session; nothing written."""
+    from mysql_state import CorruptStateError
+
+    text, wrong = DAMAGED_RECORDS[shape]
+    _three_sessions(svc, raw, text)
+    before = raw.all_rows()
+    for user in ("u", None):
+        with pytest.raises(CorruptStateError) as exc:
+            run(svc.list_sessions(app_name=APP, user_id=user))
+        _assert_names_b(exc, wrong)
+        assert "no session was listed" in str(exc.value)
+    assert raw.all_rows() == before
+
+
+def test_list_sessions_names_every_damaged_session(svc, raw) -> None:
+    from mysql_state import CorruptStateError
+
+    _three_sessions(svc, raw, "[1,2]")
+    raw.execute("UPDATE {t} SET state_data = '{\"state\":{}}' WHERE session_id = %s AND state_key = 's:u:c'",
+                (_index_sid(),))
+    with pytest.raises(CorruptStateError) as exc:
+        run(svc.list_sessions(app_name=APP, user_id="u"))
+    _assert_names_b(exc, "holds a list")
+    assert "(also damaged: ADK session 'c' of user 'u', app 'my_app' (row 's:u:c'))" in str(exc.value)
+    for sid in "bc":  # the way out the error names: delete_session reads none of the session's rows
+        run(svc.delete_session(app_name=APP, user_id="u", session_id=sid))
+    assert raw.query("SELECT COUNT(*) FROM {t} WHERE state_key IN ('s:u:b', 's:u:c') OR session_id LIKE %s "
+                     "OR session_id LIKE %s", ("%:e:u:b", "%:e:u:c")) == [(0,)]
+    assert [s.id for s in run(svc.list_sessions(app_name=APP, user_id="u")).sessions] == ["a"]
+
+
+@pytest.mark.parametrize("shape", sorted(DAMAGED_RECORDS))
+def test_append_event_to_a_damaged_row_writes_nothing(svc, raw, shape) -> None:
+    from mysql_state import CorruptStateError
+
+    text, wrong = DAMAGED_RECORDS[shape]
+    loaded = _three_sessions(svc, raw, text)
+    before = raw.all_rows()
+    b = loaded["b"]
+    with pytest.raises(CorruptStateError) as exc:
+        run(svc.append_event(b, delta_event({"n": 2, "user:lang": "fr", "app:theme": "light"}, invocation_id="x")))
+    _assert_names_b(exc, wrong)
+    assert "nothing was written" in str(exc.value)
+    b._storage_update_marker = None  # a Session object without a marker reads the row the same way
+    with pytest.raises(CorruptStateError):
+        run(svc.append_event(b, delta_event({"n": 3}, invocation_id="y")))
+    with pytest.raises(CorruptStateError):  # the id is taken by a row that does not read: not overwritten
+        run(svc.create_session(app_name=APP, user_id="u", session_id="b"))
+    assert raw.all_rows() == before
+
+
+#: The app's and a user's shared state rows as found: (key, text, what the error says is wrong).
+DAMAGED_STATE = {
+    "app-a-list": ("app", "[1]", "the app: state of app 'my_app' cannot be read: its row 'app' .* holds a list "
+                                 "\\[1\\], not a map of app: state"),
+    "user-pairs": ("u:u", '[["lang", "xx"]]', "the user: state of user 'u', app 'my_app' cannot be read: its row "
+                                             "'u:u' .* holds a list .*, not a map of user: state"),
+    "user-null": ("u:u", "null", "the user: state of user 'u', app 'my_app' cannot be read: .* holds null"),
+    "user-not-json": ("u:u", "{", "the user: state of user 'u', app 'my_app' cannot be read: .* cannot be read by "
+                                  "the store"),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(DAMAGED_STATE))
+def test_damaged_shared_state_rows_are_named_by_every_call_that_reads_them(svc, raw, shape) -> None:
+    """get_user_state read a list of pairs as a dict and a null row as {} (no state yet)."""
+    from mysql_state import CorruptStateError
+
+    key, text, wrong = DAMAGED_STATE[shape]
+    loaded = _three_sessions(svc, raw, '{"state":{},"update_time":1.5,"marker":"m","last":null}')
+    raw.execute("UPDATE {t} SET state_data = %s WHERE session_id = %s AND state_key = %s", (text, _index_sid(), key))
+    before = raw.all_rows()
+    calls = [svc.get_session(app_name=APP, user_id="u", session_id="a"), svc.list_sessions(app_name=APP, user_id="u"),
+             svc.list_sessions(app_name=APP),
+             svc.create_session(app_name=APP, user_id="u", session_id="d", state={"app:x": 1, "user:x": 1}),
+             svc.append_event(loaded["a"], delta_event({"app:x": 1, "user:x": 1}, invocation_id="x"))]
+    if key != "app":
+        calls.append(svc.get_user_state(app_name=APP, user_id="u"))
+    for call in calls:
+        with pytest.raises(CorruptStateError, match=wrong) as exc:
+            run(call)
+        assert exc.value.key == key and f"store.delete('adk.my_app', 'index', '{key}')" in str(exc.value)
+    assert raw.all_rows() == before
