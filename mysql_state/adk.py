@@ -69,6 +69,7 @@ try:
     )
     from google.adk.sessions.session import Session
     from google.adk.sessions.state import State
+    from pydantic import ValidationError
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     try:
         _installed = importlib.util.find_spec("google.adk") is not None
@@ -178,9 +179,15 @@ _ABSENT: Any = object()
 _RECORD_FIELDS = (
     ("state", (dict,), "a map: the session's own state"),
     ("update_time", (int, float), "a number: the session's last_update_time"),
-    ("marker", (str,), "a str: its revision marker"),
+    ("marker", (str,), "a non-empty str: its revision marker"),
 )
 _RECORD = "the session's record (a map of 'state', 'update_time', 'marker' and 'last')"
+#: The fields of an event's row this module reads itself (ADK's Event reads the rest); the id
+#: is never empty (an Event given none makes one).
+_EVENT_FIELDS = (
+    ("id", (str,), "a non-empty str: the event's id"),
+    ("timestamp", (int, float), "a number: when it happened"),
+)
 
 
 def _shown(value: Any) -> str:
@@ -193,6 +200,25 @@ def _shown(value: Any) -> str:
     return f"{kind} {text[:60]}{'...' if len(text) > 60 else ''}"
 
 
+def _fields_problem(value: Any, fields: tuple, what: str, whole: str) -> Optional[str]:
+    """What is wrong with ``value`` as a map holding ``fields`` (name, JSON types, the rule;
+    a str not empty, a number not a boolean); ``what`` is a map of them, ``whole`` the rule."""
+    if not isinstance(value, dict):
+        return f"holds {_shown(value)}, not {whole}"
+    for field, types, rule in fields:
+        if field not in value:
+            return f"holds {what} without {field!r} ({rule})"
+        got = value[field]
+        if not isinstance(got, types) or isinstance(got, bool) or got == "":
+            return f"holds {what} whose {field!r} is {_shown(got)}, not {rule}"
+    return None
+
+
+def _event_problem(value: Any) -> Optional[str]:
+    """What is wrong with one row of a session's events (None: nothing), as this module reads it."""
+    return _fields_problem(value, _EVENT_FIELDS, "an event", "an event (a map of its fields)")
+
+
 def _problem(key: str, value: Any) -> Optional[str]:
     """What is wrong with the app's index row ``key`` holding ``value`` (None: nothing), by the
     rule of its kind: a session's record (``s:<user>:<session>``), a map of ``app:`` or
@@ -201,13 +227,9 @@ def _problem(key: str, value: Any) -> Optional[str]:
     if key.startswith("s:"):
         if ":" not in key[2:]:
             return "is not named s:<user>:<session>: it names no ADK session"
-        if not isinstance(value, dict):
-            return f"holds {_shown(value)}, not {_RECORD}"
-        for field, types, rule in _RECORD_FIELDS:
-            if field not in value:
-                return f"holds a record without {field!r} ({rule})"
-            if not isinstance(value[field], types) or isinstance(value[field], bool):
-                return f"holds a record whose {field!r} is {_shown(value[field])}, not {rule}"
+        wrong = _fields_problem(value, _RECORD_FIELDS, "a record", _RECORD)
+        if wrong is not None:
+            return wrong
         if value.get("last") is not None and not isinstance(value["last"], str):
             return (f"holds a record whose 'last' is {_shown(value['last'])}, not the id of the event appended "
                     "last (a str, or null before the first)")
@@ -291,6 +313,45 @@ def _check_rows(ids: _Ids, rows: Mapping[str, Any], then: str) -> None:
         raise _damage(ids.app_name, found, then)
 
 
+def _check_events(ids: _Ids, data: list, whole: bool, then: str) -> list:
+    """``data`` (events as read: the whole list, or with ``whole`` False its tail), once every
+    row is an event :func:`_event_problem` reads; else :func:`_damage` naming each damaged one."""
+    sid = keys.pack(ids.owner, ids.events)
+    found = [(sid, EVENTS, i if whole else i - len(data), wrong)
+             for i, e in enumerate(data) if (wrong := _event_problem(e)) is not None]
+    if found:
+        raise _damage(ids.app_name, found, then)
+    return data
+
+
+def _events_read_in(t: Any, ids: _Ids, last: Optional[int], then: str) -> list:
+    """The session's events read (locked) in the transaction ``t``: the ``last`` ones (all:
+    None), checked."""
+    with _reading(ids.app_name, then):
+        data = t.get_list(ids.owner, ids.events, EVENTS, offset=-last) if last else t.get_list(
+            ids.owner, ids.events, EVENTS)
+    return _check_events(ids, data, last is None, then)
+
+
+def _models(ids: _Ids, data: list, start: int, whole: bool, then: str) -> list[Event]:
+    """ADK's events of ``data[start:]`` (checked rows, read as :func:`_check_events` says);
+    one ADK cannot read is :func:`_damage` naming it, chained to pydantic's error."""
+    try:
+        return [Event.model_validate(e) for e in data[start:]]
+    except ValidationError:
+        for i in range(start, len(data)):
+            try:
+                Event.model_validate(data[i])
+            except ValidationError as exc:
+                first = exc.errors()[0]  # a ValidationError has one at least
+                at = ".".join(map(str, first["loc"])) or "the top"
+                wrong = (f"holds an event ADK cannot read ({exc.error_count()} problem(s), the first at {at}: "
+                         f"{first['msg']})")
+                raise _damage(ids.app_name, [(keys.pack(ids.owner, ids.events), EVENTS,
+                                              i if whole else i - len(data), wrong)], then) from exc
+        raise
+
+
 def _row_in(t: Any, ids: _Ids, key: str, then: str) -> Any:
     """The index row ``key`` read (locked) in the transaction ``t``, checked; :data:`_ABSENT`
     when there is none."""
@@ -349,14 +410,13 @@ def _agree(meta: dict, data: list, config: Optional[GetSessionConfig]) -> bool:
     return not data or data[-1].get("timestamp") == meta.get("update_time")
 
 
-def _events_in(t: Any, ids: "_Ids", config: Optional[GetSessionConfig]) -> list:
+def _events_in(t: Any, ids: "_Ids", config: Optional[GetSessionConfig]) -> tuple[list, bool]:
     """:meth:`MysqlSessionService._events` in the transaction ``t`` (the whole list, or the last
-    ``num_recent_events``)."""
+    ``num_recent_events``), checked."""
     recent = config.num_recent_events if config else None
     if recent == 0:
-        return []
-    return t.get_list(ids.owner, ids.events, EVENTS, offset=-recent) if recent else t.get_list(
-        ids.owner, ids.events, EVENTS)
+        return [], False
+    return _events_read_in(t, ids, recent, RETURNED_NOTHING), recent is None
 
 
 def _delete_whole(t: Any, ids: "_Ids", maintenance: bool = False) -> None:
@@ -508,18 +568,18 @@ class MysqlSessionService(BaseSessionService):
             meta = rows.get(ids.session_key)  # checked: None only when absent
             if meta is None:
                 return None
-            data = await self._events(ids, config)
+            data, whole = await self._events(ids, config)
             if _agree(meta, data, config):
                 break
         else:  # appends all along: read both under the session row's lock (appends wait for it)
-            def locked(t: Any) -> tuple[dict, Optional[dict], list]:
+            def locked(t: Any) -> tuple[dict, Optional[dict], tuple[list, bool]]:
                 row = _row_in(t, ids, ids.session_key, RETURNED_NOTHING)
                 shared = {k: _row_in(t, ids, k, RETURNED_NOTHING) for k in (APP_KEY, ids.user_key)}
                 if row is _ABSENT:
-                    return {}, None, []
+                    return {}, None, ([], False)
                 return {k: v for k, v in shared.items() if v is not _ABSENT}, row, _events_in(t, ids, config)
 
-            rows, meta, data = await self.store.transaction(locked)
+            rows, meta, (data, whole) = await self.store.transaction(locked)
             if meta is None:
                 return None
             if not _agree(meta, data, config):  # under the lock no append comes between: lost events
@@ -530,28 +590,33 @@ class MysqlSessionService(BaseSessionService):
                     "behind the store's back (a store-level prune or delete of the events session does that: "
                     "prune and erase ADK sessions with MysqlSessionService.prune / forget_user / delete_session); "
                     "nothing of it was returned", sid, EVENTS)
-        events = [Event.model_validate(e) for e in _from(data, config.after_timestamp if config else None)]
+        kept = _from(data, config.after_timestamp if config else None)
+        events = _models(ids, data, len(data) - len(kept), whole, RETURNED_NOTHING)
         return _session(ids, meta, rows.get(APP_KEY) or {}, rows.get(ids.user_key) or {}, events)
 
-    async def _events(self, ids: _Ids, config: Optional[GetSessionConfig]) -> list[dict]:
-        """The tail of the events that holds those ``config`` asks for, as stored (dicts; the
-        caller keeps those after ``after_timestamp``, :func:`_from`)."""
+    async def _events(self, ids: _Ids, config: Optional[GetSessionConfig]) -> tuple[list[dict], bool]:
+        """The tail of the events that holds those ``config`` asks for, as stored (dicts, checked;
+        the caller keeps those after ``after_timestamp``, :func:`_from`), and whether it is the
+        whole list (else the positions of damage are counted from the end)."""
         recent = config.num_recent_events if config else None
         after = config.after_timestamp if config else None
+
+        async def read(last: Optional[int]) -> list[dict]:
+            with _reading(ids.app_name, RETURNED_NOTHING):
+                data = await (self.store.get_list(ids.owner, ids.events, EVENTS, offset=-last) if last
+                              else self.store.get_list(ids.owner, ids.events, EVENTS))
+            return _check_events(ids, data, last is None, RETURNED_NOTHING)
+
         if recent == 0:
-            return []
-        if recent is not None:
-            data = await self.store.get_list(ids.owner, ids.events, EVENTS, offset=-recent)
-        elif after is None:
-            data = await self.store.get_list(ids.owner, ids.events, EVENTS)
-        else:  # read back from the end in growing windows until an older event shows up
-            window = 16
-            while True:
-                data = await self.store.get_list(ids.owner, ids.events, EVENTS, offset=-window)
-                if len(data) < window or any(e.get("timestamp", 0) < after for e in data):
-                    break
-                window *= 4
-        return data
+            return [], False
+        if recent is not None or after is None:
+            return await read(recent), recent is None
+        window = 16  # read back from the end in growing windows until an older event shows up
+        while True:
+            data = await read(window)
+            if len(data) < window or any(e["timestamp"] < after for e in data):
+                return data, False
+            window *= 4
 
     async def list_sessions(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
         """Sessions without events, oldest update first; every user's when ``user_id`` is None."""
@@ -690,6 +755,12 @@ class MysqlSessionService(BaseSessionService):
             last_seen = session.events[-1].id if session.events else None
             held = next((e for e in reversed(session.events) if e.id == event.id), None)
 
+            def stored_last(t: Any) -> Optional[dict]:
+                """The event stored last (None: no event), checked as get_session would read it."""
+                tail = _events_read_in(t, ids, 1, WROTE_NOTHING)
+                _models(ids, tail, 0, False, WROTE_NOTHING)
+                return tail[-1] if tail else None
+
             def tx(t: Any) -> Optional[dict]:
                 meta = _row_in(t, ids, ids.session_key, WROTE_NOTHING)
                 if meta is _ABSENT:
@@ -698,12 +769,11 @@ class MysqlSessionService(BaseSessionService):
                     if marker != meta["marker"]:
                         raise StaleSessionError(STALE_MESSAGE)
                 elif meta["update_time"] > seen_time:  # a session object without a marker
-                    tail = t.get_list(ids.owner, ids.events, EVENTS, offset=-1)
-                    if (tail[-1]["id"] if tail else None) != last_seen:
+                    tail = stored_last(t)
+                    if (tail["id"] if tail else None) != last_seen:
                         raise StaleSessionError(STALE_MESSAGE)
                 if held is not None or meta.get("last") == data["id"]:
-                    stored = held.model_dump(exclude_none=True, mode="json") if held is not None else (
-                        t.get_list(ids.owner, ids.events, EVENTS, offset=-1) or [None])[-1]
+                    stored = held.model_dump(exclude_none=True, mode="json") if held is not None else stored_last(t)
                     if stored == data:
                         return None  # delivered again: stored once, nothing changes
                     raise AlreadyExistsError(f"Event with id {event.id} already exists in session {session.id}; "

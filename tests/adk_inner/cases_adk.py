@@ -9,6 +9,8 @@ adapter's own promises: encoded ids, bounded writes per event, concurrent append
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import sys
 import threading
 import time
@@ -21,6 +23,7 @@ from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig
+from google.adk.sessions.session import Session
 from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
@@ -783,7 +786,7 @@ DAMAGED_RECORDS = {
                         "holds a record whose 'state' is a list \\[1\\], not a map"),
     "update-time-a-str": ('{"state":{},"update_time":"1.5","marker":"m"}',
                           "holds a record whose 'update_time' is a str '1.5', not a number"),
-    "marker-a-number": ('{"state":{},"update_time":1.5,"marker":7}', "'marker' is a number 7, not a str"),
+    "marker-a-number": ('{"state":{},"update_time":1.5,"marker":7}', "'marker' is a number 7, not a non-empty str"),
     "null": ("null", "holds null, not the session's record"),
 }
 DAMAGED_USER = "ADK session 'b' of user 'u', app 'my_app' cannot be read: its row 's:u:b' of store session 'adk.my_app:index' "
@@ -811,8 +814,6 @@ def _three_sessions(svc, raw, text: str) -> dict:
 
 
 def _assert_names_b(exc, wrong: str) -> None:
-    import re
-
     from mysql_state import CorruptStateError
 
     assert type(exc.value) is CorruptStateError, repr(exc.value)
@@ -921,4 +922,109 @@ def test_damaged_shared_state_rows_are_named_by_every_call_that_reads_them(svc, 
         with pytest.raises(CorruptStateError, match=wrong) as exc:
             run(call)
         assert exc.value.key == key and f"store.delete('adk.my_app', 'index', '{key}')" in str(exc.value)
+    assert raw.all_rows() == before
+
+
+#: An event's row as found, made from the row as stored: (its text, what the error says is wrong).
+DAMAGED_EVENTS = {
+    "a-list": (lambda e: "[1]", "holds a list \\[1\\], not an event"),
+    "empty-map": (lambda e: "{}", "holds an event without 'id'"),
+    "not-json": (lambda e: '{"id": ', "cannot be read by the store \\(.*is not valid JSON"),
+    "timestamp-a-str": (lambda e: json.dumps({**e, "timestamp": "soon"}),
+                        "holds an event whose 'timestamp' is a str 'soon', not a number"),
+    "id-empty": (lambda e: json.dumps({**e, "id": ""}), "holds an event whose 'id' is a str '', not a non-empty str"),
+    "adk-cannot-read": (lambda e: json.dumps({**e, "actions": 5}),
+                        "holds an event ADK cannot read \\(1 problem\\(s\\), the first at actions"),
+    "null": (lambda e: "null", "holds null, not an event"),
+}
+DAMAGED_EVENTS_OF_B = ("the events of ADK session 'b' of user 'u', app 'my_app' cannot be read: its event "
+                       "{at} (row of list 'events', store session 'adk.my_app:e:u:b') ")
+
+
+def _damage_event(raw, index: int, make) -> None:
+    sid = f"adk.{encode_id(APP)}:e:u:b"
+    (text,) = raw.query("SELECT state_data FROM {t} WHERE session_id = %s AND state_key = 'events' "
+                        "AND item_index = %s", (sid, index))[0]
+    assert raw.execute("UPDATE {t} SET state_data = %s WHERE session_id = %s AND state_key = 'events' "
+                       "AND item_index = %s", (make(json.loads(text)), sid, index)) == 1
+
+
+def _b_with_three_events(svc, raw) -> Session:
+    loaded = _three_sessions(svc, raw, "[]")
+    run(svc.delete_session(app_name=APP, user_id="u", session_id="b"))
+
+    async def go():
+        b = await svc.create_session(app_name=APP, user_id="u", session_id="b", state={"k": "b"})
+        for i in range(3):
+            await svc.append_event(b, delta_event({"n": i}, invocation_id=f"b{i}", timestamp=1000.0 + i))
+        return b
+    loaded["b"] = run(go())
+    return loaded["b"]
+
+
+@pytest.mark.parametrize("shape", sorted(DAMAGED_EVENTS))
+def test_get_session_with_a_damaged_event_names_it(svc, raw, shape) -> None:
+    """An event row that is not what append_event writes: before, a bare AttributeError, an
+    Event made up with a new id (a row '{}'), or "events were lost" after five reads."""
+    from mysql_state import CorruptStateError
+
+    make, wrong = DAMAGED_EVENTS[shape]
+    _b_with_three_events(svc, raw)
+    _damage_event(raw, 2, make)  # the last one: every read of b reads it
+    before = raw.all_rows()
+    for config, at in ((None, "2"), (GetSessionConfig(num_recent_events=2), "-1 \\(counted from the end\\)"),
+                       (GetSessionConfig(after_timestamp=1001.0), "-1 \\(counted from the end\\)")):
+        if shape == "not-json" and config is not None:
+            at = "2"  # the store names the row it could not decode by its index
+        with pytest.raises(CorruptStateError) as exc:
+            run(svc.get_session(app_name=APP, user_id="u", session_id="b", config=config))
+        message = str(exc.value)
+        assert re.match(DAMAGED_EVENTS_OF_B.format(at=at).replace("(row", "\\(row").replace("b') ", "b'\\) "),
+                        message), message
+        assert re.search(wrong, message) and "delete_session removes the session" in message, message
+        assert "nothing of it was returned" in message
+        assert (exc.value.session_id, exc.value.key) == (f"adk.{encode_id(APP)}:e:u:b", "events")
+        assert exc.value.index == (2 if at == "2" else None)
+    assert run(svc.get_session(app_name=APP, user_id="u", session_id="a")).state["k"] == "a"
+    assert [s.id for s in run(svc.list_sessions(app_name=APP, user_id="u")).sessions] == ["b", "a", "c"]
+    assert raw.all_rows() == before
+
+
+@pytest.mark.parametrize("shape", ["empty-map", "adk-cannot-read"])
+def test_an_earlier_damaged_event_is_named_by_its_index(svc, raw, shape) -> None:
+    """A row '{}' among the events read as an Event with a new id and the time of the read."""
+    from mysql_state import CorruptStateError
+
+    make, wrong = DAMAGED_EVENTS[shape]
+    _b_with_three_events(svc, raw)
+    _damage_event(raw, 0, make)
+    with pytest.raises(CorruptStateError, match=re.escape(DAMAGED_EVENTS_OF_B.format(at="0")) + wrong) as exc:
+        run(svc.get_session(app_name=APP, user_id="u", session_id="b"))
+    assert exc.value.index == 0
+    recent = run(svc.get_session(app_name=APP, user_id="u", session_id="b", config=GetSessionConfig(num_recent_events=2)))
+    assert [e.invocation_id for e in recent.events] == ["b1", "b2"]  # the rows read are whole
+
+
+@pytest.mark.parametrize("shape", sorted(DAMAGED_EVENTS))
+def test_append_event_reading_a_damaged_last_event_writes_nothing(svc, raw, shape) -> None:
+    """append_event reads the last event when the Session object has no marker, and when the
+    event's id is the one the row says was appended last (a retry): damage there is the typed
+    error, never StaleSessionError nor AlreadyExistsError."""
+    from mysql_state import CorruptStateError
+
+    make, wrong = DAMAGED_EVENTS[shape]
+    b = _b_with_three_events(svc, raw)
+    last = b.events[-1]
+    _damage_event(raw, 2, make)
+    before = raw.all_rows()
+    markerless = b.model_copy(deep=True)
+    markerless._storage_update_marker, markerless.last_update_time = None, 0.0
+    retry = b.model_copy(deep=True)
+    retry.events = []
+    retry._storage_update_marker = b._storage_update_marker
+    for session, event in ((markerless, delta_event({"n": 9}, invocation_id="x")), (retry, last.model_copy(deep=True))):
+        with pytest.raises(CorruptStateError) as exc:
+            run(svc.append_event(session, event))
+        assert str(exc.value).startswith("the events of ADK session 'b' of user 'u', app 'my_app' cannot be read")
+        assert re.search(wrong, str(exc.value)) and "nothing was written" in str(exc.value), str(exc.value)
     assert raw.all_rows() == before
