@@ -240,20 +240,26 @@ def _problem(key: str, value: Any) -> Optional[str]:
     return None
 
 
+def _session_of(key: str) -> tuple[str, str]:
+    """The (user id, session id) of a session row's key ``s:<user>:<session>`` (checked by :func:`_problem`)."""
+    user_part, session_part = key[2:].split(":", 1)
+    return decode_id(user_part), decode_id(session_part)
+
+
 def _place(app_name: str, sid: str, key: str) -> str:
     """What the row ``key`` of the store session ``sid`` (packed) is to ADK: a session, its
     events, or the app's or a user's shared state."""
     store_session = sid.split(keys.SEPARATOR, 1)[-1]
     of_app = f"app {app_name!r}"
     if store_session.startswith("e:") and ":" in store_session[2:]:
-        user, session = (decode_id(part) for part in store_session[2:].split(":", 1))
+        user, session = _session_of(store_session)  # e:<user>:<session>, as a session row's key
         return f"the events of ADK session {session!r} of user {user!r}, {of_app}"
     if key == APP_KEY:
         return f"the app: state of {of_app}"
     if key.startswith("u:"):
         return f"the user: state of user {decode_id(key[2:])!r}, {of_app}"
     if key.startswith("s:") and ":" in key[2:]:
-        user, session = (decode_id(part) for part in key[2:].split(":", 1))
+        user, session = _session_of(key)
         return f"ADK session {session!r} of user {user!r}, {of_app}"
     return f"a session row of {of_app}"
 
@@ -680,6 +686,12 @@ class MysqlSessionService(BaseSessionService):
         sessions deleted. (The store's ``prune`` works on store sessions: on ADK's layout it
         would take a session's events and leave its row, which then reads as damage.)
 
+        A session whose row does not read (its age unknown) is never skipped nor deleted on a
+        guess: :class:`CorruptStateError` names it (and every other damaged one) before any
+        session is deleted. Each session goes in a transaction of its own, so a row damaged
+        meanwhile stops prune with the sessions before it deleted whole and none after it: the
+        error says how many; a re-run, once it is repaired or deleted, goes on where it stopped.
+
         >>> import datetime
         >>> service = MysqlSessionService(store)
         >>> asyncio.run(service.prune(app_name="app", older_than=datetime.timedelta(days=365)))
@@ -689,17 +701,18 @@ class MysqlSessionService(BaseSessionService):
             raise ValueError(f"prune: older_than must be a timedelta of 0 or more, got {older_than!r}")
         cutoff = platform_time.get_time() - older_than.total_seconds()
         ids = _Ids(app_name, "")
-        rows = await self.store.get_prefix(ids.owner, INDEX, "s:")
+        rows = await self._scan_index(ids, "s:", then=PRUNED_NOTHING)  # every row checked before any delete
         gone = 0
         for key, meta in sorted(rows.items()):
-            if not (isinstance(meta, dict) and meta.get("update_time", cutoff) < cutoff):
+            if meta["update_time"] >= cutoff:
                 continue
-            user_part, session_part = key[2:].split(":", 1)
-            one = _Ids(app_name, decode_id(user_part), decode_id(session_part))
+            one = _Ids(app_name, *_session_of(key))
+            then = (f"it was not pruned, nor any session after it in key order ({gone} before it were, each whole): "
+                    "prune again once it is repaired or deleted")
 
-            def tx(t: Any, one: _Ids = one) -> bool:  # the row read again, locked: an append since keeps it
-                now = t.get(one.owner, INDEX, one.session_key)
-                if not isinstance(now, dict) or now.get("update_time", cutoff) >= cutoff:
+            def tx(t: Any, one: _Ids = one, then: str = then) -> bool:  # read again, locked: an append keeps it
+                now = _row_in(t, one, one.session_key, then)
+                if now is _ABSENT or now["update_time"] >= cutoff:
                     return False
                 _delete_whole(t, one, maintenance=True)
                 return True

@@ -945,8 +945,12 @@ def _damage_event(raw, index: int, make) -> None:
     sid = f"adk.{encode_id(APP)}:e:u:b"
     (text,) = raw.query("SELECT state_data FROM {t} WHERE session_id = %s AND state_key = 'events' "
                         "AND item_index = %s", (sid, index))[0]
+    _damage_event_of(raw, "b", index, make(json.loads(text)))
+
+
+def _damage_event_of(raw, session: str, index: int, text: str) -> None:
     assert raw.execute("UPDATE {t} SET state_data = %s WHERE session_id = %s AND state_key = 'events' "
-                       "AND item_index = %s", (make(json.loads(text)), sid, index)) == 1
+                       "AND item_index = %s", (text, f"adk.{encode_id(APP)}:e:u:{session}", index)) == 1
 
 
 def _b_with_three_events(svc, raw) -> Session:
@@ -1028,3 +1032,62 @@ def test_append_event_reading_a_damaged_last_event_writes_nothing(svc, raw, shap
         assert str(exc.value).startswith("the events of ADK session 'b' of user 'u', app 'my_app' cannot be read")
         assert re.search(wrong, str(exc.value)) and "nothing was written" in str(exc.value), str(exc.value)
     assert raw.all_rows() == before
+
+
+@pytest.mark.parametrize("shape", sorted(DAMAGED_RECORDS))
+def test_prune_with_a_damaged_row_deletes_nothing_and_names_it(svc, raw, shape) -> None:
+    """prune skipped a session whose row did not read, silently, and pruned the others (audit of
+    2026-12-08: it returned 1 and left b and c). Its age unknown, a damaged session is neither
+    skipped nor deleted: the typed error names it before any session is deleted; once it is
+    deleted (or repaired) prune runs. A session's events are not read: damaged, they go with it."""
+    import datetime as dt
+
+    from mysql_state import CorruptStateError
+
+    text, wrong = DAMAGED_RECORDS[shape]
+    _three_sessions(svc, raw, text)
+    before = raw.all_rows()
+    with pytest.raises(CorruptStateError) as exc:
+        run(svc.prune(app_name=APP, older_than=dt.timedelta(0)))
+    _assert_names_b(exc, wrong)
+    assert "nothing was pruned" in str(exc.value)
+    assert raw.all_rows() == before  # a, older than the cutoff and sorted before b, is not deleted either
+    run(svc.delete_session(app_name=APP, user_id="u", session_id="b"))
+    _damage_event_of(raw, "c", 0, "[1]")
+    assert run(svc.prune(app_name=APP, older_than=dt.timedelta(0))) == 2
+    assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id LIKE %s OR state_key LIKE 's:%%'",
+                     (f"adk.{encode_id(APP)}:e:%",)) == [(0,)]
+
+
+def test_prune_stopped_by_a_row_damaged_meanwhile_says_what_it_pruned_and_resumes(svc, raw, monkeypatch) -> None:
+    """A row damaged between prune's read of the rows and the transaction that deletes its
+    session: the sessions before it stay deleted (each whole), none after it is touched, the
+    error says so; prune again after the damaged session is deleted finishes the work."""
+    import datetime as dt
+
+    from mysql_state import CorruptStateError
+
+    _three_sessions(svc, raw, '{"state":{},"update_time":1.5,"marker":"m","last":null}')  # b: healthy, old
+    real, calls = svc.store.transaction, []
+
+    async def damaging_b_before_its_turn(fn):  # the real transaction, after another writer's damage
+        calls.append(fn)
+        if len(calls) == 2:
+            raw.execute("UPDATE {t} SET state_data = '[1,2]' WHERE session_id = %s AND state_key = 's:u:b'",
+                        (_index_sid(),))
+        return await real(fn)
+
+    monkeypatch.setattr(svc.store, "transaction", damaging_b_before_its_turn)
+    with pytest.raises(CorruptStateError) as exc:
+        run(svc.prune(app_name=APP, older_than=dt.timedelta(0)))
+    monkeypatch.undo()
+    _assert_names_b(exc, "holds a list")
+    assert "it was not pruned, nor any session after it in key order (1 before it were, each whole)" in str(exc.value)
+    keys_left = [r[0] for r in raw.query("SELECT state_key FROM {t} WHERE session_id = %s AND state_key LIKE 's:%%' "
+                                         "ORDER BY state_key", (_index_sid(),))]
+    assert keys_left == ["s:u:b", "s:u:c"]
+    assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id LIKE %s", ("%:e:u:a",)) == [(0,)]
+    assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id LIKE %s", ("%:e:u:c",)) == [(2,)]  # event, hash row
+    run(svc.delete_session(app_name=APP, user_id="u", session_id="b"))
+    assert run(svc.prune(app_name=APP, older_than=dt.timedelta(0))) == 1
+    assert run(svc.list_sessions(app_name=APP)).sessions == []
