@@ -564,6 +564,8 @@ class MysqlSessionService(BaseSessionService):
 
         ``num_recent_events=k`` reads only the last ``k`` events; ``after_timestamp`` keeps the
         events from the last one older than it onwards (inclusive), reading back from the end.
+        A row read that is not what the adapter writes (the session's, the app's or user's
+        state, an event) is :class:`CorruptStateError` naming the session and the row.
         """
         ids = _Ids(app_name, user_id, _strip(session_id))
         # The session's row and its events are rows of two sessions of the store (two
@@ -625,7 +627,11 @@ class MysqlSessionService(BaseSessionService):
             window *= 4
 
     async def list_sessions(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
-        """Sessions without events, oldest update first; every user's when ``user_id`` is None."""
+        """Sessions without events, oldest update first; every user's when ``user_id`` is None.
+
+        A damaged row among those read is :class:`CorruptStateError` naming it and the others,
+        no session listed (never a list silently short of one).
+        """
         ids = _Ids(app_name, user_id or "")
         prefix = "" if user_id is None else "s:" + encode_id(user_id) + ":"
         rows = await self._scan_index(ids, prefix, APP_KEY, ids.user_key, then=LISTED_NOTHING)
@@ -642,7 +648,8 @@ class MysqlSessionService(BaseSessionService):
         return ListSessionsResponse(sessions=sessions)
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
-        """Remove the session and its events (one transaction); absent is fine."""
+        """Remove the session and its events (one transaction); absent is fine. It reads none of
+        the session's rows: the way out for a session whose rows are damaged."""
         ids = _Ids(app_name, user_id, _strip(session_id))
         await self.store.transaction(lambda t: _delete_whole(t, ids))
 
