@@ -115,7 +115,7 @@ def _need_exact(ctx: Ctx) -> bool:
     return not {cols.get("session_id", (None, None))[1], cols.get("state_key", (None, None))[1]} <= set(sql.EXACT_COLLATIONS)
 
 
-def _do_exact(ctx: Ctx) -> None:
+def _do_exact(ctx: Ctx, advance: Callable[[int], None]) -> None:
     ctx.run(lambda cur: cur.execute(ctx.q(sql.MAKE_KEYS_EXACT)), "migrate", write=True)
 
 
@@ -169,19 +169,19 @@ def _need_version(ctx: Ctx) -> bool:
     return "version" not in _columns(ctx) or _one(ctx, ctx.q(sql.HAS_UNVERSIONED)) is not None
 
 
-def _do_version(ctx: Ctx) -> None:
+def _do_version(ctx: Ctx, advance: Callable[[int], None]) -> None:
     if "version" not in _columns(ctx):
         ctx.run(lambda cur: cur.execute(ctx.q(sql.ADD_VERSION_COLUMN)), "migrate", write=True)
     # Rows written unaware of the column read as version 1 already: make it so, in short batches.
-    while ctx.run(lambda cur: cur.execute(ctx.q(sql.BACKFILL_VERSION)), "migrate", write=True):
-        pass
+    while given := ctx.run(lambda cur: cur.execute(ctx.q(sql.BACKFILL_VERSION)), "migrate", write=True):
+        advance(given)
 
 
 def _need_index(ctx: Ctx) -> bool:
     return ACTIVITY_COLUMNS not in _indexes(ctx).values()
 
 
-def _do_index(ctx: Ctx) -> None:
+def _do_index(ctx: Ctx, advance: Callable[[int], None]) -> None:
     ctx.run(lambda cur: cur.execute(ctx.q(sql.ADD_ACTIVITY_INDEX)), "migrate", write=True)
 
 
@@ -189,12 +189,17 @@ def _need_catalog(ctx: Ctx) -> bool:
     return _one(ctx, ctx.q(sql.STALE_CATALOG), (1,)) is not None
 
 
-def _do_catalog(ctx: Ctx) -> None:
-    for part in session_batches(ctx):
+#: Sessions whose catalog rows the catalog step builds per batch (a transaction each).
+CATALOG_BATCH = 500
+
+
+def _do_catalog(ctx: Ctx, advance: Callable[[int], None]) -> None:
+    for part in session_batches(ctx, CATALOG_BATCH):
         transfer.rebuild_catalog(ctx.db, ctx.t, part)
+        advance(len(part))  # a catalog row each, made or brought up to date
 
 
-def session_batches(ctx: Ctx, size: int = 500) -> Iterator[list[str]]:
+def session_batches(ctx: Ctx, size: int = CATALOG_BATCH) -> Iterator[list[str]]:
     """Every packed session id of the table, ``size`` at a time (a loose index scan)."""
     last = ""
     statement = ctx.q(sql.SESSION_IDS_AFTER)
@@ -214,7 +219,9 @@ def _version_sql(ctx: Ctx) -> str:
             else sql.ADD_AND_BACKFILL_VERSION)
 
 
-_STEPS: list[tuple[str, Callable[[Ctx], str], Callable[[Ctx], bool], Callable[[Ctx], None]]] = [
+#: Each step: its name, the SQL it shows, whether the table needs it, and what does it (given
+#: ``advance(rows)``, called after each batch of a step that runs in batches).
+_STEPS: list[tuple[str, Callable[[Ctx], str], Callable[[Ctx], bool], Callable[[Ctx, Callable[[int], None]], None]]] = [
     ("0001_exact_key_collation", lambda ctx: sql.MAKE_KEYS_EXACT, _need_exact, _do_exact),
     ("0002_version_column", _version_sql, _need_version, _do_version),
     ("0003_activity_index", lambda ctx: sql.ADD_ACTIVITY_INDEX, _need_index, _do_index),
@@ -229,15 +236,35 @@ def pending(ctx: Ctx) -> list[MigrationStep]:
     return [MigrationStep(name, ctx.q(text(ctx))) for name, text, need, _ in _STEPS if need(ctx)]
 
 
-def migrate(ctx: Ctx, dry_run: bool) -> list[MigrationStep]:
+def migrate(ctx: Ctx, dry_run: bool,
+            progress: Optional[Callable[[int, Optional[int]], None]] = None) -> list[MigrationStep]:
     """Apply (or with ``dry_run`` only list) the steps needed; each recorded once applied.
 
-    Safe beside another process migrating the same table (see the module doc)."""
+    Safe beside another process migrating the same table (see the module doc).
+
+    ``progress(done, None)`` once the steps to apply are known (a dry run, or a table that
+    needs none, makes no call), then after each batch of the steps that run in batches: the
+    version back-fill (``BACKFILL_VERSION``, 10 000 rows a statement) and the catalog build
+    (``CATALOG_BATCH``, 500 sessions a batch, each committed). ``done`` is the rows
+    migrated so far, across the steps: rows given a version, then catalog rows made or brought
+    up to date (one a session); a step of one statement (an ``ALTER TABLE``) adds none, and
+    there is no total (counting the rows due would be a scan of its own). A callback that
+    raises stops the migration there, the batches before it committed and the step it was in
+    not recorded: a migration run again does what is left."""
     todo = pending(ctx)
     if any(step.name == "0001_exact_key_collation" for step in todo):
         refuse_key_variants(ctx)  # a dry run says so too: the real run would refuse
     if dry_run or not todo:
         return todo
+    done = 0
+
+    def advance(rows: int) -> None:
+        nonlocal done
+        done += rows
+        if progress is not None:
+            progress(done, None)
+
+    advance(0)
     ctx.run(lambda cur: cur.execute(sql.in_database(sql.MIGRATIONS_RECORD_TABLE, ctx.database)), "migrate", write=True)
     applied = []
     for name, text, need, do in _STEPS:
@@ -253,7 +280,7 @@ def migrate(ctx: Ctx, dry_run: bool) -> list[MigrationStep]:
             continue
         step = planned or MigrationStep(name, ctx.q(text(ctx)))
         try:
-            do(ctx)
+            do(ctx, advance)
         except MysqlStateError as exc:
             if exc.errno not in ALREADY_DONE_ERRNOS:
                 raise

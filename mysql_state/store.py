@@ -16,6 +16,7 @@ given the connector and the table context. The engines hold the SQL work, as fun
 from __future__ import annotations
 
 import collections.abc
+import contextlib
 import inspect
 from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
 
@@ -759,16 +760,27 @@ class MysqlAgentStateStore:
             self._forget()
         return report
 
-    def migrate(self, dry_run: bool = False) -> list[MigrationStep]:
+    def migrate(self, dry_run: bool = False, *,
+                progress: Optional[Callable[[int, Optional[int]], None]] = None) -> list[MigrationStep]:
         """Apply the schema steps this table still needs (idempotent, recorded) and return them
         (``name``, ``sql``; ``[]``: nothing to do); ``dry_run`` only lists them. A
         :class:`MigrationError` (the dry run's too), nothing changed, where making the key
         columns exact would split ids spelt in more than one way (case, accents, trailing spaces).
+        ``progress(done, None)`` per batch of the version back-fill and the catalog build: the
+        rows migrated so far (no total; none called when there is nothing to apply).
 
-        >>> store.migrate()  # a table made by this version needs nothing
+        >>> store.migrate(progress=lambda done, total: print(done))  # a table made by this version needs nothing
         []
         """
-        steps = migrations.migrate(migrations.Ctx(self._db, self.table), args.flag(dry_run, "dry_run"))
+        args.flag(dry_run, "dry_run")
+        args.callback(progress, "progress")
+        try:
+            steps = migrations.migrate(migrations.Ctx(self._db, self.table), dry_run, progress)
+        except BaseException:
+            if not dry_run:  # a callback that raised too: a step applied before it (exact keys) is learnt
+                with contextlib.suppress(Exception):
+                    self._refresh_schema("migrate")
+            raise
         if steps and not dry_run:
             self._refresh_schema("migrate")
         return steps

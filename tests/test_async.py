@@ -614,7 +614,8 @@ def test_an_async_def_given_as_a_callback_is_refused_before_anything_runs(astore
         store.import_rows([], progress=progress)
     with pytest.raises(TypeError, match=r"progress must be a callable, got int: 5"):
         store.prune(datetime.timedelta(days=1), progress=5)
-    for call in (astore.doctor(progress=progress), astore.forget_user("u", progress=progress)):
+    for call in (astore.doctor(progress=progress), astore.forget_user("u", progress=progress),
+                 astore.migrate(progress=progress)):
         with pytest.raises(TypeError, match=r"progress must be a plain function"):
             run(call)
     with pytest.raises(TypeError, match=r"progress must be a callable, got int: 5"):
@@ -626,9 +627,9 @@ def test_an_async_def_given_as_a_callback_is_refused_before_anything_runs(astore
 
 
 def test_the_long_operations_take_progress_and_call_it_in_the_worker_thread(url, database, astore, store, raw):
-    """``reencrypt``, ``doctor`` and ``forget_user`` take ``progress=`` as the sync store does
-    (``prune`` and ``import_rows`` too); the callback runs in the worker thread that runs the
-    call, never on the event loop's thread."""
+    """``reencrypt``, ``doctor``, ``forget_user`` and ``migrate`` take ``progress=`` as the sync
+    store does (``prune`` and ``import_rows`` too); the callback runs in the worker thread that
+    runs the call, never on the event loop's thread."""
     pytest.importorskip("cryptography", reason="encryption needs the encryption extra (make test installs it)")
     import os
 
@@ -654,6 +655,11 @@ def test_the_long_operations_take_progress_and_call_it_in_the_worker_thread(url,
     seen.clear()
     assert run(astore.forget_user("u", batch=2, progress=progress)) == 12 and raw.rows() == []
     assert seen == [(False, 0, 3), (False, 2, 3), (False, 3, 3)]
+    seen.clear()
+    raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data, version)"
+                " VALUES ('j:x', 'k', 0, '1', 0)")  # as the Java store writes: version 0, no catalog row
+    assert [s.name for s in run(astore.migrate(progress=progress))] == ["0002_version_column", "0004_session_catalog"]
+    assert seen == [(False, 0, None), (False, 1, None), (False, 2, None)]  # the row given a version, its catalog row
 
 
 # ---- the async lease: its waits and releases never wait in the store's worker queue ---------

@@ -630,3 +630,86 @@ def test_a_progress_callback_that_raises_stops_the_doctor_and_keeps_the_repairs_
     assert [(p.kind, p.session_id) for p in store.doctor()] == [("no_hash_row", "u:s4")]
     assert [p.fixed for p in store.doctor(fix=True)] == [True] and store.doctor() == []
     assert [store.get_list("u", f"s{i}", "m") for i in range(5)] == [[1, 2, 3]] * 5
+
+
+# ---- migrate's progress: rows migrated, after each batch of the back-fill and the catalog build --
+
+
+def java_sessions(raw, n: int) -> None:
+    """``n`` sessions ``u:s<i>`` of 3 rows each, as the Java store writes them: version 0, no catalog row."""
+    values = ", ".join(f"('u:s{i}', 'k{k}', 0, '{k}')" for i in range(n) for k in range(3))
+    raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data) VALUES " + values)
+
+
+def test_migrate_reports_the_rows_migrated_after_each_batch_and_sends_nothing_more(url, database, monkeypatch):
+    """``progress(done, None)`` once the steps to apply are known, then after each statement of
+    the version back-fill and each batch of the catalog build: ``done`` the rows migrated, the
+    rows given a version, then a catalog row per session. Two Java tables alike, one migrated
+    with a callback: the same statements. Nothing to apply, or a dry run: no call."""
+    from mysql_state import migrations, sql
+
+    from .conftest import java_store
+
+    monkeypatch.setattr(sql, "BACKFILL_VERSION", sql.BACKFILL_VERSION.replace("LIMIT 10000", "LIMIT 8"))
+    monkeypatch.setattr(migrations, "CATALOG_BATCH", 3)
+    twin = database + "_b"
+    try:
+        with java_store(url, database) as (s, raw), java_store(url, twin) as (quiet, quiet_raw):
+            java_sessions(raw, 7)
+            java_sessions(quiet_raw, 7)
+            steps, sent = raw.statements(lambda: quiet.migrate())
+            calls: list = []
+            applied, sent_with_progress = raw.statements(lambda: s.migrate(progress=lambda *a: calls.append(a)))
+            assert [step.name for step in applied] == [step.name for step in steps] == migrations.STEPS
+            # the 21 rows given a version, 8 a statement; then the 7 catalog rows, 3 sessions a batch
+            assert calls == [(0, None), (8, None), (16, None), (21, None), (24, None), (27, None), (28, None)]
+            assert sent_with_progress == sent
+            assert raw.query("SELECT version, COUNT(*) FROM {t} GROUP BY version") == [(1, 28)]
+            assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = '__catalog__'") == [(7,)]
+            calls.clear()
+            assert s.migrate(progress=lambda *a: calls.append(a)) == [] and calls == []
+            raw.execute("UPDATE {t} SET version = 0, updated_at = updated_at WHERE session_id = 'u:s1'")
+            assert [step.name for step in s.migrate(True, progress=lambda *a: calls.append(a))] == [
+                "0002_version_column"] and calls == []  # a dry run: nothing done, nothing reported
+            assert s.migrate(progress=lambda *a: calls.append(a)) and calls == [(0, None), (3, None)]
+            before = raw.com_counts()
+            with pytest.raises(TypeError, match="progress must be a callable, got str: 'bar'"):
+                s.migrate(progress="bar")
+            assert raw.com_counts() == before  # refused before any statement
+    finally:
+        con = connect(url)
+        with con.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{twin}`")
+        con.close()
+
+
+def test_a_progress_callback_that_raises_stops_migrate_and_a_run_again_does_the_rest(url, database, monkeypatch):
+    """The callback's error is the call's; the back-fill's statements before it stay committed,
+    the step it was in is not recorded, the store knows the keys are exact (the step before
+    it made them so), and a migration run again applies what is left, then nothing."""
+    from mysql_state import sql
+
+    from .conftest import java_store
+
+    monkeypatch.setattr(sql, "BACKFILL_VERSION", sql.BACKFILL_VERSION.replace("LIMIT 10000", "LIMIT 8"))
+    with java_store(url, database) as (s, raw):
+        java_sessions(raw, 7)
+        assert not s.exact_keys
+
+        def stop(done: int, total: None) -> None:
+            if done >= 16:
+                raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):
+            s.migrate(progress=stop)
+        assert raw.query("SELECT version, COUNT(*) FROM {t} GROUP BY version ORDER BY version") == [(0, 5), (1, 16)]
+        assert raw.query(f"SELECT step FROM `{database}`.mysql_state_migrations") == [("0001_exact_key_collation",)]
+        assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = '__catalog__'") == [(0,)]
+        assert s.exact_keys  # learnt from the table, as after a migration that ends
+        calls: list = []
+        assert [step.name for step in s.migrate(progress=lambda *a: calls.append(a))] == [
+            "0002_version_column", "0003_activity_index", "0004_session_catalog"]
+        assert calls == [(0, None), (5, None), (12, None)]  # the 5 rows left, then the 7 catalog rows
+        assert raw.query("SELECT version, COUNT(*) FROM {t} GROUP BY version") == [(1, 28)]
+        assert s.migrate() == [] and s.doctor() == []
+        assert s.get("u", "s6", "k2") == 2 and len(s.sessions(limit=10).items) == 7
