@@ -941,7 +941,11 @@ def _doctor(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
 
 
 def _migrate(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
-    steps = store.migrate(dry_run=args.dry_run)
+    if args.dry_run:  # applies nothing: no progress to show
+        steps = store.migrate(dry_run=True)
+    else:
+        with drawing("migrated rows", args.json) as bar:
+            steps = store.migrate(progress=bar)
     head = "would apply" if args.dry_run else "applied"
     _out(args, [{"name": s.name, "sql": s.sql} for s in steps],
          "\n".join(f"-- {head} {s.name}\n{s.sql};" for s in steps) or "nothing to do: the schema is current")
@@ -970,17 +974,19 @@ def _stats(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     sessions, rows, nbytes = 0, 0, 0
     biggest: list = []
     cursor = None
-    while True:
-        page = store.sessions(limit=1000, cursor=cursor)
-        for s in page.items:
-            sessions += 1
-            rows += s.rows
-            nbytes += s.bytes
-            biggest.append((s.bytes, s.rows, s.user_id or "", s.session_id))  # "": anonymous, sortable
-        cursor = page.next_cursor
-        if cursor is None:
-            break
-        biggest = sorted(biggest, reverse=True)[:10]
+    with drawing("read sessions", args.json) as bar:  # every session, a page at a time: no total known
+        while True:
+            page = store.sessions(limit=1000, cursor=cursor)
+            for s in page.items:
+                sessions += 1
+                rows += s.rows
+                nbytes += s.bytes
+                biggest.append((s.bytes, s.rows, s.user_id or "", s.session_id))  # "": anonymous, sortable
+            bar(sessions)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+            biggest = sorted(biggest, reverse=True)[:10]
     biggest = sorted(biggest, reverse=True)[:10]
     m = store.metrics()
     out = {"sessions": sessions, "rows": rows, "bytes": nbytes,

@@ -806,3 +806,44 @@ def test_export_names_damaged_keys_even_when_a_session_asked_for_is_missing(stor
     assert done.returncode == 1, done.stderr
     assert "key 'memory' of session 'fay:s'" in done.stderr and "'nosuch'" in done.stderr
     assert "doctor --fix` repairs what it safely can" in done.stderr
+
+
+def test_migrate_and_stats_draw_a_bar_on_a_terminal_only(url, database):
+    """``migrate`` draws the rows migrated (given a version, then a catalog row per session) and
+    ``stats`` the sessions read, a page of 1 000 at a time, on stderr: on a terminal only, not
+    with --json, not for ``migrate --dry-run`` (it applies nothing)."""
+    import re
+
+    from tests.conftest import make_java_table
+
+    make_java_table(url, database)
+    raw = Raw(url, database)
+    try:
+        raw.execute("INSERT INTO {t} (session_id, state_key, item_index, state_data) VALUES "
+                    + ", ".join(f"('u:s{i}', 'k{k}', 0, '{k}')" for i in range(1500) for k in range(2)))
+        here = [sys.executable, "-m", "mysql_state", "--url", url, "--database", database]
+        planned = with_terminal_stderr(here + ["migrate", "--dry-run"])
+        assert planned.returncode == 0 and "would apply 0004_session_catalog" in planned.stdout
+        assert "migrated rows" not in planned.stderr
+        migrated = with_terminal_stderr(here + ["migrate"])
+        assert migrated.returncode == 0 and "applied 0004_session_catalog" in migrated.stdout
+        # 3 000 rows given a version, then 1 500 catalog rows, 500 sessions a batch; the bar's line ended
+        bar = "".join(f"\rmigrated rows {n}" for n in (0, 3000, 3500, 4000, 4500)) + "\n"
+        assert migrated.stderr.replace("\r\n", "\n").endswith(bar), repr(migrated.stderr)
+        assert raw.query("SELECT version, COUNT(*) FROM {t} GROUP BY version") == [(1, 4500)]
+        again = with_terminal_stderr(here + ["migrate"])
+        assert "nothing to do" in again.stdout and "migrated rows" not in again.stderr  # nothing applied: no bar
+
+        counted = with_terminal_stderr(here + ["stats"])
+        assert counted.returncode == 0 and re.search(r"^sessions 1500$", counted.stdout, re.M)
+        assert counted.stderr.replace("\r\n", "\n").endswith("\rread sessions 1000\rread sessions 1500\n"), \
+            repr(counted.stderr)
+        as_json = with_terminal_stderr(here + ["stats", "--json"])
+        assert as_json.stderr == "" and orjson.loads(as_json.stdout)["sessions"] == 1500
+        piped = cli(url, database, "stats")
+        assert piped.returncode == 0 and piped.stderr == ""
+        raw.execute("UPDATE {t} SET version = 0, updated_at = updated_at WHERE session_id = 'u:s7'")
+        quiet = with_terminal_stderr(here + ["migrate", "--json"])
+        assert [s["name"] for s in orjson.loads(quiet.stdout)] == ["0002_version_column"] and quiet.stderr == ""
+    finally:
+        raw.close()
