@@ -226,3 +226,83 @@ def test_doctor_fix_never_renumbers_a_thread_s_log_into_other_messages(store, ra
         list(g.get_state_history(conf))
     assert [p.key for p in store.doctor() if p.session_id == sid] == [log]
     saver.close()
+
+
+# ---- progress of the saver's prune ---------------------------------------------------------------
+
+
+def checkpoints(raw, user: str) -> dict:
+    """``{thread: checkpoint rows}`` of ``user``'s sessions, by plain SQL."""
+    return {sid.split(":", 1)[1]: n for sid, n in raw.query(
+        "SELECT session_id, COUNT(*) FROM {t} WHERE session_id LIKE %s AND state_key LIKE 'cp/%%'"
+        " GROUP BY session_id", (user + ":%",))}
+
+
+def test_saver_prune_reports_the_threads_pruned_of_those_given_and_sends_nothing_more(store, raw):
+    """``progress(done, total)`` before the first thread, then after each thread's transaction
+    (``"delete"``: after its one): ``done`` the threads pruned, ``total`` those given. Two sets
+    of threads alike, one pruned with a callback: the same statements."""
+    import asyncio
+    import threading
+
+    saver = MysqlSaver(store, user_id="erin")
+    g = chat(saver)
+    threads = [f"{side}{i}" for side in "ab" for i in range(4)] + ["kept"]
+    for thread in threads:
+        for i in range(3):
+            g.invoke({"messages": [HumanMessage(content=f"hi {i}", id=f"h{i}")]}, {"configurable": {"thread_id": thread}})
+    assert checkpoints(raw, "erin") == {t: 9 for t in threads}  # 3 invocations of 3 checkpoints each
+    _, sent = raw.statements(lambda: saver.prune([f"a{i}" for i in range(4)]))
+    calls: list = []
+    _, sent_with_progress = raw.statements(
+        lambda: saver.prune([f"b{i}" for i in range(4)], progress=lambda done, total: calls.append((done, total))))
+    assert calls == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]
+    assert sent_with_progress == sent
+    assert checkpoints(raw, "erin") == {**{t: 1 for t in threads}, "kept": 9}
+    assert g.get_state({"configurable": {"thread_id": "b3"}}).values["messages"][-1].content == "reply 5"
+    calls.clear()
+    saver.prune(["a0", "b0"], strategy="delete", progress=lambda *a: calls.append(a))
+    assert calls == [(0, 2), (2, 2)] and "a0" not in checkpoints(raw, "erin") and "b0" not in checkpoints(raw, "erin")
+    calls.clear()
+    saver.prune([], progress=lambda *a: calls.append(a))
+    assert calls == [(0, 0)]
+    seen: list = []
+    asyncio.run(saver.aprune(["kept"], progress=lambda *a: seen.append((threading.current_thread() is
+                                                                          threading.main_thread(), *a))))
+    assert seen == [(False, 0, 1), (False, 1, 1)] and checkpoints(raw, "erin")["kept"] == 1  # in the worker thread
+    before = raw.com_counts()
+    with pytest.raises(TypeError, match="progress must be a callable, got str: 'bar'"):
+        saver.prune(["a1"], progress="bar")
+
+    async def later(done, total):
+        pass
+
+    with pytest.raises(TypeError, match="progress must be a plain function"):
+        asyncio.run(saver.aprune(["a1"], progress=later))
+    assert raw.com_counts() == before  # refused before any statement
+    saver.close()
+
+
+def test_a_progress_callback_that_raises_stops_the_saver_s_prune_with_each_thread_whole(store, raw):
+    """The callback's error is the call's; the threads before it stay pruned (each in its own
+    transaction), the rest are as they were, and a prune run again finishes."""
+    saver = MysqlSaver(store, user_id="fred")
+    g = chat(saver)
+    threads = [f"t{i}" for i in range(4)]
+    for thread in threads:
+        for i in range(2):
+            g.invoke({"messages": [HumanMessage(content=f"hi {i}", id=f"h{i}")]}, {"configurable": {"thread_id": thread}})
+
+    def stop(done: int, total: int) -> None:
+        if done == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        saver.prune(threads, progress=stop)
+    assert checkpoints(raw, "fred") == {"t0": 1, "t1": 1, "t2": 6, "t3": 6}
+    saver.prune(threads)
+    assert checkpoints(raw, "fred") == {t: 1 for t in threads}
+    assert [g.get_state({"configurable": {"thread_id": t}}).values["messages"][-1].content for t in threads] == [
+        "reply 3"] * 4
+    saver.close()
+

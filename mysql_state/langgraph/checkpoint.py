@@ -56,7 +56,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 
-from .. import keys
+from .. import args, keys
 from ..aio import AsyncMysqlAgentStateStore, run_in
 from ..errors import CorruptStateError, SessionNotFoundError, StaleStateError, StoreClosedError
 from ..pool import DEFAULT_POOL_SIZE
@@ -1205,7 +1205,8 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             doomed_keys += [layout.checkpoint_key(ns, cid) for cid in sorted(ids)]
         tx.delete_keys(u, thread, doomed_keys + list(writes), maintenance=True)
 
-    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest",
+              progress: Optional[Callable[[int, int], None]] = None) -> None:
         """Prune threads. ``"delete"`` removes them whole, in one transaction.
 
         ``"keep_latest"`` keeps, per namespace, the newest checkpoint with its pending writes,
@@ -1217,11 +1218,18 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         writes, so the channel rebuilds as before. One transaction per thread; a thread
         written meanwhile is read again and pruned on what it holds then.
 
+        ``progress(done, total)`` (keyword-only, as LangGraph's signature has no such argument)
+        before the first thread, then after each thread's transaction (``"delete"``: after its
+        one): ``done`` the threads pruned, ``total`` the threads given. A callback that raises
+        stops the prune there, the threads before it pruned (each whole): run it again to finish.
+
         >>> from langgraph.checkpoint.base import empty_checkpoint
         >>> saver, config = MysqlSaver(store, user_id="alice"), {"configurable": {"thread_id": "saver-prune-1"}}
         >>> first = saver.put(config, empty_checkpoint(), {"step": 0}, {})
         >>> _ = saver.put(first, empty_checkpoint(), {"step": 1}, {})
-        >>> saver.prune(["saver-prune-1"])  # keep_latest
+        >>> saver.prune(["saver-prune-1"], progress=lambda done, total: print(f"{done}/{total} threads"))  # keep_latest
+        0/1 threads
+        1/1 threads
         >>> [(t.metadata["step"], t.parent_config) for t in saver.list(config)]  # the kept one has no parent now
         [(1, None)]
         >>> saver.prune(["saver-prune-1"], strategy="delete"); store.exists("alice", "saver-prune-1")
@@ -1232,9 +1240,13 @@ class MysqlSaver(BaseCheckpointSaver[str]):
             raise TypeError("thread_ids must be a sequence of thread ids, not one str")
         if strategy not in PRUNE_STRATEGIES:
             raise ValueError(f"unknown prune strategy {strategy!r}: use one of {', '.join(PRUNE_STRATEGIES)}")
+        args.callback(progress, "progress")
         threads = [layout.thread_of(t) for t in thread_ids]
         for t in threads:
             keys.pack(self.user_id, t)
+        total = len(threads)
+        if progress is not None:
+            progress(0, total)
         if not threads:
             return
         if strategy == "delete":
@@ -1243,11 +1255,16 @@ class MysqlSaver(BaseCheckpointSaver[str]):
                     tx.delete(self.user_id, t)
 
             self.store.transaction(delete)
-        else:
             for t in threads:
-                self._keep_latest(t)
-        for t in threads:
-            self._forget(t)
+                self._forget(t)
+            if progress is not None:
+                progress(total, total)
+            return
+        for done, t in enumerate(threads, 1):
+            self._keep_latest(t)
+            self._forget(t)  # before the callback, which may raise: this thread is pruned
+            if progress is not None:
+                progress(done, total)
 
     def _keep_latest(self, thread: str) -> None:
         u = self.user_id
@@ -1497,8 +1514,9 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         """
         return await self._run(self.copy_thread, source_thread_id, target_thread_id)
 
-    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
-        """:meth:`prune` without blocking the loop.
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest",
+                     progress: Optional[Callable[[int, int], None]] = None) -> None:
+        """:meth:`prune` without blocking the loop (``progress`` is called in the worker thread).
 
         >>> from langgraph.checkpoint.base import empty_checkpoint
         >>> saver, config = MysqlSaver(store, user_id="alice"), {"configurable": {"thread_id": "saver-aprune-1"}}
@@ -1507,7 +1525,7 @@ class MysqlSaver(BaseCheckpointSaver[str]):
         [1]
         >>> saver.close()
         """
-        return await self._run(self.prune, thread_ids, strategy=strategy)
+        return await self._run(self.prune, thread_ids, strategy=strategy, progress=progress)
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
