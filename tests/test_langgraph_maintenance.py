@@ -228,7 +228,7 @@ def test_doctor_fix_never_renumbers_a_thread_s_log_into_other_messages(store, ra
     saver.close()
 
 
-# ---- progress of the saver's prune ---------------------------------------------------------------
+# ---- progress of the saver's prune and the memory's sweep ----------------------------------------
 
 
 def checkpoints(raw, user: str) -> dict:
@@ -306,3 +306,51 @@ def test_a_progress_callback_that_raises_stops_the_saver_s_prune_with_each_threa
         "reply 3"] * 4
     saver.close()
 
+
+def test_memory_sweep_reports_the_items_removed_of_those_expired_and_sends_nothing_more(store, raw):
+    """``progress(done, total)`` once the expired items are found, then after each batch:
+    ``done`` the items removed (the last call's is the result), ``total`` those found expired.
+    Two memories alike, one swept with a callback: the same statements. A callback that raises
+    stops the sweep there, the batches before it removed; the next sweep removes the rest."""
+    import asyncio
+
+    memories = {user: MysqlStore(store, user_id=user) for user in ("warm", "quiet", "told", "stopped", "async")}
+    for memory in memories.values():
+        for i in range(7):
+            memory.put(("n",), f"gone{i}", {"v": i}, ttl=0.5 / 60)
+        memory.put(("n",), "stays", {"v": 0})
+    time.sleep(1.0)
+
+    def items(user: str) -> list:
+        """The item rows of the memory, by plain SQL."""
+        from mysql_state.langgraph._memory_layout import ITEMS, item_key
+
+        stored = {k for (k,) in raw.query("SELECT state_key FROM {t} WHERE session_id = %s",
+                                          (keys.pack(user, "langgraph-store"),))}
+        return sorted(stored & {item_key(ITEMS, ("n",), k) for k in [f"gone{i}" for i in range(7)] + ["stays"]})
+
+    assert len(items("told")) == 8
+    assert memories["warm"].sweep_ttl(batch=3) == 7  # the connections both calls use, opened before they are counted
+    removed, sent = raw.statements(lambda: memories["quiet"].sweep_ttl(batch=3))
+    calls: list = []
+    told, sent_with_progress = raw.statements(
+        lambda: memories["told"].sweep_ttl(batch=3, progress=lambda done, total: calls.append((done, total))))
+    assert removed == told == 7 and calls == [(0, 7), (3, 7), (6, 7), (7, 7)]
+    assert sent_with_progress == sent
+    assert len(items("told")) == 1 and [i.key for i in memories["told"].search(("n",))] == ["stays"]
+    calls.clear()
+    assert memories["told"].sweep_ttl(progress=lambda *a: calls.append(a)) == 0 and calls == [(0, 0)]
+
+    def stop(done: int, total: int) -> None:
+        if done:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        memories["stopped"].sweep_ttl(batch=3, progress=stop)
+    assert len(items("stopped")) == 5  # 3 removed, the 4 left expired and the one that stays
+    assert memories["stopped"].sweep_ttl() == 4 and len(items("stopped")) == 1
+    seen: list = []
+    assert asyncio.run(memories["async"].asweep_ttl(batch=5, progress=lambda *a: seen.append(a))) == 7
+    assert seen == [(0, 7), (5, 7), (7, 7)]
+    with pytest.raises(TypeError, match="progress must be a callable, got int: 5"):
+        memories["async"].sweep_ttl(progress=5)

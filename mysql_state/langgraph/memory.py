@@ -36,7 +36,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 try:
     from langgraph.store.base import (
@@ -60,7 +60,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("mysql_state.langgraph needs LangGraph: pip install 'mysql-state[langgraph]'") from exc
 
-from .. import keys
+from .. import args, keys
 from ..checks import check_count
 from ..aio import AsyncMysqlAgentStateStore
 from ..errors import CorruptStateError, StaleStateError
@@ -644,7 +644,8 @@ class MysqlStore(BaseStore):
 
     # ---- TTL -----------------------------------------------------------------------------------
 
-    def sweep_ttl(self, *, batch: int = SWEEP_BATCH) -> int:
+    def sweep_ttl(self, *, batch: int = SWEEP_BATCH,
+                  progress: Optional[Callable[[int, int], None]] = None) -> int:
         """Delete the expired items (with their expiry, vectors and, for a namespace's last,
         its marker), ``batch`` items per transaction; returns the number of items removed.
 
@@ -652,17 +653,26 @@ class MysqlStore(BaseStore):
         have one), then re-checks each expiry under lock, so an item refreshed or put again
         meanwhile stays.
 
+        ``progress(done, total)`` once the expired items are found, then after each batch (each
+        committed): ``done`` the items removed so far (the last call's is what the call returns),
+        ``total`` those found expired; ``done`` ends below it by the items refreshed, put again
+        or deleted meanwhile. A callback that raises stops the sweep there, the batches before it
+        removed: the next sweep removes the rest.
+
         >>> import time
         >>> memory = MysqlStore(store, user_id="sweep-demo")
         >>> memory.put(("notes",), "n1", {"text": "soon gone"}, ttl=0.001)  # minutes
         >>> memory.put(("notes",), "n2", {"text": "stays"})
         >>> time.sleep(0.25)
-        >>> memory.sweep_ttl()
+        >>> memory.sweep_ttl(progress=lambda done, total: print(f"{done}/{total} expired items removed"))
+        0/1 expired items removed
+        1/1 expired items removed
         1
         >>> [item.key for item in memory.search(("notes",))]
         ['n2']
         """
         check_count("batch", batch)  # the store's rule for every batch: TypeError, or ValueError naming it
+        args.callback(progress, "progress")
         now = datetime.now(timezone.utc)
         ttls = self.store.get_prefix(self.user_id, SESSION, TTLS)
         due = []
@@ -673,10 +683,14 @@ class MysqlStore(BaseStore):
             if self._expired(row, tk, now):
                 due.append((tk, where[1], where[2]))
         removed = 0
+        if progress is not None:
+            progress(0, len(due))
         for start in range(0, len(due), batch):
             if self._stop.is_set() and self._sweeping_in_thread():
                 break
             removed += self.store.transaction(functools.partial(self._sweep_tx, chunk=due[start : start + batch]))
+            if progress is not None:
+                progress(removed, len(due))
         return removed
 
     def _sweeping_in_thread(self) -> bool:
@@ -782,8 +796,9 @@ class MysqlStore(BaseStore):
         self._sweeper = None
         return True
 
-    async def asweep_ttl(self, *, batch: int = SWEEP_BATCH) -> int:
-        """:meth:`sweep_ttl` in a worker thread.
+    async def asweep_ttl(self, *, batch: int = SWEEP_BATCH,
+                         progress: Optional[Callable[[int, int], None]] = None) -> int:
+        """:meth:`sweep_ttl` in a worker thread (``progress`` is called there).
 
         >>> import time
         >>> memory = MysqlStore(store, user_id="asweep-demo")
@@ -792,7 +807,7 @@ class MysqlStore(BaseStore):
         >>> asyncio.run(memory.asweep_ttl()), memory.get(("notes",), "n1")
         (1, None)
         """
-        return await asyncio.to_thread(self.sweep_ttl, batch=batch)
+        return await asyncio.to_thread(self.sweep_ttl, batch=batch, progress=progress)
 
     async def astart_ttl_sweeper(self, sweep_interval_minutes: Optional[float] = None) -> asyncio.Task:
         """The sweeper as an asyncio task of the running loop (each sweep in a worker thread),
