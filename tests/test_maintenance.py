@@ -648,39 +648,36 @@ def test_migrate_reports_the_rows_migrated_after_each_batch_and_sends_nothing_mo
     with a callback: the same statements. Nothing to apply, or a dry run: no call."""
     from mysql_state import migrations, sql
 
-    from .conftest import java_store
+    from .conftest import Raw, java_store
 
     monkeypatch.setattr(sql, "BACKFILL_VERSION", sql.BACKFILL_VERSION.replace("LIMIT 10000", "LIMIT 8"))
     monkeypatch.setattr(migrations, "CATALOG_BATCH", 3)
-    twin = database + "_b"
-    try:
-        with java_store(url, database) as (s, raw), java_store(url, twin) as (quiet, quiet_raw):
-            java_sessions(raw, 7)
-            java_sessions(quiet_raw, 7)
-            steps, sent = raw.statements(lambda: quiet.migrate())
-            calls: list = []
-            applied, sent_with_progress = raw.statements(lambda: s.migrate(progress=lambda *a: calls.append(a)))
-            assert [step.name for step in applied] == [step.name for step in steps] == migrations.STEPS
-            # the 21 rows given a version, 8 a statement; then the 7 catalog rows, 3 sessions a batch
-            assert calls == [(0, None), (8, None), (16, None), (21, None), (24, None), (27, None), (28, None)]
-            assert sent_with_progress == sent
-            assert raw.query("SELECT version, COUNT(*) FROM {t} GROUP BY version") == [(1, 28)]
-            assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = '__catalog__'") == [(7,)]
-            calls.clear()
-            assert s.migrate(progress=lambda *a: calls.append(a)) == [] and calls == []
-            raw.execute("UPDATE {t} SET version = 0, updated_at = updated_at WHERE session_id = 'u:s1'")
-            assert [step.name for step in s.migrate(True, progress=lambda *a: calls.append(a))] == [
-                "0002_version_column"] and calls == []  # a dry run: nothing done, nothing reported
-            assert s.migrate(progress=lambda *a: calls.append(a)) and calls == [(0, None), (3, None)]
-            before = raw.com_counts()
-            with pytest.raises(TypeError, match="progress must be a callable, got str: 'bar'"):
-                s.migrate(progress="bar")
-            assert raw.com_counts() == before  # refused before any statement
-    finally:
-        con = connect(url)
-        with con.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{twin}`")
-        con.close()
+    with java_store(url, database) as (s, raw), contextlib.ExitStack() as opened:
+        raw.execute(JAVA_DDL.replace("{db}", database).replace("agentscope_sessions", "twin"))  # its twin
+        quiet_raw = opened.enter_context(contextlib.closing(Raw(url, database, "twin")))
+        with pytest.warns(MysqlStateWarning):  # the Java table's collation
+            quiet = opened.enter_context(MysqlAgentStateStore.from_url(url, database_name=database, table_name="twin"))
+        java_sessions(raw, 7)
+        java_sessions(quiet_raw, 7)
+        steps, sent = raw.statements(lambda: quiet.migrate())
+        calls: list = []
+        applied, sent_with_progress = raw.statements(lambda: s.migrate(progress=lambda *a: calls.append(a)))
+        assert [step.name for step in applied] == [step.name for step in steps] == migrations.STEPS
+        # the 21 rows given a version, 8 a statement; then the 7 catalog rows, 3 sessions a batch
+        assert calls == [(0, None), (8, None), (16, None), (21, None), (24, None), (27, None), (28, None)]
+        assert sent_with_progress == sent
+        assert raw.query("SELECT version, COUNT(*) FROM {t} GROUP BY version") == [(1, 28)]
+        assert raw.query("SELECT COUNT(*) FROM {t} WHERE session_id = '__catalog__'") == [(7,)]
+        calls.clear()
+        assert s.migrate(progress=lambda *a: calls.append(a)) == [] and calls == []
+        raw.execute("UPDATE {t} SET version = 0, updated_at = updated_at WHERE session_id = 'u:s1'")
+        assert [step.name for step in s.migrate(True, progress=lambda *a: calls.append(a))] == [
+            "0002_version_column"] and calls == []  # a dry run: nothing done, nothing reported
+        assert s.migrate(progress=lambda *a: calls.append(a)) and calls == [(0, None), (3, None)]
+        before = raw.com_counts()
+        with pytest.raises(TypeError, match="progress must be a callable, got str: 'bar'"):
+            s.migrate(progress="bar")
+        assert raw.com_counts() == before  # refused before any statement
 
 
 def test_a_progress_callback_that_raises_stops_migrate_and_a_run_again_does_the_rest(url, database, monkeypatch):
