@@ -147,10 +147,15 @@ class DecryptionError(CorruptStateError):
 
 class StaleStateError(MysqlStateError):
     """A versioned save found another version stored than the one it was based on (or an
-    append at a length, another length: ``what="length"``); nothing written."""
+    append at a length, another length: ``what="length"``); nothing written. ``stored`` is -1
+    for a key whose rows have no version (no row 0 and no list's hash row: damaged)."""
 
     def __init__(self, key: str, expected: int, stored: int, what: str = "version") -> None:
-        if expected == stored:  # the same number, another list
+        if stored < 0:  # rows under the key, but no row 0 and no list's hash row: no version
+            said = (f"key {key!r}: expected {what} {expected}, but the key holds rows with no {what}: neither "
+                    "row 0 nor a list's hash row (damaged: every read of it raises CorruptStateError); nothing "
+                    "was written: save it without a version to replace it")
+        elif expected == stored:  # the same number, another list
             said = (f"key {key!r}: {what} {expected} is stored, but not the list this process last read or "
                     f"wrote at it (another writer changed it and left its {what} as it was: the Java store's list "
                     "save leaves the version, a copy over a deleted list can leave the length); nothing was "

@@ -159,8 +159,10 @@ def get(cur: Any, t: Table, sid: str, k: str, offset: int, limit: Optional[int],
                 learned["known"] = found[1]
             return found[0]
     got = _get(cur, t, sid, k, offset, limit, model, seen_n)
-    if whole and not got[1] and len(got[0]) == 1:  # one row 0, no hash row: a value read as a list
-        got = (got[0], value_version(cur, t, sid, k, got[0][0], model), *got[2:])
+    if whole and not got[1] and got[0]:  # items and no hash row at all
+        # one row 0: a value read as a list (its version); more: a list that has no hash row
+        version = value_version(cur, t, sid, k, got[0][0], model) if len(got[0]) == 1 else values.HASHLESS_LIST_VERSION
+        got = (got[0], version, *got[2:])
     if learned is not None and whole and model is None:
         learned["known"] = known_of(t, sid, k, got[3], got[0], got[2])
     return got[:3]
@@ -552,6 +554,8 @@ def check_many(t: Table, rows: Sequence[tuple], sid: str, value_keys: Sequence[s
             got = check(t, items + hash_row, sid, k, 0, None, None)
             if not hash_row and len(items) == 1:  # a value read as a list: its version (see get)
                 got = (got[0], int(by_key[k][0][2]), got[2])
+            elif not hash_row:  # a list that has no hash row at all (see get)
+                got = (got[0], values.HASHLESS_LIST_VERSION, got[2])
         out[k] = got[:2]
         if seen is not None:
             seen[k] = got[2]

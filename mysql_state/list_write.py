@@ -281,11 +281,12 @@ def save(cur: Any, t: Table, w: ListWrite, speculate: bool = True) -> Plan:
 
 def _version_without_hash_row(cur: Any, t: Table, w: ListWrite) -> int:
     """The version a compare-and-set compares with, for a key with no hash row (its rows
-    locked): a single value's (a list save replaces it), and 0 for a list of several items left
-    without one, as :meth:`~mysql_state.MysqlAgentStateStore.get_list_versioned` reads it (a
-    read-modify-write with the version read then succeeds, once)."""
-    version, is_list, _ = values.key_head(cur, t, w.sid, w.key)
-    return 0 if is_list else version
+    locked; :func:`values.cas_version`): a single value's (a list save replaces it), 0 only
+    when nothing is there, ``values.HASHLESS_LIST_VERSION`` for a list of several items left
+    without one, as every read gives it (a read-modify-write with the version read then
+    succeeds, once; 0, "absent", is stale), and ``UNVERSIONED`` (stale to every version) for
+    rows without row 0, whose every read raises."""
+    return values.cas_version(cur, t, w.sid, w.key)
 
 
 def _speculate(cur: Any, t: Table, w: ListWrite, planned: Optional[tuple[Plan, Snapshot]],
@@ -736,7 +737,7 @@ def save_many(cur: Any, t: Table, writes: Sequence[ListWrite], prepared: Sequenc
         if want != UNVERSIONED:
             got = values.write(cur, t, sid, k, text, want)
             if got == UNVERSIONED:
-                raise StaleStateError(k, want, values.key_head(cur, t, sid, k)[0])
+                raise StaleStateError(k, want, values.cas_version(cur, t, sid, k))
             versions[k] = got
         else:
             versions[k] = values.write(cur, t, sid, k, text)

@@ -18,13 +18,23 @@ from .listsync import ListHash
 from .results import UNVERSIONED
 from .table import Table
 
-__all__ = ["key_head", "kind", "write", "write_if_seen", "digest", "start_over", "create", "compare_and_set",
-           "insert_new", "get", "read_for_update", "value_of", "prefix_values", "ValueRead"]
+__all__ = ["key_head", "kind", "compared", "cas_version", "write", "write_if_seen", "digest", "start_over", "create",
+           "compare_and_set", "insert_new", "get", "read_for_update", "value_of", "prefix_values", "ValueRead",
+           "HASHLESS_LIST_VERSION"]
+
+#: The version of a list that has no hash row (deleted by hand, or rows another writer left
+#: without one): a list's version is its hash row's, and its item rows carry none of the list's,
+#: so it reads as 1, as any row written without a version does (never 0: "absent"). Every read
+#: gives it (``get_list_versioned``, ``get_many``, ``get_versioned``) and a compare-and-set
+#: compares with it (:func:`compared`): expecting 1 replaces the list once, giving it a hash row
+#: at a version past its rows'.
+HASHLESS_LIST_VERSION = 1
 
 
 def key_head(cur: Any, t: Table, sid: str, k: str, *, lock: bool = True) -> tuple[int, bool, bool]:
     """What is under ``k``, in one statement: (its version, 0 when absent; is it a list; was
-    there a row 0). A list is a hash row (of any writer), or items past row 0 without one.
+    there a row 0). A list is a hash row (of any writer), or items past row 0 without one
+    (version ``HASHLESS_LIST_VERSION``; 0 when row 0 is gone too: see :func:`compared`).
 
     ``lock``: waits for a list writer (who holds the hash row), so that rows it inserted are
     committed, hence seen, by the DELETE that follows.
@@ -36,7 +46,27 @@ def key_head(cur: Any, t: Table, sid: str, k: str, *, lock: bool = True) -> tupl
     row0 = next((int(r[2]) for r in rows if not r[0] and r[1] == 0), 0)
     # items past row 0 without a hash row (or a row at a negative index: damage) are a list's
     is_list = bool(hash_version) or any(not r[0] and r[1] != 0 for r in rows)
+    if is_list and not hash_version and row0:
+        row0 = HASHLESS_LIST_VERSION
     return (hash_version or row0), is_list, bool(row0)
+
+
+def compared(version: int, is_list: bool) -> int:
+    """The version a compare-and-set compares with, from :func:`key_head`'s (version, is_list):
+    that version, 0 only when the key is absent; ``UNVERSIONED`` for a key that holds rows but
+    neither row 0 nor a list's hash row (damaged: every read of it raises), which no
+    compare-and-set expects (0, "absent", included: the key is there).
+
+    >>> compared(3, True), compared(0, False), compared(0, True)
+    (3, 0, -1)
+    """
+    return UNVERSIONED if is_list and not version else version
+
+
+def cas_version(cur: Any, t: Table, sid: str, k: str) -> int:
+    """:func:`compared` of the key's head, read (and locked) in one statement."""
+    version, is_list, _ = key_head(cur, t, sid, k)
+    return compared(version, is_list)
 
 
 def kind(cur: Any, t: Table, sid: str, k: str, *, lock: bool = True) -> Optional[str]:
@@ -51,7 +81,7 @@ def write(cur: Any, t: Table, sid: str, k: str, text: str, expected: Optional[in
     ``UNVERSIONED`` when ``expected`` (compare-and-set) is not the stored version."""
     s = t.statements
     stored, is_list, had_row0 = key_head(cur, t, sid, k)
-    if expected is not None and stored != expected:
+    if expected is not None and compared(stored, is_list) != expected:
         return UNVERSIONED
     if is_list:
         cur.execute(s["DELETE_LIST_REMAINS"], (sid, k, keys.hash_key(k)))
@@ -172,7 +202,9 @@ def value_of(t: Table, sid: str, k: str, rows: Sequence[tuple], model: Any) -> O
     """From rows ``(kind, state_data, version)`` of a key (kind 1 or True: its hash row; 0 or
     False: row 0; 2: another of its rows, text not needed): what they hold (:class:`ValueRead`),
     or None when the key is absent. Rows of the key without row 0 are damage, never absence: a
-    :class:`CorruptStateError` naming the key (unless a list's hash row says it is empty)."""
+    :class:`CorruptStateError` naming the key (unless a list's hash row says it is empty). The
+    version is the list's hash row's, or row 0's when the key holds that row alone (a value);
+    a list without a hash row (row 0 and another row) has ``HASHLESS_LIST_VERSION``."""
     listed = next((r for r in rows if r[0] == 1), None)
     row0 = next((r for r in rows if r[0] == 0), None)
     if listed is None and row0 is None:
@@ -193,6 +225,8 @@ def value_of(t: Table, sid: str, k: str, rows: Sequence[tuple], model: Any) -> O
     head = listed if listed is not None else row0
     assert head is not None  # one of the two is there (the key is not absent)
     version = int(head[2])
+    if listed is None and any(r[0] == 2 for r in rows):  # a list without a hash row: item 0 has no list's version
+        version = HASHLESS_LIST_VERSION
     return ValueRead(value, version, listed is not None and row0 is None, listed[1] if listed is not None else None)
 
 

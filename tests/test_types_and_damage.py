@@ -263,20 +263,31 @@ def _hashless_list(raw, sid: str, key: str, items: list, version: int = 1) -> No
                     " VALUES (%s, %s, %s, %s, %s)", (sid, key, i, orjson.dumps(item).decode(), version))
 
 
+def _rows(raw, sid: str = "u:s") -> list[tuple]:
+    """Every row of the session, as plain SQL reads it: (key, index, text, version)."""
+    return raw.query("SELECT state_key, item_index, state_data, version FROM {t} WHERE session_id = %s"
+                     " ORDER BY state_key, item_index", (sid,))
+
+
 @pytest.mark.parametrize("how", ["save_list_if_version", "save_many"])
 def test_a_compare_and_set_with_the_version_read_of_a_list_without_a_hash_row_succeeds(store, raw, how):
-    """get_list_versioned reads a list left without a hash row as version 0; a compare-and-set
-    with that version counted row 0's version instead and was refused every time (a
-    read-modify-write loop never ended). It now succeeds once, and only once."""
+    """A list left without a hash row read as version 0, and a compare-and-set with that 0 (the
+    contract's "absent") replaced it. It reads as version 1 (its rows carry no version of the
+    list: as rows written without one, it reads as 1) in every read, get_versioned included,
+    and a compare-and-set with that 1 succeeds once, and only once."""
     _hashless_list(raw, "u:s", "m", ["a", "b", "c"], version=4)
     items, version = store.get_list_versioned("u", "s", "m")
-    assert (items, version) == (["a", "b", "c"], 0)
-    assert store.get_many("u", "s", lists=["m"], versioned=True)["m"] == (["a", "b", "c"], 0)
+    assert (items, version) == (["a", "b", "c"], 1)
+    assert store.get_versioned("u", "s", "m").version == 1
+    assert store.get_many("u", "s", lists=["m"], versioned=True)["m"] == (["a", "b", "c"], 1)
+    store.save("u", "s", "x", "other")
+    assert store.get_many("u", "s", lists=["x", "m"], versioned=True)["m"] == (["a", "b", "c"], 1)  # not the first
+    assert store.get_many("u", "s", values=["m"], versioned=True)["m"] == ("a", 1)
     if how == "save_list_if_version":
         new = store.save_list_if_version("u", "s", "m", items + ["d"], version)
     else:
         new = store.save_many("u", "s", lists={"m": items + ["d"]}, expected_versions={"m": version}).versions["m"]
-    assert new > 0
+    assert new > 4  # past every row the key had: its versions never go back below what a row said
     assert check_list_rows(raw, "u:s", "m") == ["a", "b", "c", "d"]
     assert store.get_list_versioned("u", "s", "m") == (["a", "b", "c", "d"], new)
     stored = raw.query("SELECT version FROM {t} WHERE session_id = 'u:s' AND state_key = 'm:_hash'")[0][0]
@@ -284,6 +295,83 @@ def test_a_compare_and_set_with_the_version_read_of_a_list_without_a_hash_row_su
     before = raw.rows("u:s")
     assert store.save_list_if_version("u", "s", "m", ["lost"], version) == -1  # the same read again: stale
     assert raw.rows("u:s") == before
+
+
+HASHLESS = {
+    "its hash row deleted": "DELETE FROM {t} WHERE session_id = 'u:s' AND state_key = 'm:_hash'",
+    "its hash row and item 0 deleted": "DELETE FROM {t} WHERE session_id = 'u:s'"
+                                       " AND (state_key = 'm:_hash' OR (state_key = 'm' AND item_index = 0))",
+}
+
+
+def _list_cas(store, how: str, items: list, expected: int) -> int:
+    """A list compare-and-set by ``how``: the new version, or -1 (stale)."""
+    from mysql_state import StaleStateError
+
+    if how == "save_list_if_version":
+        return store.save_list_if_version("u", "s", "m", items, expected)
+    if how == "async":
+        import asyncio
+
+        from mysql_state.aio import AsyncMysqlAgentStateStore
+        return asyncio.run(AsyncMysqlAgentStateStore(store, close_store=False).save_list_if_version(
+            "u", "s", "m", items, expected))
+    try:
+        if how == "save_list_report":
+            return store.save_list_report("u", "s", "m", items, expected_version=expected).version
+        return store.save_many("u", "s", lists={"m": items}, values={"note": 1},
+                               expected_versions={"m": expected}).versions["m"]
+    except StaleStateError as exc:
+        assert exc.key == "m" and exc.expected == expected
+        return -1
+
+
+@pytest.mark.parametrize("damage", sorted(HASHLESS))
+@pytest.mark.parametrize("how", ["save_list_if_version", "save_list_report", "save_many", "async"])
+def test_a_list_without_its_hash_row_is_not_absent_to_a_compare_and_set(url, database, store, raw, damage, how):
+    """A list whose hash row was gone counted as absent for a compare-and-set expecting 0
+    (create only while absent): save_list_if_version(..., 0) wrote its list over the items,
+    while save_if_version(..., 0) of the same key refused (found by an audit). Version 0 means
+    absent everywhere: such a list is stale to 0, nothing written; one that lost item 0 too has
+    no version a read gives (every read of it raises), so every version is stale to it."""
+    store.save_list("u", "s", "m", ["a", "b", "c"])
+    raw.execute(HASHLESS[damage])
+    before = _rows(raw)
+    fresh = MysqlAgentStateStore.from_url(url, database_name=database)  # nothing remembered of the list
+    try:
+        assert fresh.save_if_version("u", "s", "m", "value", 0) == -1
+        if damage == "its hash row deleted":
+            assert fresh.get_list_versioned("u", "s", "m") == (["a", "b", "c"], 1)
+            assert fresh.get_versioned("u", "s", "m").version == 1
+        else:
+            for read in (lambda: fresh.get_list_versioned("u", "s", "m"), lambda: fresh.get_versioned("u", "s", "m")):
+                with pytest.raises(CorruptStateError):
+                    read()
+        assert _list_cas(fresh, how, ["X"], 0) == -1
+        assert _rows(raw) == before
+        if damage != "its hash row deleted":
+            assert _list_cas(fresh, how, ["X"], 1) == -1
+            assert _rows(raw) == before
+    finally:
+        fresh.close()
+
+
+def test_a_value_compare_and_set_of_a_key_without_row_0_and_hash_row_writes_nothing(store, raw):
+    """save_many(values=..., expected_versions={key: 0}) took a key whose rows lost row 0 and
+    the list's hash row for absent and wrote the value over them (save_if_version(..., 0)
+    refused it): stale, nothing written."""
+    from mysql_state import StaleStateError
+
+    store.save_list("u", "s", "m", ["a", "b", "c"])
+    raw.execute(HASHLESS["its hash row and item 0 deleted"])
+    before = _rows(raw)
+    for expected in (0, 1):
+        with pytest.raises(StaleStateError, match="neither row 0 nor a list.s hash row") as caught:
+            store.save_many("u", "s", values={"m": "value"}, expected_versions={"m": expected})
+        assert (caught.value.key, caught.value.expected, caught.value.stored) == ("m", expected, -1)
+        assert _rows(raw) == before
+    assert store.save_if_version("u", "s", "m", "value", 1) == -1
+    assert _rows(raw) == before
 
 
 def test_a_value_save_after_get_many_of_a_list_without_a_hash_row_replaces_the_whole_list(store, raw):
