@@ -22,7 +22,7 @@ from .sealer import as_bytes
 from .table import Table
 
 __all__ = ["get", "many", "read", "check", "read_range", "check_range", "read_tail", "check_tail", "long_window",
-           "length", "read_many", "check_many", "read_hash", "Known", "known_of", "read_since", "check_since"]
+           "length", "counted", "read_many", "check_many", "read_hash", "Known", "known_of", "read_since", "check_since"]
 
 Checked = tuple[list, int, Optional[ListHash]]
 #: Items past which a whole-list read takes ``SELECT_ITEMS_LONG`` (measured, issue 21: the two
@@ -452,8 +452,23 @@ def read_hash(cur: Any, t: Table, sid: str, k: str, *, lock: bool) -> tuple[Opti
     return row, t.sealer.usable(ListHash.parse(row[0] if row else None), sid, k)[0]
 
 
+def counted(cur: Any, t: Table, sid: str, k: str) -> int:
+    """The number of item rows of a list without a hash row of this store (the Java store's, or
+    none), which must be numbered ``0..n-1``: counted with their lowest and highest index in
+    ONE statement (``ITEMS_SHAPE``: the count scans the rows; the two ends come with it); a gap,
+    or a row below 0, raises :class:`CorruptStateError` as a whole read does, never a count of
+    what is left."""
+    cur.execute(t.statements["ITEMS_SHAPE"], (sid, k))
+    count, lowest, highest = cur.fetchone()
+    n = int(count)
+    if n and (lowest != 0 or highest != n - 1):
+        raise damaged(sid, k, None, 0, n, n, lowest, highest)
+    return n
+
+
 def length(cur: Any, t: Table, sid: str, k: str, *, lock: bool = False, operation: Optional[str] = None) -> int:
-    """Number of items: from the hash row (no scan of the items), else counted; ``lock``
+    """Number of items: from the hash row (no scan of the items), else counted (:func:`counted`:
+    a gap raises); ``lock``
     (a transaction) locks the hash row and reads one keyed with an unknown key as missing.
     ``operation`` (an append of no items): a key that holds a single value raises
     :class:`WrongTypeError` naming it, as the append of items does."""
@@ -464,8 +479,7 @@ def length(cur: Any, t: Table, sid: str, k: str, *, lock: bool = False, operatio
         stored = t.sealer.usable(stored, sid, k)[0]
     if stored is not None:
         return stored.n
-    cur.execute(t.statements["COUNT_ITEMS"], (sid, k))
-    n = int(cur.fetchone()[0])
+    n = counted(cur, t, sid, k)
     if operation is not None and row is None and n == 1 and values.kind(cur, t, sid, k, lock=lock) == "value":
         raise WrongTypeError(sid, k, operation)  # asked in one statement: a list of one being made is no value
     return n

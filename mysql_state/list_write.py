@@ -515,11 +515,10 @@ def append_many(cur: Any, t: Table, sid: str, appends: Sequence[tuple[str, list[
         if want is not None:
             if stored is not None:
                 n = stored.n
-            else:  # no hash row of ours: count the items (a new list has none); a value is refused
-                if values.kind(cur, t, sid, k) == "value":
+            else:  # no hash row of ours: count the items (a new list has none; a gap raises); a value is refused
+                n = list_read.counted(cur, t, sid, k)
+                if n == 1 and keys.hash_key(k) not in found and values.kind(cur, t, sid, k) == "value":
                     raise WrongTypeError(sid, k, "append_lists")
-                cur.execute(t.statements["COUNT_ITEMS"], (sid, k))
-                n = int(cur.fetchone()[0])
             hint = (seen or {}).get(k)
             text = found.get(keys.hash_key(k))
             gone = n == 0 and text is None  # deleted since: as empty as the empty list last seen

@@ -268,7 +268,8 @@ LOCK_HASH_ROWS = (
     " WHERE session_id = %s AND state_key IN ({ids}) AND item_index = 0 FOR UPDATE"
 )
 # What the item rows are (count, lowest and highest index): a save that finds nothing to
-# write checks them against the hash row, so a row lost behind its back is written again.
+# write checks them against the hash row, so a row lost behind its back is written again; the
+# length of a list without a hash row of this store is its count, when they are 0..n-1.
 ITEMS_SHAPE = (
     "SELECT COUNT(*), MIN(item_index), MAX(item_index) FROM {t} WHERE session_id = %s AND state_key = %s"
 )
@@ -387,7 +388,6 @@ SELECT_ITEMS_FROM = (
     " ORDER BY item_index"
 )
 SELECT_ITEM = "SELECT state_data FROM {t} WHERE session_id = %s AND state_key = %s AND item_index = %s"
-COUNT_ITEMS = "SELECT COUNT(*) FROM {t} WHERE session_id = %s AND state_key = %s"
 DELETE_ITEMS_FROM = "DELETE FROM {t} WHERE session_id = %s AND state_key = %s AND item_index >= %s"
 UPSERT_ROWS_HEAD = "INSERT INTO {t} (session_id, state_key, item_index, state_data, version) VALUES "
 UPSERT_ROW = "(%s, %s, %s, %s, 1)"

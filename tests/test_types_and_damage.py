@@ -374,6 +374,61 @@ def test_a_value_compare_and_set_of_a_key_without_row_0_and_hash_row_writes_noth
     assert _rows(raw) == before
 
 
+GAPPED = {  # a list of 1, 2, 3 that lost item 1: its hash row the Java store's, or none
+    "java": "UPDATE {t} SET state_data = '3f2a9c', version = 0 WHERE session_id = 'u:s' AND state_key = 'm:_hash'",
+    "none": "DELETE FROM {t} WHERE session_id = 'u:s' AND state_key = 'm:_hash'",
+}
+
+
+def _async(store):
+    from mysql_state.aio import AsyncMysqlAgentStateStore
+
+    return AsyncMysqlAgentStateStore(store, close_store=False)
+
+
+GAP_READS = {
+    "list_length": lambda s: s.list_length("u", "s", "m"),
+    "append_list of no items": lambda s: s.append_list("u", "s", "m", []),
+    "append_lists of no items": lambda s: s.append_lists("u", "s", {"m": []}),
+    "append_lists at its count": lambda s: s.append_lists("u", "s", {"m": []}, at={"m": 2}),
+    "transaction list_length": lambda s: s.transaction(lambda tx: tx.list_length("u", "s", "m")),
+    "transaction append_lists at its count": lambda s: s.transaction(
+        lambda tx: tx.append_lists("u", "s", {"m": []}, at={"m": 2})),
+    "async list_length": lambda s: __import__("asyncio").run(_async(s).list_length("u", "s", "m")),
+}
+
+
+@pytest.mark.parametrize("hash_row", sorted(GAPPED))
+@pytest.mark.parametrize("read", sorted(GAP_READS))
+def test_the_length_of_a_list_with_a_gap_and_no_hash_row_of_ours_is_damage_not_a_count(store, raw, hash_row, read):
+    """list_length counted the rows of a list without a hash row of this store: 2 for items 0
+    and 2, where the whole read, an append and a pop raise (found by an audit). The count's
+    statement takes the lowest and highest index too (no statement more; the count was a scan
+    of the list's rows already): a gap raises CorruptStateError, nothing written."""
+    store.save_list("u", "s", "m", [1, 2, 3])
+    raw.execute(GAPPED[hash_row])
+    raw.execute("DELETE FROM {t} WHERE session_id = 'u:s' AND state_key = 'm' AND item_index = 1")
+    before = _rows(raw)
+    with pytest.raises(CorruptStateError, match="list 'm' of session 'u:s' is damaged") as caught:
+        GAP_READS[read](store)
+    assert caught.value.key == "m"
+    assert _rows(raw) == before
+
+
+@pytest.mark.parametrize("hash_row", sorted(GAPPED))
+def test_a_list_without_a_hash_row_of_ours_and_no_gap_still_reads_its_length(store, other, raw, hash_row):
+    store.save_list("u", "s", "m", [1, 2, 3])
+    raw.execute(GAPPED[hash_row])
+    assert other.list_length("u", "s", "m") == 3  # (another worker: nothing remembered of the list)
+    assert other.transaction(lambda tx: tx.list_length("u", "s", "m")) == 3
+    assert other.append_lists("u", "s", {"m": []}, at={"m": 3}) == {"m": 3}
+    assert other.get_list("u", "s", "m", offset=-1) == [3]
+    raw.execute("DELETE FROM {t} WHERE session_id = 'u:s' AND state_key IN ('m', 'm:_hash')")
+    assert other.list_length("u", "s", "m") == 0  # absent
+    store.save("u", "s", "m", "a value")
+    assert other.list_length("u", "s", "m") == 1  # a value: one row, as before
+
+
 def test_a_value_save_after_get_many_of_a_list_without_a_hash_row_replaces_the_whole_list(store, raw):
     """get_many(values=[k]) of a list left without a hash row sees row 0 only; the save that
     followed took it for a single value it had seen and updated row 0 in one statement, leaving
