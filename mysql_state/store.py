@@ -408,7 +408,8 @@ class MysqlAgentStateStore:
 
     def get_list_versioned(self, user_id: Optional[str], session_id: str, key: str, type: Optional[type] = None, *,
                            consistency: str = "strong") -> VersionedState:
-        """The whole list and its version, read in one statement; ``([], 0)`` when absent.
+        """The whole list and its version, read in one statement; ``([], 0)`` when absent (a
+        list left without a hash row reads as version 1: 0 is only ever "absent").
 
         >>> store.save_list("alice", "list-versioned-1", "memory", ["a", "b"])
         >>> store.get_list_versioned("alice", "list-versioned-1", "memory")
@@ -439,7 +440,9 @@ class MysqlAgentStateStore:
         return {k: VersionedState(*vv) if versioned else vv[0] for k, vv in found.items()}
 
     def list_length(self, user_id: Optional[str], session_id: str, key: str, *, consistency: str = "strong") -> int:
-        """Number of items, read from the hash row (no scan of the items).
+        """Number of items, read from the hash row (no scan of the items); a list without one of
+        this store (the Java store's, or none) has its rows counted, and a gap in their indexes
+        raises :class:`CorruptStateError`.
 
         >>> store.save_list("alice", "length-1", "memory", messages)
         >>> store.list_length("alice", "length-1", "memory")
