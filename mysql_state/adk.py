@@ -52,7 +52,7 @@ import importlib.util
 import re
 import threading
 import uuid
-from typing import Any, AsyncIterator, Iterator, Mapping, Optional, Sequence, overload
+from typing import Any, AsyncIterator, Callable, Iterator, Mapping, Optional, Sequence, overload
 
 try:
     from google.adk.errors import StaleSessionError
@@ -80,7 +80,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     raise ImportError(f"mysql_state.adk cannot use the installed Google ADK ({exc}); it is written for the "
                       "version the adk extra pins: pip install 'mysql-state[adk]'") from exc
 
-from . import keys, serde
+from . import args, keys, serde
 from ._adapt import AnyStore, as_async, open_store
 from .errors import CorruptStateError, DecryptionError
 
@@ -687,7 +687,8 @@ class MysqlSessionService(BaseSessionService):
         await self.store.transaction(lambda t: t.delete(ids.owner, INDEX, ids.user_key, maintenance=True))
         return len(sessions)
 
-    async def prune(self, *, app_name: str, older_than: datetime.timedelta) -> int:
+    async def prune(self, *, app_name: str, older_than: datetime.timedelta,
+                    progress: Optional[Callable[[int, int], None]] = None) -> int:
         """Delete the sessions of an app whose last event (``last_update_time``) is older than
         ``older_than`` before now, each whole as :meth:`delete_session` deletes it; the
         sessions deleted. (The store's ``prune`` works on store sessions: on ADK's layout it
@@ -699,20 +700,31 @@ class MysqlSessionService(BaseSessionService):
         meanwhile stops prune with the sessions before it deleted whole and none after it: the
         error says how many; a re-run, once it is repaired or deleted, goes on where it stopped.
 
+        ``progress(done, total)`` (keyword-only; a plain function, called on the event loop)
+        once the rows are read and checked, then after each session's transaction: ``done`` the
+        sessions pruned so far (the last call's is what the call returns), ``total`` those found
+        idle; ``done`` ends below it by the sessions appended to or deleted meanwhile. A damaged
+        row makes no call. A callback that raises stops prune there, the sessions before it
+        deleted (each whole): run it again to finish.
+
         >>> import datetime
         >>> service = MysqlSessionService(store)
-        >>> asyncio.run(service.prune(app_name="app", older_than=datetime.timedelta(days=365)))
+        >>> asyncio.run(service.prune(app_name="app", older_than=datetime.timedelta(days=365),
+        ...                           progress=lambda done, total: print(f"{done}/{total} sessions")))
+        0/0 sessions
         0
         """
         if not isinstance(older_than, datetime.timedelta) or older_than < datetime.timedelta(0):
             raise ValueError(f"prune: older_than must be a timedelta of 0 or more, got {older_than!r}")
+        args.callback(progress, "progress")
         cutoff = platform_time.get_time() - older_than.total_seconds()
         ids = _Ids(app_name, "")
         rows = await self._scan_index(ids, "s:", then=PRUNED_NOTHING)  # every row checked before any delete
+        idle = sorted(key for key, meta in rows.items() if meta["update_time"] < cutoff)
         gone = 0
-        for key, meta in sorted(rows.items()):
-            if meta["update_time"] >= cutoff:
-                continue
+        if progress is not None:
+            progress(0, len(idle))
+        for key in idle:
             one = _Ids(app_name, *_session_of(key))
             then = (f"it was not pruned, nor any session after it in key order ({gone} before it were, each whole): "
                     "prune again once it is repaired or deleted")
@@ -725,6 +737,8 @@ class MysqlSessionService(BaseSessionService):
                 return True
 
             gone += bool(await self.store.transaction(tx))
+            if progress is not None:
+                progress(gone, len(idle))
         return gone
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:

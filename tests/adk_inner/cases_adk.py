@@ -1091,3 +1091,105 @@ def test_prune_stopped_by_a_row_damaged_meanwhile_says_what_it_pruned_and_resume
     run(svc.delete_session(app_name=APP, user_id="u", session_id="b"))
     assert run(svc.prune(app_name=APP, older_than=dt.timedelta(0))) == 1
     assert run(svc.list_sessions(app_name=APP)).sessions == []
+
+
+# ---- progress of prune and forget_user -------------------------------------------------------------
+
+
+def _idle_and_live(svc, app: str, user: str = "u") -> None:
+    """Sessions i0, i1, i2 of ``app`` idle three days (an event each), and 'live' active now."""
+    async def go():
+        for sid in ("i0", "i1", "i2"):
+            s = await svc.create_session(app_name=app, user_id=user, session_id=sid, state={"user:lang": "en"})
+            await svc.append_event(s, delta_event({"k": sid}, timestamp=time.time() - 3 * 86400))
+        s = await svc.create_session(app_name=app, user_id=user, session_id="live")
+        await svc.append_event(s, delta_event({"k": "live"}))
+    run(go())
+
+
+def _sessions_by_sql(raw, app: str) -> dict:
+    """``{(user, session): (index rows, event-session rows)}`` of ``app``, by plain SQL."""
+    index = f"adk.{encode_id(app)}:index"
+    out: dict = {}
+    for (key,) in raw.query("SELECT state_key FROM {t} WHERE session_id = %s AND state_key LIKE 's:%%'", (index,)):
+        out.setdefault(tuple(map(decode_id, key.split(":")[1:])), [0, 0])[0] += 1
+    for sid, n in raw.query("SELECT session_id, COUNT(*) FROM {t} WHERE session_id LIKE %s GROUP BY session_id",
+                            (f"adk.{encode_id(app)}:e:%",)):
+        out.setdefault(tuple(map(decode_id, sid.split(":")[-2:])), [0, 0])[1] += n
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def test_prune_reports_the_sessions_pruned_of_those_found_idle_and_sends_nothing_more(svc, raw) -> None:
+    """``progress(done, total)`` once the rows are read and checked, then after each session's
+    transaction: ``done`` the sessions pruned, ``total`` those found idle. Two apps alike, one
+    pruned with a callback: the same statements. A non-callable or an async def is refused
+    before any statement."""
+    import datetime as dt
+
+    _idle_and_live(svc, "app_a")
+    _idle_and_live(svc, "app_b")
+    run(svc.list_sessions(app_name="app_a"))  # the pool warm
+    live = _sessions_by_sql(raw, "app_b")[("u", "live")]
+    assert live[0] == 1 and live[1] >= 2  # the row; the event and the hash row
+    assert _sessions_by_sql(raw, "app_b") == {("u", sid): live for sid in ("i0", "i1", "i2", "live")}
+    day = dt.timedelta(days=1)
+    pruned, sent = raw.statements(lambda: run(svc.prune(app_name="app_a", older_than=day)))
+    calls: list = []
+    pruned_b, sent_with_progress = raw.statements(
+        lambda: run(svc.prune(app_name="app_b", older_than=day, progress=lambda done, total: calls.append((done, total)))))
+    assert (pruned, pruned_b) == (3, 3)
+    assert calls == [(0, 3), (1, 3), (2, 3), (3, 3)]
+    assert sent_with_progress == sent
+    assert _sessions_by_sql(raw, "app_a") == _sessions_by_sql(raw, "app_b") == {("u", "live"): live}
+    calls.clear()
+    assert run(svc.prune(app_name="app_b", older_than=day, progress=lambda *a: calls.append(a))) == 0
+    assert calls == [(0, 0)]
+    before = raw.com_counts()
+    with pytest.raises(TypeError, match="progress must be a callable, got str: 'bar'"):
+        run(svc.prune(app_name="app_b", older_than=dt.timedelta(0), progress="bar"))
+
+    async def later(done, total):
+        pass
+
+    with pytest.raises(TypeError, match="progress must be a plain function"):
+        run(svc.prune(app_name="app_b", older_than=dt.timedelta(0), progress=later))
+    assert raw.com_counts() == before  # refused before any statement
+    assert _sessions_by_sql(raw, "app_b") == {("u", "live"): live}
+
+
+def test_a_progress_callback_that_raises_stops_prune_with_each_session_whole(svc, raw) -> None:
+    """The callback's error is prune's; the sessions before it stay deleted (each in its own
+    transaction), the rest are as they were, and a prune run again finishes."""
+    import datetime as dt
+
+    _idle_and_live(svc, APP)
+    whole = _sessions_by_sql(raw, APP)
+    calls: list = []
+
+    def stop_at_two(done, total):
+        calls.append((done, total))
+        if done == 2:
+            raise KeyboardInterrupt("enough")
+
+    with pytest.raises(KeyboardInterrupt, match="enough"):
+        run(svc.prune(app_name=APP, older_than=dt.timedelta(days=1), progress=stop_at_two))
+    assert calls == [(0, 3), (1, 3), (2, 3)]
+    assert _sessions_by_sql(raw, APP) == {k: whole[k] for k in (("u", "i2"), ("u", "live"))}  # i0, i1 gone whole
+    calls.clear()
+    assert run(svc.prune(app_name=APP, older_than=dt.timedelta(days=1), progress=lambda *a: calls.append(a))) == 1
+    assert calls == [(0, 1), (1, 1)]
+    assert _sessions_by_sql(raw, APP) == {("u", "live"): whole[("u", "live")]}
+
+
+def test_prune_with_a_damaged_row_calls_no_progress(svc, raw) -> None:
+    """The damaged row is named before any session is deleted, and before any progress call."""
+    import datetime as dt
+
+    from mysql_state import CorruptStateError
+
+    _three_sessions(svc, raw, "[1,2]")
+    before, calls = raw.all_rows(), []
+    with pytest.raises(CorruptStateError) as exc:
+        run(svc.prune(app_name=APP, older_than=dt.timedelta(0), progress=lambda *a: calls.append(a)))
+    _assert_names_b(exc, "holds a list")
+    assert calls == [] and raw.all_rows() == before
