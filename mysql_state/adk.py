@@ -660,15 +660,25 @@ class MysqlSessionService(BaseSessionService):
     # its prune, which deletes whole store sessions, would take a session's events and leave its
     # row. These two do it ADK's way.
 
-    async def forget_user(self, *, app_name: str, user_id: str) -> int:
+    async def forget_user(self, *, app_name: str, user_id: str,
+                          progress: Optional[Callable[[int, int], None]] = None) -> int:
         """Erase one ADK user of an app: every session of theirs (events and row, as
         :meth:`delete_session` deletes one; also events left without a row) and their ``user:``
         state, none of it looking like the app's activity. The app's shared ``app:`` state
         stays. Returns the sessions erased; safe to re-run (0 the second time).
 
+        ``progress(done, total)`` (keyword-only; a plain function, called on the event loop)
+        once the user's sessions are found, then after each session's transaction: ``done`` the
+        sessions erased so far (the last call's is what the call returns), ``total`` those found.
+        The ``user:`` state goes after the last call. A callback that raises stops the erasure
+        there, the sessions before it erased (each whole): run it again to finish.
+
         >>> service = MysqlSessionService(store)
         >>> _ = asyncio.run(service.create_session(app_name="app", user_id="erin", state={"user:x": 1}))
-        >>> asyncio.run(service.forget_user(app_name="app", user_id="erin"))
+        >>> asyncio.run(service.forget_user(app_name="app", user_id="erin",
+        ...                                 progress=lambda done, total: print(f"{done}/{total} sessions")))
+        0/1 sessions
+        1/1 sessions
         1
         >>> asyncio.run(service.list_sessions(app_name="app", user_id="erin")).sessions, asyncio.run(
         ...     service.get_user_state(app_name="app", user_id="erin"))
@@ -676,14 +686,19 @@ class MysqlSessionService(BaseSessionService):
         """
         if not isinstance(user_id, str):  # a blank id is an ordinary ADK user (create_session takes it)
             raise TypeError(f"forget_user: user_id must be a str, got {type(user_id).__name__}: {user_id!r}")
+        args.callback(progress, "progress")
         ids = _Ids(app_name, user_id)
         rows_prefix, events_prefix = "s:" + encode_id(user_id) + ":", "e:" + encode_id(user_id) + ":"
         sessions = {decode_id(k[len(rows_prefix):]) for k in await self.store.get_prefix(ids.owner, INDEX, rows_prefix)}
         sessions |= {decode_id(sid[len(events_prefix):]) for sid in await self.store.list_session_ids(ids.owner)
                      if sid.startswith(events_prefix)}
-        for session_id in sorted(sessions):  # one transaction per session, as delete_session
+        if progress is not None:
+            progress(0, len(sessions))
+        for done, session_id in enumerate(sorted(sessions), 1):  # one transaction per session, as delete_session
             one = _Ids(app_name, user_id, session_id)
             await self.store.transaction(functools.partial(_delete_whole, ids=one, maintenance=True))
+            if progress is not None:
+                progress(done, len(sessions))
         await self.store.transaction(lambda t: t.delete(ids.owner, INDEX, ids.user_key, maintenance=True))
         return len(sessions)
 

@@ -1193,3 +1193,66 @@ def test_prune_with_a_damaged_row_calls_no_progress(svc, raw) -> None:
         run(svc.prune(app_name=APP, older_than=dt.timedelta(0), progress=lambda *a: calls.append(a)))
     _assert_names_b(exc, "holds a list")
     assert calls == [] and raw.all_rows() == before
+
+
+def test_forget_user_reports_the_sessions_erased_of_those_found_and_sends_nothing_more(svc, raw) -> None:
+    """``progress(done, total)`` once the user's sessions are found (a session's events left
+    without a row among them), then after each session's transaction. Two users alike, one
+    erased with a callback: the same statements; a non-callable is refused before any statement."""
+    _idle_and_live(svc, APP, "alice")
+    _idle_and_live(svc, APP, "bob")
+    _idle_and_live(svc, APP, "carol")  # stays: erasing the index session's last row would cost a catalog delete
+    index = f"adk.{encode_id(APP)}:index"
+    for user in ("alice", "bob"):  # events left without a row: found, erased and counted too
+        assert raw.execute("DELETE FROM {t} WHERE session_id = %s AND state_key = %s", (index, f"s:{user}:i2")) == 1
+    run(svc.list_sessions(app_name=APP))  # the pool warm
+    erased, sent = raw.statements(lambda: run(svc.forget_user(app_name=APP, user_id="alice")))
+    calls: list = []
+    erased_b, sent_with_progress = raw.statements(lambda: run(svc.forget_user(
+        app_name=APP, user_id="bob", progress=lambda done, total: calls.append((done, total)))))
+    assert (erased, erased_b) == (4, 4)
+    assert calls == [(0, 4), (1, 4), (2, 4), (3, 4), (4, 4)]
+    assert sent_with_progress == sent
+    assert {user for user, _ in _sessions_by_sql(raw, APP)} == {"carol"}
+    assert raw.query("SELECT state_key FROM {t} WHERE session_id = %s AND state_key LIKE 'u:%%'", (index,)) == [
+        ("u:carol",)]
+    calls.clear()
+    assert run(svc.forget_user(app_name=APP, user_id="bob", progress=lambda *a: calls.append(a))) == 0
+    assert calls == [(0, 0)]
+    rows, before = raw.all_rows(), raw.com_counts()
+    with pytest.raises(TypeError, match="progress must be a callable, got int: 5"):
+        run(svc.forget_user(app_name=APP, user_id="carol", progress=5))
+    assert raw.com_counts() == before  # refused before any statement
+    assert raw.all_rows() == rows
+
+
+def test_a_progress_callback_that_raises_stops_forget_user_with_each_session_whole(svc, raw) -> None:
+    """The callback's error is forget_user's; the sessions before it stay erased (each whole),
+    the rest and the user: state are as they were, and forget_user run again finishes."""
+    _idle_and_live(svc, APP, "alice")
+    _idle_and_live(svc, APP, "bob")
+    whole, index = _sessions_by_sql(raw, APP), f"adk.{encode_id(APP)}:index"
+
+    def user_rows(user: str) -> list:
+        return raw.query("SELECT state_key FROM {t} WHERE session_id = %s AND state_key = %s", (index, f"u:{user}"))
+
+    assert user_rows("alice") == [("u:alice",)]
+    calls: list = []
+
+    def stop_at_one(done, total):
+        calls.append((done, total))
+        if done == 1:
+            raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError, match="stop"):
+        run(svc.forget_user(app_name=APP, user_id="alice", progress=stop_at_one))
+    assert calls == [(0, 4), (1, 4)]
+    # alice's first session in key order (i0) erased whole, the rest as they were
+    assert _sessions_by_sql(raw, APP) == {k: v for k, v in whole.items() if k != ("alice", "i0")}
+    assert user_rows("alice") == [("u:alice",)]
+    calls.clear()
+    assert run(svc.forget_user(app_name=APP, user_id="alice", progress=lambda *a: calls.append(a))) == 3
+    assert calls == [(0, 3), (1, 3), (2, 3), (3, 3)]
+    assert user_rows("alice") == [] and user_rows("bob") == [("u:bob",)]
+    assert len(run(svc.list_sessions(app_name=APP, user_id="bob")).sessions) == 4
+    assert run(svc.list_sessions(app_name=APP, user_id="alice")).sessions == []
