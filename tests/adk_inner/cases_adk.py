@@ -1119,6 +1119,15 @@ def _sessions_by_sql(raw, app: str) -> dict:
     return {k: tuple(v) for k, v in out.items()}
 
 
+def _stopping_at(stop: int, error: BaseException, calls: list):
+    """A progress callback recording its calls in ``calls``, raising ``error`` when done is ``stop``."""
+    def progress(done, total):
+        calls.append((done, total))
+        if done == stop:
+            raise error
+    return progress
+
+
 def test_prune_reports_the_sessions_pruned_of_those_found_idle_and_sends_nothing_more(svc, raw) -> None:
     """``progress(done, total)`` once the rows are read and checked, then after each session's
     transaction: ``done`` the sessions pruned, ``total`` those found idle. Two apps alike, one
@@ -1165,14 +1174,9 @@ def test_a_progress_callback_that_raises_stops_prune_with_each_session_whole(svc
     _idle_and_live(svc, APP)
     whole = _sessions_by_sql(raw, APP)
     calls: list = []
-
-    def stop_at_two(done, total):
-        calls.append((done, total))
-        if done == 2:
-            raise KeyboardInterrupt("enough")
-
     with pytest.raises(KeyboardInterrupt, match="enough"):
-        run(svc.prune(app_name=APP, older_than=dt.timedelta(days=1), progress=stop_at_two))
+        run(svc.prune(app_name=APP, older_than=dt.timedelta(days=1),
+                      progress=_stopping_at(2, KeyboardInterrupt("enough"), calls)))
     assert calls == [(0, 3), (1, 3), (2, 3)]
     assert _sessions_by_sql(raw, APP) == {k: whole[k] for k in (("u", "i2"), ("u", "live"))}  # i0, i1 gone whole
     calls.clear()
@@ -1238,14 +1242,8 @@ def test_a_progress_callback_that_raises_stops_forget_user_with_each_session_who
 
     assert user_rows("alice") == [("u:alice",)]
     calls: list = []
-
-    def stop_at_one(done, total):
-        calls.append((done, total))
-        if done == 1:
-            raise RuntimeError("stop")
-
     with pytest.raises(RuntimeError, match="stop"):
-        run(svc.forget_user(app_name=APP, user_id="alice", progress=stop_at_one))
+        run(svc.forget_user(app_name=APP, user_id="alice", progress=_stopping_at(1, RuntimeError("stop"), calls)))
     assert calls == [(0, 4), (1, 4)]
     # alice's first session in key order (i0) erased whole, the rest as they were
     assert _sessions_by_sql(raw, APP) == {k: v for k, v in whole.items() if k != ("alice", "i0")}
