@@ -878,23 +878,22 @@ def _export(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     user = ALL_USERS if args.user is None else _user(args.user)
     if args.session and args.user is None:
         raise ValueError("--session needs --user")
-    bar = Bar("exported rows", args.json)
     n = 0
     write = sys.stdout.write
     named = {keys.pack(user, s): s for s in args.session or ()}
     lines = store.export(user, sessions=args.session)
     lines.warn = False  # the damaged keys are named below, one line each
-    for line in lines:
-        write(line + "\n")
-        n += 1
-        if named:
-            named.pop(orjson.loads(line).get("session_id"), None)
-        if n % 1000 == 0:
-            bar(n)
+    with drawing("exported rows", args.json) as bar:
+        for line in lines:
+            write(line + "\n")
+            n += 1
+            if named:
+                named.pop(orjson.loads(line).get("session_id"), None)
+            if n % 1000 == 0:
+                bar(n)
+        sys.stdout.flush()
+        bar(n)
     torn = lines.damaged
-    sys.stdout.flush()
-    bar(n)
-    bar.end()
     for sid, key, why in torn:  # named whatever else went wrong
         _err(f"key {key!r} of session {sid!r} is damaged in the table, and so in this export: {why}")
     if torn:
