@@ -245,7 +245,8 @@ def save(cur: Any, t: Table, w: ListWrite, speculate: bool = True) -> Plan:
                     return plan
                 w.missed = True
     row, stored, dig = _lock_hash(cur, t, w.sid, w.key)
-    before = int(row[1]) if row else (_version_without_hash_row(cur, t, w) if w.expected is not None else 0)
+    # No hash row: the version a compare-and-set compares with is the key's (values.cas_version).
+    before = int(row[1]) if row else (values.cas_version(cur, t, w.sid, w.key) if w.expected is not None else 0)
     if w.expected is not None and w.expected != UNVERSIONED:
         # The version expected, but not the hash row this process last read or wrote: a
         # writer that does not move the version came between (the Java store's list save
@@ -277,16 +278,6 @@ def save(cur: Any, t: Table, w: ListWrite, speculate: bool = True) -> Plan:
     created = apply(cur, t, w.sid, w.key, plan, w.values, hash_row_exists=row is not None)
     w.version = created or (before if plan.new_hash is None else before + 1)
     return plan
-
-
-def _version_without_hash_row(cur: Any, t: Table, w: ListWrite) -> int:
-    """The version a compare-and-set compares with, for a key with no hash row (its rows
-    locked; :func:`values.cas_version`): a single value's (a list save replaces it), 0 only
-    when nothing is there, ``values.HASHLESS_LIST_VERSION`` for a list of several items left
-    without one, as every read gives it (a read-modify-write with the version read then
-    succeeds, once; 0, "absent", is stale), and ``UNVERSIONED`` (stale to every version) for
-    rows without row 0, whose every read raises."""
-    return values.cas_version(cur, t, w.sid, w.key)
 
 
 def _speculate(cur: Any, t: Table, w: ListWrite, planned: Optional[tuple[Plan, Snapshot]],
