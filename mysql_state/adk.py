@@ -196,8 +196,7 @@ def _shown(value: Any) -> str:
         return "null"
     kind = ("a map" if isinstance(value, dict) else "a list" if isinstance(value, list) else "a str"
             if isinstance(value, str) else "a boolean" if isinstance(value, bool) else "a number")
-    text = repr(value)
-    return f"{kind} {text[:60]}{'...' if len(text) > 60 else ''}"
+    return f"{kind} {serde.cut_repr(value)}"
 
 
 def _fields_problem(value: Any, fields: tuple, what: str, whole: str) -> Optional[str]:
