@@ -44,9 +44,13 @@ cluster-bin:
 	    echo "galera-4/rsync missing (apt-get install galera-4 rsync): the cluster tests will be skipped" >&2; \
 	fi
 
+# The tests run in JOBS worker processes (pytest-xdist), each with a server of its own (statement
+# counts stay each test's own). Given MYSQL_URL, one server is shared: then one process (JOBS=0).
+JOBS ?= $(if $(MYSQL_URL),0,2)
+
 test: venv server-bin cluster-bin
 	$(PY) tests/isolated.py
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(JOBS) --dist loadgroup $(PYTEST_ARGS)
 
 demo: venv server-bin
 	$(PY) benchmarks/demo.py

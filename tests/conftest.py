@@ -143,11 +143,52 @@ def report():
     return _REPORT.append
 
 
+def pytest_sessionfinish(session):
+    """Under pytest-xdist, a worker hands its report lines to the controller (which prints them)."""
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["mysql_state_report"] = list(_REPORT)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """The controller's side of :func:`pytest_sessionfinish` (a hook of pytest-xdist's)."""
+    _REPORT.extend(getattr(node, "workeroutput", {}).get("mysql_state_report", []))
+
+
 def pytest_terminal_summary(terminalreporter):
     if _REPORT:
         terminalreporter.section("mysql-state: what the tests did")
         for line in _REPORT:
             terminalreporter.write_line(line)
+
+
+# ---- running side by side (pytest-xdist, ``make test``: ``-n 2 --dist loadgroup``) -------------
+#
+# Each worker process starts its own server (``server_url`` is once per process), so a test that
+# counts the server's statements sees only its own. Tests are spread one by one, but those that
+# share something costly to start stay on one worker: the Galera cluster and the replicated pair
+# (session fixtures of this file, used by several modules), and every test of a module whose
+# module- or session-scoped fixture starts a server or runs a framework's whole inner suite.
+
+#: Fixtures shared across modules: every test using one runs on the same worker.
+SHARED_FIXTURES = ("galera", "replicated")
+#: Modules whose costly module/session fixtures must be made once: all their tests on one worker.
+ONE_WORKER_MODULES = frozenset({
+    "test_adk", "test_agentscope1", "test_openai_agents",  # run_cases: the whole inner suite, once
+    "test_backup", "test_faults", "test_hostile", "test_sizes", "test_tls",  # servers of their own
+})
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the marks
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        group = next((name for name in SHARED_FIXTURES if name in item.fixturenames), None)
+        module = item.module.__name__.rpartition(".")[2] if item.module is not None else ""
+        if group is None and (module in ONE_WORKER_MODULES or "local_server" in item.fixturenames):
+            group = module
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 #: The table as the Java store's documented DDL makes it: case-insensitive keys, version 0.
