@@ -123,7 +123,7 @@ class Calls:
         """Keep what a list save wrote (its snapshot, its hash row as a hint, whether its
         one-statement write missed), and count it."""
         self.memory.saved((w.sid, w.key), w.new_snapshot, w.missed, plan.kind, w.version if w.version > 0 else None)
-        self.metrics.saved(plan.kind, len(plan.upserts), sum(len(d) for _, d in plan.upserts))
+        self.metrics.saved(*list_write.counted(plan))
 
     def save_many(self, sid: str, writes: Sequence[ListWrite], prepared: Sequence[tuple],
                   expected: dict, what: str) -> SavedMany:
@@ -211,7 +211,8 @@ class Calls:
             m.forget((sid, k))
         if due:  # moved it (the one-trip way skips it when not due; the locked way moves it always)
             m.catalog_touched(sid, began)
-        self.metrics.saved("append", sum(len(d) for _, d in todo), sum(len(x) for _, d in todo for x in d))
+        for counted in list_write.appends_counted(todo, value_rows):
+            self.metrics.saved(*counted)
         return {**{k: done[k].n for k, _ in todo}, **lengths}
 
     def pop_list(self, sid: str, k: str, model: Any) -> Any:
@@ -278,11 +279,13 @@ class Calls:
         appended: set = set()
         repaired: set = set()
         hashes: dict = {}
+        saves: list = []
 
         def tx(cur: Any) -> T:
             t = Transaction(self.table, cur, m.damaged, m.hints.get)
             repaired.clear()  # a run again: only the run that commits repairs
             hashes.clear()
+            saves.clear()  # and only its saves are counted
             try:
                 with running(self.db):
                     return fn(t)
@@ -292,6 +295,7 @@ class Calls:
                 appended.update(t.appended)
                 repaired.update(t.repaired)
                 hashes.update(t.hashes)
+                saves[:] = t.saves
 
         try:
             result = self.db.run(tx, "transaction", write=True, session=None)  # any sessions
@@ -302,6 +306,8 @@ class Calls:
         for key, written in hashes.items():  # committed: the hash rows its appends left
             if key in appended:
                 m.hint(key, written)
+        for counted in saves:  # committed: its saves count as the store's own calls' do
+            self.metrics.saved(*counted)
         return result
 
     def exists(self, sid: str, consistency: str) -> bool:

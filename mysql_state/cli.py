@@ -646,17 +646,21 @@ def _get(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
 
 
 def _info(store: MysqlAgentStateStore, user: Optional[str], session: str) -> dict:
-    """The catalog entry of one session (paged through that user's sessions)."""
-    cursor = None
-    while True:
-        page = store.sessions(user, limit=500, cursor=cursor)
-        for s in page.items:
-            if s.session_id == session:
-                return dict(user_id=s.user_id, session_id=s.session_id, keys=s.keys, rows=s.rows, bytes=s.bytes,
-                            created_at=s.created_at, updated_at=s.updated_at)
-        if page.next_cursor is None:
-            return dict(user_id=user, session_id=session, keys="(no catalog row: run doctor --fix)")
-        cursor = page.next_cursor
+    """The catalog entry of one session (paged through that user's sessions). A session
+    written during a walk moves ahead of its cursor (pages are not a snapshot): the next walk
+    meets it on its first page, so only a session no walk meets has no catalog row."""
+    for _ in range(3):
+        cursor = None
+        while True:
+            page = store.sessions(user, limit=500, cursor=cursor)
+            for s in page.items:
+                if s.session_id == session:
+                    return dict(user_id=s.user_id, session_id=s.session_id, keys=s.keys, rows=s.rows, bytes=s.bytes,
+                                created_at=s.created_at, updated_at=s.updated_at)
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+    return dict(user_id=user, session_id=session, keys="(no catalog row: run doctor --fix)")
 
 
 def _kind(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:

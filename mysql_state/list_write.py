@@ -80,6 +80,25 @@ def split_appends(todo: Sequence[tuple[str, list[bytes]]], at: Mapping[str, int]
             [(k, datas) for k, datas in todo if datas or k in at])
 
 
+def counted(plan: Plan) -> tuple[str, int, int]:
+    """A list save as the store's metrics count it: ``(kind, rows, plaintext bytes)`` of what
+    ``plan`` wrote (``unchanged``: none)."""
+    return plan.kind, len(plan.upserts), sum(len(d) for _, d in plan.upserts)
+
+
+def appends_counted(todo: Sequence[tuple[str, Sequence[bytes]]],
+                    value_rows: Sequence[tuple[str, bytes]]) -> list[tuple[str, int, int]]:
+    """An ``append_lists`` as the store's metrics count it: one ``append`` per list given items
+    (``todo``, ``(key, encoded items)``) and one ``value`` per value (``(key, its JSON)``), each
+    ``(kind, rows, plaintext bytes)``.
+
+    >>> appends_counted([("memory", [b'"a"', b'"b"']), ("steps", [])], [("plan", b'{}')])
+    [('append', 2, 6), ('value', 1, 2)]
+    """
+    return ([("append", len(datas), sum(map(len, datas))) for _, datas in todo if datas]
+            + [("value", 1, len(data)) for _, data in value_rows])
+
+
 def lock_of(snapshot: Optional[Snapshot]) -> Any:
     """One writer per list key in this process while its snapshot is in use."""
     return snapshot.lock if snapshot is not None else contextlib.nullcontext()

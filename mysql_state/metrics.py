@@ -19,6 +19,11 @@ The rules, one each:
   losing is an answer, not a failure, so it is never in ``errors``.
 * ``bytes_written`` counts the plaintext JSON of what a save wrote, values and list items
   alike, on plain and encrypted stores (the size of the state, not of its envelope).
+* ``saves`` counts each key a call saved: ``save_many`` and ``append_lists`` one save per
+  list (an ``append`` for each list given items) and one ``value`` per value. Saves made
+  through ``transaction(fn)`` count the same, once it commits (a transaction rolled back
+  counts none; a run again after a deadlock, its last run's); a ``maintenance=True`` write is
+  not a save (it is the operator's, as it is not the session's activity).
 
 ``prometheus_client`` is optional (the extra ``mysql-state[metrics]``): the store itself never
 needs it, and a deployment that does not scrape Prometheus should not install it.
@@ -26,6 +31,7 @@ needs it, and a deployment that does not scrape Prometheus should not install it
 
 from __future__ import annotations
 
+import inspect
 import threading
 import weakref
 from typing import Any, Optional, Union
@@ -119,8 +125,11 @@ def register(store: Any, registry: Any = None, *, name: Optional[str] = None) ->
     Every series has a ``store`` label, ``name`` (default ``<database>.<table>``), so several
     stores share one registry: the stores of one registry are served by one collector (the
     one returned), each store once under its own label; a second store under a label taken
-    is a ValueError (give it ``name=``). ``registry`` defaults to prometheus_client's global
-    one. A store that is garbage-collected drops out.
+    is a ValueError (give it ``name=``), and so is a store registered again under another
+    label (its counters would be exposed twice, and summed twice). An
+    ``AsyncMysqlAgentStateStore`` is registered as the store it runs (its ``sync``: the same
+    counters). ``registry`` defaults to prometheus_client's global one. A store that is
+    garbage-collected drops out.
 
     >>> from prometheus_client import CollectorRegistry, generate_latest
     >>> from mysql_state import metrics
@@ -136,6 +145,9 @@ def register(store: Any, registry: Any = None, *, name: Optional[str] = None) ->
     except ImportError as exc:  # pragma: no cover - depends on the extra
         raise ImportError("mysql_state.metrics.register needs prometheus_client: "
                           "pip install 'mysql-state[metrics]'") from exc
+    store = getattr(store, "sync", store)  # the async twin: the store it runs, whose counters it shows
+    if not callable(getattr(store, "metrics", None)) or inspect.iscoroutinefunction(store.metrics):
+        raise TypeError(f"register needs a MysqlAgentStateStore (or its async twin), got {type(store).__name__}")
     label = store_label(store) if name is None else name
     if not isinstance(label, str) or not label:
         raise ValueError(f"name must be a non-empty str, got {name!r}")
@@ -176,6 +188,10 @@ class _Collector:
                     return
                 raise ValueError(f"a store is already registered under store={label!r} in this registry; "
                                  "register this one with name=...")
+            other = next((name for name, r in self._stores.items() if r() is store), None)
+            if other is not None:
+                raise ValueError(f"this store is already registered under store={other!r} in this registry: "
+                                 f"under store={label!r} too, its counters would be exposed (and summed) twice")
             self._stores[label] = weakref.ref(store)
 
     def collect(self) -> Any:

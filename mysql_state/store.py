@@ -644,7 +644,9 @@ class MysqlAgentStateStore:
                  updated_after: Optional[Any] = None, limit: int = 100, cursor: Optional[str] = None) -> SessionPage:
         """A page of sessions, newest activity first: ``SessionPage(items, next_cursor)`` of
         :class:`SessionInfo`; ``ALL_USERS`` (default) lists every user, None the anonymous one;
-        pass ``next_cursor`` back for the next page. Times are the server's.
+        pass ``next_cursor`` back for the next page. Times are the server's. Pages are not a
+        snapshot: a session written while you page moves ahead of the cursor, so a walk misses
+        one written after it began and before its page was read (never lists one twice).
 
         >>> store.save("frank", "s-1", "plan", 1)
         >>> store.save_list("frank", "s-2", "memory", ["a", "b"])

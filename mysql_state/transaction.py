@@ -105,6 +105,9 @@ class Transaction:
         #: The hash rows of the lists last appended to here, as written (read under their lock):
         #: once committed, what the store knows of them (``at`` is checked against it).
         self.hashes: dict[tuple[str, str], Any] = {}
+        #: The saves made here, ``(kind, rows, plaintext bytes)`` as the store's metrics count
+        #: them: counted once the transaction commits (a maintenance write is not a save).
+        self.saves: list[tuple[str, int, int]] = []
 
     # ---- reads (locking) ---------------------------------------------------------------------
 
@@ -171,7 +174,7 @@ class Transaction:
         """
         t = self._table
         args.flag(maintenance, "maintenance")
-        sid, k, text, _ = args.prepare_value(t, user_id, session_id, key, value)
+        sid, k, text, size = args.prepare_value(t, user_id, session_id, key, value)
         with self._kept(sid, maintenance, k):
             if (sid, k) in self._absent:
                 # Read as absent: a plain INSERT, so that if another writer created the key since,
@@ -182,6 +185,8 @@ class Transaction:
                 values.write(self._cur, t, sid, k, text)
         self._wrote(sid, k)
         self.repaired.add((sid, k))
+        if not maintenance:
+            self.saves.append(("value", 1, size))
 
     def save_list(self, user_id: Optional[str], session_id: str, key: str, values: Sequence[Any], *,
                   maintenance: bool = False) -> None:
@@ -203,9 +208,11 @@ class Transaction:
         # no snapshot: plan from the table, which this transaction may have changed already
         w = list_write.ListWrite(sid, k, items, blob, None, damaged=(sid, k) in self._damaged)
         with self._kept(sid, maintenance, k):
-            list_write.save(self._cur, t, w)
+            plan = list_write.save(self._cur, t, w)
         self._wrote(sid, k)
         self.repaired.add((sid, k))  # written whole (a damaged list rewritten): once committed
+        if not maintenance:
+            self.saves.append(list_write.counted(plan))
 
     def _wrote(self, sid: str, k: Optional[str], *, appended: bool = False) -> None:
         """``k`` of ``sid`` (None: the whole session) was written: ``appended``, its items only
@@ -237,6 +244,7 @@ class Transaction:
             return list_read.length(self._cur, self._table, sid, k, lock=True, operation="append_list")
         new_hash = list_write.append(self._cur, self._table, sid, k, datas)[1]
         self.hashes[(sid, k)] = new_hash
+        self.saves.append(("append", len(datas), sum(map(len, datas))))
         return new_hash.n
 
     def append_lists(self, user_id: Optional[str], session_id: str, appends: Mapping[str, Sequence[Any]], *,
@@ -274,6 +282,7 @@ class Transaction:
             for k, a in new.items():
                 if (written := a.new or a.stored) is not None:  # the hash row as this call left it
                     self.hashes[(sid, k)] = written
+            self.saves += list_write.appends_counted(todo, value_rows)
         for k, v in absent:  # read as absent: created by a plain INSERT, as save does
             self.save(user_id, session_id, k, v)
         return lengths

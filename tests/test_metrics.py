@@ -135,3 +135,62 @@ def test_two_stores_in_one_prometheus_registry(url, database, store):
         third.close()
     finally:
         other.close()
+
+
+def test_saves_inside_a_transaction_are_counted_once_it_commits(store):
+    """tx.save / save_list / append_list / append_lists count as the store's own calls do, with
+    their rows and plaintext bytes, once the transaction commits: a transaction that raises
+    (rolled back) counts none, and a maintenance write is not a save."""
+    def writes(tx):
+        tx.save("u", "s", "v", VALUE)
+        tx.save_list("u", "s", "l", ITEMS)
+        tx.append_list("u", "s", "l", [{"more": True}])
+        tx.append_lists("u", "s", {"l": ["x"], "m": [1, 2]}, values={"w": VALUE})
+
+    store.transaction(writes)
+    m = store.metrics()
+    assert m["saves"] == {"unchanged": 0, "append": 3, "suffix": 0, "shrink": 0, "rewrite": 1, "clear": 0, "value": 2}
+    assert m["rows_written"] == 1 + len(ITEMS) + 1 + 1 + 2 + 1
+    assert m["bytes_written"] == json_bytes(VALUE, *ITEMS, {"more": True}, "x", 1, 2, VALUE)
+
+    def fails(tx):
+        tx.save("u", "s", "v", {"other": 1})
+        tx.append_list("u", "s", "l", ["y"])
+        raise RuntimeError("changed my mind")
+
+    with pytest.raises(RuntimeError):
+        store.transaction(fails)
+    store.transaction(lambda tx: tx.save("u", "s", "v", {"fixed": 1}, maintenance=True))
+    assert store.metrics()["saves"] == m["saves"] and store.metrics()["rows_written"] == m["rows_written"]
+    assert store.get("u", "s", "v") == {"fixed": 1} and store.list_length("u", "s", "l") == len(ITEMS) + 2
+
+
+def test_append_lists_counts_each_list_and_each_value(store):
+    """``append_lists`` counts one append per list given items and one value save per value,
+    rows and bytes included; values alone are value saves, not an append."""
+    store.append_lists("u", "s", {}, values={"w": VALUE})
+    m = store.metrics()
+    assert m["saves"]["value"] == 1 and m["saves"]["append"] == 0
+    assert (m["rows_written"], m["bytes_written"]) == (1, json_bytes(VALUE))
+    store.append_lists("u", "s", {"l": [1], "k": [2, 3], "empty": []}, values={"x": VALUE})
+    m = store.metrics()
+    assert m["saves"]["value"] == 2 and m["saves"]["append"] == 2
+    assert (m["rows_written"], m["bytes_written"]) == (5, json_bytes(VALUE, 1, 2, 3, VALUE))
+
+
+def test_the_async_twin_registers_as_its_store_and_a_store_registers_once(url, database, store):
+    from mysql_state import AsyncMysqlAgentStateStore
+    import asyncio
+
+    registry = prometheus_client.CollectorRegistry()
+    twin = AsyncMysqlAgentStateStore(store, close_store=False)
+    metrics.register(twin, registry)  # its counters are its store's: registered as that store
+    asyncio.run(twin.save("u", "s", "v", 1))
+    get = registry.get_sample_value
+    assert get("mysql_state_saves_total", {"store": f"{database}.agentscope_sessions", "kind": "value"}) == 1.0
+    metrics.register(store, registry)  # the same store again, the same label: nothing new
+    with pytest.raises(ValueError, match="already registered under store="):
+        metrics.register(store, registry, name="again")  # its counters would be summed twice
+    assert "again" not in prometheus_client.generate_latest(registry).decode()
+    with pytest.raises(TypeError, match="needs a MysqlAgentStateStore"):
+        metrics.register(object(), registry)
