@@ -418,13 +418,17 @@ class Connector:
             self._checkin(pool, con, broken)
 
     def _isolate(self, raw: Any, cur: Any) -> None:
-        """READ COMMITTED for this write (see sql.READ_COMMITTED_SESSION for why)."""
+        """READ COMMITTED for this write (see sql.READ_COMMITTED_SESSION for why), and on a
+        connection the store owns, row-lock waits shorter than its read timeout (sql.CAP_LOCK_WAIT)."""
         if not self.owned:  # leave a given pool's sessions as they are: this transaction only
             cur.execute(sql.READ_COMMITTED_NEXT)
             return
         thread = raw.thread_id() if hasattr(raw, "thread_id") else None
         if getattr(raw, "isolated_thread", None) != thread or thread is None:
             cur.execute(sql.READ_COMMITTED_SESSION)
+            cap = getattr(raw, "lock_wait_seconds", None)
+            if cap is not None:
+                cur.execute(sql.CAP_LOCK_WAIT, (cap,))
             raw.isolated_thread = thread  # a reconnect gets a new thread id: set it again
 
     def close(self) -> None:

@@ -310,3 +310,41 @@ def test_a_transactions_reads_check_their_type_as_the_stores_do(store):
         with pytest.raises(TypeError, match="type must be a class"):
             store.transaction(lambda tx: tx.get_list("u", "s", "l", bad))
     assert store.transaction(lambda tx: tx.get("u", "s", "k", str)) == "7"
+
+
+@pytest.mark.parametrize("write", ["append_list", "save"])
+def test_a_row_lock_held_longer_than_read_timeout_is_a_retried_lock_wait_not_a_lost_connection(url, database, write):
+    """A write waiting on another transaction's row lock longer than the store's read_timeout
+    got the driver's timeout (2013): CommitUnknownError or ServerUnavailableError while the
+    statement went on waiting on the server and committed later (so the documented read-back
+    saw nothing and a repeat stored the item twice). The store's connections cap the server's
+    lock wait at half the read timeout: the wait ends in 1205, is retried, and the write is
+    stored once, when the lock is let go."""
+    store = MysqlAgentStateStore.from_url(url, database_name=database, create_if_not_exist=True, read_timeout=4)
+    try:
+        store.save_list("u", "s", "m", ["a", "b"])
+        store.append_list("u", "s", "m", ["c"])  # warm: the next append is one packet with its COMMIT
+        store.save("u", "s", "v", 1)
+        holder = connect(url)
+        holder.autocommit(False)
+        with holder.cursor() as cur:  # another transaction holds every row of the session for 6 s
+            cur.execute(f"SELECT * FROM `{database}`.agentscope_sessions WHERE session_id = 'u:s' FOR UPDATE")
+        timer = threading.Timer(6, holder.commit)
+        timer.start()
+        t0 = time.monotonic()
+        if write == "append_list":
+            assert store.append_list("u", "s", "m", ["d"]) == 4
+        else:
+            store.save("u", "s", "v", 2)
+        took = time.monotonic() - t0
+        timer.join()
+        holder.close()
+        assert 5 < took < 12, took  # it waited for the holder, through the retries
+        assert store.stats.retries_by_errno.get(1205, 0) >= 2, store.stats.retries_by_errno
+        rows = connect(url).cursor()
+        rows.execute(f"SELECT state_key, item_index, state_data FROM `{database}`.agentscope_sessions"
+                     " WHERE session_id = 'u:s' AND state_key IN ('m', 'v') ORDER BY state_key, item_index")
+        expected = ["a", "b", "c", "d"] if write == "append_list" else ["a", "b", "c"]
+        assert [r[2] for r in rows.fetchall()] == [f'"{x}"' for x in expected] + (["1"] if write == "append_list" else ["2"])
+    finally:
+        store.close()
