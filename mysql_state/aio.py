@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, AsyncIterator, Callable, Concatenate, Coroutine, Optional, ParamSpec, Sequence, TypeVar
 
 from .catalog import ALL_USERS
-from .errors import LockTimeoutError, StoreClosedError, caller_stacklevel
+from .errors import LockTimeoutError, PoolTimeoutError, StoreClosedError, caller_stacklevel
 from .pool import DEFAULT_POOL_SIZE, Stats
 from .locks import SessionLock
 from .store import MysqlAgentStateStore
@@ -87,7 +87,7 @@ OPERATIONS = (
 )
 #: The sync store's attributes (docs/api.md), each read through here from the wrapped store.
 ATTRIBUTES = ("database_name", "table_name", "exact_keys", "max_allowed_packet", "keep_history", "encryption",
-              "pool_size", "supports_versioning")
+              "pool_size", "pool_timeout", "supports_versioning")
 #: Lines of an export fetched per worker-thread hop (the sync export reads 1000 rows a chunk).
 EXPORT_LINES_PER_HOP = 1000
 
@@ -130,7 +130,9 @@ class AsyncMysqlAgentStateStore:
     """An asyncio front for :class:`MysqlAgentStateStore`: same methods, same errors.
 
     ``max_workers`` bounds the threads (default: the store's pool size), so calls beyond it
-    queue in the executor instead of holding a thread that waits for a connection.
+    queue in the executor instead of holding a thread that waits for a connection; a call
+    that no thread has taken within the store's ``pool_timeout`` is dropped from the queue
+    and raises :class:`PoolTimeoutError`, as the sync store's wait for a connection does.
     ``aclose()`` (or ``async with``) waits for running operations, then closes the wrapped
     store unless ``close_store=False``.
 
@@ -219,7 +221,8 @@ class AsyncMysqlAgentStateStore:
                 return fn(*args, **kwargs)
             raise StoreClosedError("this AsyncMysqlAgentStateStore is closed (aclose was called); "
                                    "it runs no new operation")
-        return await run_in(self._executor, fn, *args, **kwargs)
+        return await run_in(self._executor, fn, *args, _queue_timeout=(self.sync.pool_timeout, self.max_workers),
+                            **kwargs)
 
     # ---- the operations: generated from the sync store (see mirror) ------------------------
 
@@ -266,6 +269,7 @@ class AsyncMysqlAgentStateStore:
     keep_history = mirror_attribute("keep_history")
     encryption = mirror_attribute("encryption")
     pool_size = mirror_attribute("pool_size")
+    pool_timeout = mirror_attribute("pool_timeout")
     supports_versioning = mirror_attribute("supports_versioning")
 
     async def export(self, user_id: Any = ALL_USERS, sessions: Optional[Sequence[str]] = None) -> AsyncIterator[str]:
@@ -378,13 +382,16 @@ class AsyncMysqlAgentStateStore:
         await self.aclose()
 
 
-async def run_in(executor: ThreadPoolExecutor, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+async def run_in(executor: ThreadPoolExecutor, fn: Callable[..., T], *args: Any,
+                 _queue_timeout: Optional[tuple[float, int]] = None, **kwargs: Any) -> T:
     """``fn(*args, **kwargs)`` on a thread of ``executor`` (with the caller's context
     variables), awaited without blocking the loop: how every async operation of this library
     runs its sync twin (the store's, and the adapters' that keep a thread pool of their own).
     A cancelled call that is still queued never runs; one already running reaches the caller's
     cancellation only once it has ended (committed or rolled back), so a write cancelled, then
     followed by another, never lands after it (as the SDKs' own sessions wait for their writes).
+    ``_queue_timeout`` (the store's ``pool_timeout`` and its thread count): a call still
+    queued after that many seconds is dropped and raises :class:`PoolTimeoutError`.
 
     >>> import asyncio
     >>> with ThreadPoolExecutor(1) as pool:
@@ -392,9 +399,22 @@ async def run_in(executor: ThreadPoolExecutor, fn: Callable[..., T], *args: Any,
     6
     """
     ctx = contextvars.copy_context()
-    started = executor.submit(functools.partial(ctx.run, fn, *args, **kwargs))
+    began = threading.Event()  # set by the worker thread as it takes the call
+
+    def call() -> T:
+        began.set()
+        return ctx.run(fn, *args, **kwargs)
+
+    started = executor.submit(call)
     done = asyncio.wrap_future(started)
     try:
+        if _queue_timeout is not None and not began.is_set():
+            finished, _ = await asyncio.wait({done}, timeout=_queue_timeout[0])
+            if not finished and not began.is_set() and started.cancel():  # still queued: dropped
+                raise PoolTimeoutError(
+                    f"{getattr(fn, '__name__', 'the call')}: no worker thread became free within "
+                    f"pool_timeout={_queue_timeout[0]}s (the async store runs {_queue_timeout[1]} calls at once, "
+                    "max_workers; the others wait): the call was not run")
         return await asyncio.shield(done)
     except asyncio.CancelledError:
         if started.cancel():  # still queued: dropped, it never runs

@@ -40,6 +40,7 @@ class Wiring:
     db: Connector
     metrics: Metrics
     pool_size: Optional[int]
+    pool_timeout: float
 
 
 @dataclass
@@ -74,7 +75,7 @@ class Parts:
             if router is not None:
                 router.close()
             raise
-        return Wiring(db, metrics, self.pool_size)
+        return Wiring(db, metrics, self.pool_size, self.pool_timeout)
 
 
 def given(

@@ -896,3 +896,34 @@ def test_an_export_read_while_the_store_closes_stops_with_store_closed(url, data
 
     for close_store in (True, False):
         assert run(main(close_store)) == 1000  # the chunk read before the close, no more
+
+
+def test_a_call_no_thread_takes_within_pool_timeout_is_a_pool_timeout_and_never_runs(url, database, raw):
+    """The async store runs max_workers calls at once; one queued behind them waited without a
+    bound (pool_timeout applied only to the wait for a connection, which a queued call never
+    reaches). It now raises PoolTimeoutError once pool_timeout has passed, and is not run."""
+    from mysql_state import PoolTimeoutError
+
+    sync = MysqlAgentStateStore.from_url(url, database_name=database, create_if_not_exist=True, pool_size=1,
+                                         pool_timeout=1.0)
+    astore = AsyncMysqlAgentStateStore(sync)
+
+    def slow(tx):
+        tx.save("u", "s", "held", 1)
+        time.sleep(3)
+
+    async def go():
+        holding = asyncio.create_task(astore.transaction(slow))
+        await asyncio.sleep(0.3)  # the one thread is in the transaction
+        t0 = time.monotonic()
+        with pytest.raises(PoolTimeoutError, match=r"save: no worker thread became free within pool_timeout=1.0s"):
+            await astore.save("u", "s", "queued", 1)
+        waited = time.monotonic() - t0
+        await holding
+        await asyncio.sleep(0.2)
+        await astore.aclose()
+        return waited
+
+    waited = run(go())
+    assert 0.9 < waited < 2.5, waited
+    assert [r[1] for r in raw.rows("u:s")] == ["held"]  # the queued save never ran
