@@ -88,6 +88,9 @@ OPERATIONS = (
 #: The sync store's attributes (docs/api.md), each read through here from the wrapped store.
 ATTRIBUTES = ("database_name", "table_name", "exact_keys", "max_allowed_packet", "keep_history", "encryption",
               "pool_size", "pool_timeout", "supports_versioning")
+#: Sync methods that read this process's memory only (no connection): awaited, they run on the
+#: loop at once, whatever the threads are doing (a metrics scrape while the database is slow).
+IN_MEMORY = frozenset({"metrics"})
 #: Lines of an export fetched per worker-thread hop (the sync export reads 1000 rows a chunk).
 EXPORT_LINES_PER_HOP = 1000
 
@@ -221,6 +224,8 @@ class AsyncMysqlAgentStateStore:
                 return fn(*args, **kwargs)
             raise StoreClosedError("this AsyncMysqlAgentStateStore is closed (aclose was called); "
                                    "it runs no new operation")
+        if fn.__name__ in IN_MEMORY:
+            return fn(*args, **kwargs)
         return await run_in(self._executor, fn, *args, _queue_timeout=(self.sync.pool_timeout, self.max_workers),
                             **kwargs)
 
@@ -411,8 +416,9 @@ async def run_in(executor: ThreadPoolExecutor, fn: Callable[..., T], *args: Any,
         if _queue_timeout is not None and not began.is_set():
             finished, _ = await asyncio.wait({done}, timeout=_queue_timeout[0])
             if not finished and not began.is_set() and started.cancel():  # still queued: dropped
+                name = getattr(fn, "__name__", "<call>")
                 raise PoolTimeoutError(
-                    f"{getattr(fn, '__name__', 'the call')}: no worker thread became free within "
+                    f"{'a call' if name.startswith('<') else name}: no worker thread became free within "
                     f"pool_timeout={_queue_timeout[0]}s (the async store runs {_queue_timeout[1]} calls at once, "
                     "max_workers; the others wait): the call was not run")
         return await asyncio.shield(done)

@@ -916,6 +916,8 @@ def test_a_call_no_thread_takes_within_pool_timeout_is_a_pool_timeout_and_never_
         holding = asyncio.create_task(astore.transaction(slow))
         await asyncio.sleep(0.3)  # the one thread is in the transaction
         t0 = time.monotonic()
+        assert (await astore.metrics())["writes"] >= 1  # memory only: answered at once, on the loop
+        assert time.monotonic() - t0 < 0.5
         with pytest.raises(PoolTimeoutError, match=r"save: no worker thread became free within pool_timeout=1.0s"):
             await astore.save("u", "s", "queued", 1)
         waited = time.monotonic() - t0
