@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, AsyncIterator, Callable, Concatenate, Coroutine, Optional, ParamSpec, Sequence, TypeVar
 
 from .catalog import ALL_USERS
-from .errors import LockTimeoutError, PoolTimeoutError, StoreClosedError, caller_stacklevel
+from .errors import LockTimeoutError, StoreClosedError, caller_stacklevel
 from .pool import DEFAULT_POOL_SIZE, Stats
 from .locks import SessionLock
 from .store import MysqlAgentStateStore
@@ -133,9 +133,11 @@ class AsyncMysqlAgentStateStore:
     """An asyncio front for :class:`MysqlAgentStateStore`: same methods, same errors.
 
     ``max_workers`` bounds the threads (default: the store's pool size), so calls beyond it
-    queue in the executor instead of holding a thread that waits for a connection; a call
-    that no thread has taken within the store's ``pool_timeout`` is dropped from the queue
-    and raises :class:`PoolTimeoutError`, as the sync store's wait for a connection does.
+    queue in the executor instead of holding a thread that waits for a connection: a burst is
+    served in turn, never refused, and ``pool_timeout`` bounds only a running call's wait for a
+    connection. The queue has no bound of its own: bound a call's whole wait with
+    ``asyncio.wait_for`` (a call still queued when it times out is dropped, never run; one
+    running ends first, committed or rolled back).
     ``aclose()`` (or ``async with``) waits for running operations, then closes the wrapped
     store unless ``close_store=False``.
 
@@ -226,8 +228,7 @@ class AsyncMysqlAgentStateStore:
                                    "it runs no new operation")
         if fn.__name__ in IN_MEMORY:
             return fn(*args, **kwargs)
-        return await run_in(self._executor, fn, *args, _queue_timeout=(self.sync.pool_timeout, self.max_workers),
-                            **kwargs)
+        return await run_in(self._executor, fn, *args, **kwargs)
 
     # ---- the operations: generated from the sync store (see mirror) ------------------------
 
@@ -387,16 +388,15 @@ class AsyncMysqlAgentStateStore:
         await self.aclose()
 
 
-async def run_in(executor: ThreadPoolExecutor, fn: Callable[..., T], *args: Any,
-                 _queue_timeout: Optional[tuple[float, int]] = None, **kwargs: Any) -> T:
+async def run_in(executor: ThreadPoolExecutor, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``fn(*args, **kwargs)`` on a thread of ``executor`` (with the caller's context
     variables), awaited without blocking the loop: how every async operation of this library
     runs its sync twin (the store's, and the adapters' that keep a thread pool of their own).
     A cancelled call that is still queued never runs; one already running reaches the caller's
     cancellation only once it has ended (committed or rolled back), so a write cancelled, then
     followed by another, never lands after it (as the SDKs' own sessions wait for their writes).
-    ``_queue_timeout`` (the store's ``pool_timeout`` and its thread count): a call still
-    queued after that many seconds is dropped and raises :class:`PoolTimeoutError`.
+    A call waits in the executor's queue for a thread without a bound of its own: the caller's
+    ``asyncio.wait_for`` bounds it (a call still queued when it times out is dropped, not run).
 
     >>> import asyncio
     >>> with ThreadPoolExecutor(1) as pool:
@@ -404,23 +404,9 @@ async def run_in(executor: ThreadPoolExecutor, fn: Callable[..., T], *args: Any,
     6
     """
     ctx = contextvars.copy_context()
-    began = threading.Event()  # set by the worker thread as it takes the call
-
-    def call() -> T:
-        began.set()
-        return ctx.run(fn, *args, **kwargs)
-
-    started = executor.submit(call)
+    started = executor.submit(functools.partial(ctx.run, fn, *args, **kwargs))
     done = asyncio.wrap_future(started)
     try:
-        if _queue_timeout is not None and not began.is_set():
-            finished, _ = await asyncio.wait({done}, timeout=_queue_timeout[0])
-            if not finished and not began.is_set() and started.cancel():  # still queued: dropped
-                name = getattr(fn, "__name__", "<call>")
-                raise PoolTimeoutError(
-                    f"{'a call' if name.startswith('<') else name}: no worker thread became free within "
-                    f"pool_timeout={_queue_timeout[0]}s (the async store runs {_queue_timeout[1]} calls at once, "
-                    "max_workers; the others wait): the call was not run")
         return await asyncio.shield(done)
     except asyncio.CancelledError:
         if started.cancel():  # still queued: dropped, it never runs
