@@ -102,7 +102,7 @@ class Metrics:
                 "bytes_written": self.bytes_written,
                 "reads": self.reads,
                 "writes": self.writes,
-                "retries": {int(k): v for k, v in stats.retries_by_errno.items()},
+                "retries": stats.retries(),
                 "reconnects": stats.reconnects,
                 "errors": dict(self.errors),
                 "stale_conflicts": self.stale_conflicts,

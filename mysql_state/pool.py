@@ -71,7 +71,10 @@ STALE_RETRIES = 3  # connections found dead at first use (each retry re-opens a 
 
 @dataclass
 class Stats:
-    """Counters a test or benchmark can read: what the store retried and why."""
+    """Counters a test or benchmark can read: what the store retried and why. ``lock_retries``
+    counts every transaction run again for a conflict: lock conflicts (1213, 1205) and lost
+    creation races (1062), each also in ``retries_by_errno``. The store's threads count through
+    :meth:`add` (under a lock: no increment is lost); ``retries`` is a consistent copy."""
 
     lock_retries: int = 0
     reconnects: int = 0
@@ -79,6 +82,23 @@ class Stats:
     retries_by_errno: dict = field(default_factory=dict)  # e.g. {1213: 3, 1062: 5}
     replica_reads: int = 0  # reads a replica served (consistency "eventual"/"session")
     replica_fallbacks: int = 0  # such reads the primary served (no replica answered, or behind)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, counter: str, errno: Optional[int] = None) -> None:
+        """One more of ``counter`` (a field's name); with ``errno``, one more retry for it.
+
+        >>> s = Stats(); s.add("lock_retries", 1213); (s.lock_retries, s.retries_by_errno)
+        (1, {1213: 1})
+        """
+        with self.lock:
+            setattr(self, counter, getattr(self, counter) + 1)
+            if errno is not None:
+                self.retries_by_errno[errno] = self.retries_by_errno.get(errno, 0) + 1
+
+    def retries(self) -> dict[int, int]:
+        """``retries_by_errno`` copied under the lock (a thread may be adding to it)."""
+        with self.lock:
+            return {int(k): v for k, v in self.retries_by_errno.items()}
 
 
 class Observer(Protocol):
@@ -305,7 +325,7 @@ class Connector:
                         flight.committing = True
                         if not (flight.committed or flight.ended):  # else the call's statements ended it
                             raw.commit()
-                        self.stats.transactions += 1
+                        self.stats.add("transactions")
                         if self.router is not None:
                             flight.committing = False
                             self.router.committed(raw, session)  # never raises: it records what it could
@@ -360,7 +380,7 @@ class Connector:
                         # This host does not answer: the next one of the list (the same one,
                         # after a back-off, when it is the only one).
                         if way.failed(reround=not frozen):
-                            self.stats.reconnects += 1
+                            self.stats.add("reconnects")
                             if way.host is not host:
                                 self._checkin(pool, con, True)
                                 con = None
@@ -369,11 +389,10 @@ class Connector:
                     elif lost and not timed_out:
                         stale += 1  # a connection cut while idle: re-opened in place
                         if stale <= STALE_RETRIES:
-                            self.stats.reconnects += 1
+                            self.stats.add("reconnects")
                             continue
                     if write and lock_retry and errno in RETRYABLE_WRITE_ERRNOS and attempt <= self.retries:
-                        self.stats.lock_retries += 1
-                        self.stats.retries_by_errno[errno] = self.stats.retries_by_errno.get(errno, 0) + 1
+                        self.stats.add("lock_retries", errno)
                         _backoff(attempt, 0.005)
                         continue
                     broken = lost or unready

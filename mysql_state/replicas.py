@@ -318,7 +318,7 @@ class Router:
         ``replica_fallbacks``."""
         wait = self.log.position(session) if consistency == SESSION else None
         if wait == UNKNOWN:
-            stats.replica_fallbacks += 1
+            stats.add("replica_fallbacks")
             return primary(fn)
         if wait is None:
             run = fn
@@ -351,9 +351,9 @@ class Router:
                 raise
             result = _BEHIND  # the replica has not applied the CREATE (or a migration's ALTER) yet
         if result is _BEHIND:
-            stats.replica_fallbacks += 1
+            stats.add("replica_fallbacks")
             return primary(fn)
-        stats.replica_reads += 1
+        stats.add("replica_reads")
         return cast(T, result)  # not _BEHIND: what fn returned
 
     def close(self) -> None:
