@@ -447,7 +447,7 @@ class Connector:
             cur.execute(sql.READ_COMMITTED_SESSION)
             cap = getattr(raw, "lock_wait_seconds", None)
             if cap is not None:
-                cur.execute(sql.CAP_LOCK_WAIT, (cap,))
+                cur.execute(sql.CAP_LOCK_WAIT, (cap, cap))
             raw.isolated_thread = thread  # a reconnect gets a new thread id: set it again
 
     def close(self) -> None:

@@ -61,11 +61,14 @@ MAX_ALLOWED_PACKET = "SELECT @@max_allowed_packet"
 # serialises writers of one list. Once per connection the store owns; per transaction else.
 READ_COMMITTED_SESSION = "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"
 READ_COMMITTED_NEXT = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"
-# A row lock waited for ends in 1205 (rolled back, retried) before the driver's read timeout
-# ends the wait from the client's side (error 2013: the statement may still run and commit on
-# the server while the caller is told the connection was lost). Never raised above the
-# server's own setting. Once per connection the store owns, with READ_COMMITTED_SESSION.
-CAP_LOCK_WAIT = "SET SESSION innodb_lock_wait_timeout = LEAST(@@innodb_lock_wait_timeout, %s)"
+# A row lock (innodb_lock_wait_timeout) or a table's metadata lock (lock_wait_timeout: a write
+# queued behind an ALTER TABLE) waited for ends in 1205 (rolled back, retried) before the
+# driver's read timeout ends the wait from the client's side (error 2013: the statement may
+# still run and commit on the server while the caller is told the connection was lost).
+# Never raised above the server's own settings. Once per connection the store owns, with
+# READ_COMMITTED_SESSION. Both variables exist, session-settable, in MySQL 5.7+/8 and MariaDB.
+CAP_LOCK_WAIT = ("SET SESSION innodb_lock_wait_timeout = LEAST(@@innodb_lock_wait_timeout, %s),"
+                 " lock_wait_timeout = LEAST(@@lock_wait_timeout, %s)")
 
 # ---- single values --------------------------------------------------------------------------
 

@@ -582,9 +582,9 @@ class Connection(pymysql.connections.Connection):
     _write_timeout: Optional[float]
 
     def __init__(self, *args: Any, ssl_mode: str = PREFERRED, **kwargs: Any) -> None:
-        #: The longest row-lock wait (whole seconds) this connection's writes should meet: half
-        #: its read timeout, so that a wait ends in the server's 1205 (retried) before the read
-        #: timeout cuts the connection (see ``sql.CAP_LOCK_WAIT``); None without a read timeout.
+        #: The longest lock wait (row or metadata lock, whole seconds) this connection's writes
+        #: should meet: half its read timeout, so that a wait ends in the server's 1205 (retried)
+        #: before the read timeout cuts the connection (``sql.CAP_LOCK_WAIT``); None without one.
         read_timeout = kwargs.get("read_timeout")
         self.lock_wait_seconds: Optional[int] = max(1, int(read_timeout // 2)) if read_timeout else None
         self._ssl_mode = ssl_mode  # set first: pymysql connects inside __init__

@@ -348,3 +348,44 @@ def test_a_row_lock_held_longer_than_read_timeout_is_a_retried_lock_wait_not_a_l
         assert [r[2] for r in rows.fetchall()] == [f'"{x}"' for x in expected] + (["1"] if write == "append_list" else ["2"])
     finally:
         store.close()
+
+
+def test_a_write_queued_behind_an_alter_table_longer_than_read_timeout_is_retried_not_lost(url, database):
+    """A write waiting for the table's metadata lock (queued behind an ALTER TABLE that waits for
+    a reader's transaction) longer than read_timeout met the driver's timeout (CommitUnknownError
+    for a one-packet append). The store's connections cap that wait (lock_wait_timeout) as they
+    cap row-lock waits: 1205, retried, and the append is stored once the ALTER is through."""
+    store = MysqlAgentStateStore.from_url(url, database_name=database, create_if_not_exist=True, read_timeout=4)
+    try:
+        store.save_list("u", "s", "m", ["a"])
+        store.append_list("u", "s", "m", ["b"])  # warm: the next append is one packet with its COMMIT
+        reader = connect(url)
+        reader.autocommit(False)
+        with reader.cursor() as cur:  # a transaction that read the table holds its metadata lock
+            cur.execute("START TRANSACTION")
+            cur.execute(f"SELECT COUNT(*) FROM `{database}`.agentscope_sessions")
+        altered: list = []
+
+        def alter() -> None:  # waits for the reader; every later statement on the table queues behind it
+            con = connect(url)
+            with con.cursor() as c:
+                c.execute(f"ALTER TABLE `{database}`.agentscope_sessions COMMENT 'altered'")
+            con.close()
+            altered.append(True)
+
+        altering = threading.Thread(target=alter)
+        altering.start()
+        time.sleep(0.5)
+        timer = threading.Timer(6, reader.commit)
+        timer.start()
+        t0 = time.monotonic()
+        assert store.append_list("u", "s", "m", ["c"]) == 3
+        took = time.monotonic() - t0
+        timer.join()
+        altering.join(10)
+        reader.close()
+        assert altered and 5 < took < 12, (altered, took)
+        assert store.stats.retries_by_errno.get(1205, 0) >= 2, store.stats.retries_by_errno
+        assert store.get_list("u", "s", "m") == ["a", "b", "c"]
+    finally:
+        store.close()
