@@ -50,7 +50,7 @@ JOBS ?= $(if $(MYSQL_URL),0,2)
 
 test: venv server-bin cluster-bin
 	$(PY) tests/isolated.py
-	$(PY) -m pytest -n $(JOBS) --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(JOBS) $(PYTEST_ARGS)
 
 demo: venv server-bin
 	$(PY) benchmarks/demo.py

@@ -163,32 +163,57 @@ def pytest_terminal_summary(terminalreporter):
             terminalreporter.write_line(line)
 
 
-# ---- running side by side (pytest-xdist, ``make test``: ``-n 2 --dist loadgroup``) -------------
+# ---- running side by side (pytest-xdist, ``make test``: ``-n 2``) --------------------------------
 #
 # Each worker process starts its own server (``server_url`` is once per process), so a test that
 # counts the server's statements sees only its own. Tests are spread one by one, but those that
-# share something costly to start stay on one worker: the Galera cluster and the replicated pair
-# (session fixtures of this file, used by several modules), and every test of a module whose
-# module- or session-scoped fixture starts a server or runs a framework's whole inner suite.
+# share something costly to start stay together on one worker: the Galera cluster and the
+# replicated pair (session fixtures of this file), and every test of a module whose module- or
+# session-scoped fixture starts a server or runs a framework's whole inner suite, or whose tests
+# share module state. The grouping is this file's own scheduler (``pytest_xdist_make_scheduler``):
+# xdist's ``--dist loadgroup`` groups by rewriting node ids, which pytest 9.2 ignores
+# (pytest-xdist issue 1386), so under it every test went its own way.
 
-#: Fixtures shared across modules: every test using one runs on the same worker.
-SHARED_FIXTURES = ("galera", "replicated")
-#: Modules whose costly module/session fixtures must be made once: all their tests on one worker.
-ONE_WORKER_MODULES = frozenset({
-    "test_adk", "test_agentscope1", "test_openai_agents",  # run_cases: the whole inner suite, once
-    "test_backup", "test_faults", "test_hostile", "test_sizes", "test_tls",  # servers of their own
-})
+#: Module -> the group its tests run in, on one worker.
+GROUPS = {
+    "test_cluster": "galera", "test_galera_store": "galera",  # one 3-node cluster (the galera fixture)
+    "test_replicas_store": "replicated",  # the replicated fixture
+    # run_cases: the framework's whole inner suite, once
+    "test_adk": "test_adk", "test_agentscope1": "test_agentscope1", "test_openai_agents": "test_openai_agents",
+    # servers of their own (module fixtures, local_server), or module state shared by its tests
+    "test_backup": "test_backup", "test_faults": "test_faults", "test_sizes": "test_sizes", "test_tls": "test_tls",
+    "test_hostile": "test_hostile",
+}
+#: Fixtures that are costly to make more than once: a test using one must be in a module of GROUPS.
+GROUPED_FIXTURES = ("galera", "replicated", "local_server")
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the marks
+def module_of(nodeid: str) -> str:
+    """``tests/test_x.py::test_y[p]`` -> ``test_x``."""
+    return nodeid.split("::", 1)[0].rsplit("/", 1)[-1].removesuffix(".py")
+
+
 def pytest_collection_modifyitems(config, items):
-    for item in items:
-        group = next((name for name in SHARED_FIXTURES if name in item.fixturenames), None)
-        module = item.module.__name__.rpartition(".")[2] if item.module is not None else ""
-        if group is None and (module in ONE_WORKER_MODULES or "local_server" in item.fixturenames):
-            group = module
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+    """A test that uses a costly shared fixture outside a grouped module fails the run (it
+    would make the fixture again on another worker)."""
+    stray = [item.nodeid for item in items
+             if module_of(item.nodeid) not in GROUPS and any(f in item.fixturenames for f in GROUPED_FIXTURES)]
+    if stray:
+        raise pytest.UsageError(f"tests using {GROUPED_FIXTURES} outside a module of tests/conftest.py's GROUPS: "
+                                f"{stray[:5]}")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's LoadScope scheduling with this file's scopes: a grouped module's group, else each
+    test on its own."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Grouped(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:  # xdist's documented way to define the scope
+            return GROUPS.get(module_of(nodeid), nodeid)
+
+    return Grouped(config, log)
 
 
 #: The table as the Java store's documented DDL makes it: case-insensitive keys, version 0.
