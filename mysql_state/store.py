@@ -128,8 +128,7 @@ class MysqlAgentStateStore:
         self._db, self._metrics = wired.db, wired.metrics
         #: Connections per pool (None for a given pool); the async store sizes its threads to it.
         self.pool_size: Optional[int] = wired.pool_size
-        #: The longest wait for a free connection, seconds (then ``PoolTimeoutError``); the
-        #: async store bounds a call's wait for a free worker thread with it too.
+        #: The longest wait for a free connection, seconds (then ``PoolTimeoutError``).
         self.pool_timeout: float = wired.pool_timeout
         self._memory = ListMemory(snapshot_bytes)  # snapshots, hints, damaged lists: cheap saves, repairs
         db, tn = self.database_name, self.table_name

@@ -629,6 +629,9 @@ class Connection(pymysql.connections.Connection):
             return True
 
     def connect(self, sock: Any = None) -> None:
+        # A new session: set up again by the pool, even when a server restarted since hands out
+        # the thread id the old session had (ids start again from 1).
+        self.isolated_thread = None
         failure: Optional[ssl.SSLError] = None
         # The handshake is part of connecting: pymysql waits for the server's greeting (and
         # for authentication) with the read timeout, so a host that accepts connections but

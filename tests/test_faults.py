@@ -333,3 +333,30 @@ def test_use_after_close_is_refused_naming_the_store(url, database):
         with pytest.raises(StoreClosedError, match=f"`{database}`.`agentscope_sessions`.*closed"):
             call()
     assert issubclass(StoreClosedError, MysqlStateError) and issubclass(StoreClosedError, RuntimeError)
+
+
+def test_after_a_restart_a_reconnected_session_is_set_up_again_even_under_its_old_thread_id(local_server):
+    """The pool sets a write connection's session up (READ COMMITTED, the lock-wait cap) once
+    per server thread id; a restarted server numbers its threads from 1 again, so a connection
+    reopened in place could get its old id back and be taken as set up: the cap was gone, and a
+    write held up by a row lock longer than read_timeout met the driver's timeout again. Every
+    reconnect is set up again now: the wait ends in 1205, retried, the write stored once."""
+    store = MysqlAgentStateStore.from_url(local_server.url, database_name="restarted", create_if_not_exist=True,
+                                          connect_timeout=2, read_timeout=4, pool_size=1)
+    try:
+        store.save_list("u", "s", "m", ["a"])
+        local_server.kill()
+        local_server.start()
+        store.save_list("u", "s", "m", ["a", "b"])  # reconnected in place (its thread id may be the old one)
+        holder = connect(local_server.url)
+        holder.autocommit(False)
+        with holder.cursor() as cur:
+            cur.execute("SELECT * FROM `restarted`.agentscope_sessions WHERE session_id = 'u:s' FOR UPDATE")
+        timer = threading.Timer(6, holder.commit)
+        timer.start()
+        assert store.append_list("u", "s", "m", ["c"]) == 3  # not CommitUnknownError after read_timeout
+        timer.join()
+        holder.close()
+        assert store.stats.retries_by_errno.get(1205, 0) >= 2 and store.get_list("u", "s", "m") == ["a", "b", "c"]
+    finally:
+        store.close()
