@@ -128,8 +128,6 @@ class MysqlAgentStateStore:
         self._db, self._metrics = wired.db, wired.metrics
         #: Connections per pool (None for a given pool); the async store sizes its threads to it.
         self.pool_size: Optional[int] = wired.pool_size
-        #: The longest wait for a free connection, seconds (then ``PoolTimeoutError``).
-        self.pool_timeout: float = wired.pool_timeout
         self._memory = ListMemory(snapshot_bytes)  # snapshots, hints, damaged lists: cheap saves, repairs
         db, tn = self.database_name, self.table_name
         try:  # the primary only: replicas get no DDL
@@ -834,6 +832,16 @@ class MysqlAgentStateStore:
         0
         """
         return self._db.stats
+
+    @property
+    def pool_timeout(self) -> float:
+        """The longest wait for a free connection, seconds (then ``PoolTimeoutError``): the
+        connector's, as given to the constructor.
+
+        >>> store.pool_timeout
+        10.0
+        """
+        return self._db.pool_timeout
 
     @property
     def exact_keys(self) -> bool:

@@ -40,7 +40,6 @@ class Wiring:
     db: Connector
     metrics: Metrics
     pool_size: Optional[int]
-    pool_timeout: float
 
 
 @dataclass
@@ -75,7 +74,7 @@ class Parts:
             if router is not None:
                 router.close()
             raise
-        return Wiring(db, metrics, self.pool_size, self.pool_timeout)
+        return Wiring(db, metrics, self.pool_size)
 
 
 def given(
