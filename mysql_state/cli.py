@@ -645,21 +645,27 @@ def _get(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     return 0
 
 
+def _pages(store: MysqlAgentStateStore, user: Any, limit: int) -> Iterator[list]:
+    """The items of every page of ``store.sessions(user)``, ``limit`` a page, newest first."""
+    cursor = None
+    while True:
+        page = store.sessions(user, limit=limit, cursor=cursor)
+        yield page.items
+        cursor = page.next_cursor
+        if cursor is None:
+            return
+
+
 def _info(store: MysqlAgentStateStore, user: Optional[str], session: str) -> dict:
     """The catalog entry of one session (paged through that user's sessions). A session
     written during a walk moves ahead of its cursor (pages are not a snapshot): the next walk
     meets it on its first page, so only a session no walk meets has no catalog row."""
     for _ in range(3):
-        cursor = None
-        while True:
-            page = store.sessions(user, limit=500, cursor=cursor)
-            for s in page.items:
+        for items in _pages(store, user, 500):
+            for s in items:
                 if s.session_id == session:
                     return dict(user_id=s.user_id, session_id=s.session_id, keys=s.keys, rows=s.rows, bytes=s.bytes,
                                 created_at=s.created_at, updated_at=s.updated_at)
-            if page.next_cursor is None:
-                break
-            cursor = page.next_cursor
     return dict(user_id=user, session_id=session, keys="(no catalog row: run doctor --fix)")
 
 
@@ -976,21 +982,15 @@ def metric_rows(metrics: dict, prefix: str = "") -> list[list[Any]]:
 def _stats(store: MysqlAgentStateStore, args: argparse.Namespace) -> int:
     sessions, rows, nbytes = 0, 0, 0
     biggest: list = []
-    cursor = None
     with drawing("read sessions", args.json) as bar:  # every session, a page at a time: no total known
-        while True:
-            page = store.sessions(limit=1000, cursor=cursor)
-            for s in page.items:
+        for items in _pages(store, ALL_USERS, 1000):
+            for s in items:
                 sessions += 1
                 rows += s.rows
                 nbytes += s.bytes
                 biggest.append((s.bytes, s.rows, s.user_id or "", s.session_id))  # "": anonymous, sortable
             bar(sessions)
-            cursor = page.next_cursor
-            if cursor is None:
-                break
             biggest = sorted(biggest, reverse=True)[:10]
-    biggest = sorted(biggest, reverse=True)[:10]
     m = store.metrics()
     out = {"sessions": sessions, "rows": rows, "bytes": nbytes,
            "largest": [{"user_id": u or None, "session_id": s, "rows": r, "bytes": b} for b, r, u, s in biggest],
