@@ -774,7 +774,8 @@ class MysqlAgentStateStore:
         ``progress(done, None)`` per batch of the version back-fill and the catalog build: the
         rows migrated so far (no total; none called when there is nothing to apply).
 
-        >>> store.migrate(progress=lambda done, total: print(done))  # a table made by this version needs nothing
+        >>> with MysqlAgentStateStore.from_url(url, table_name="migrate_demo", create_if_not_exist=True) as fresh:
+        ...     fresh.migrate(progress=lambda done, total: print(done))  # a table made by this version needs nothing
         []
         """
         args.flag(dry_run, "dry_run")
